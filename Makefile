@@ -1,0 +1,41 @@
+# mcpgate — the two set-up commands are `make run` and `make test`.
+GO      ?= go
+BIN     := bin
+ADDR    ?= 127.0.0.1:8000
+export CGO_ENABLED ?= 0
+
+.PHONY: all build run test test-go test-tls conformance bench lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/mcpgate ./cmd/mcpgate
+
+## run: the gateway on http://127.0.0.1:8000/mcp, localhost mode, built-in worker on SQLite.
+run: build
+	$(BIN)/mcpgate serve --listen $(ADDR)
+
+## test: the whole suite (lint, Go tests with -race, the TLS script).
+test: lint test-go test-tls
+
+test-go:
+	scripts/with-postgres.sh $(GO) test -race -count=1 ./...
+
+test-tls: build
+	scripts/test-tls.sh
+
+## conformance: the official MCP conformance suite through the gateway.
+conformance: build
+	scripts/conformance.sh
+
+## bench: every system side by side; writes bench/results/ and prints the table.
+bench:
+	scripts/bench.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w on the files above"; exit 1; }
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+clean:
+	rm -rf $(BIN)

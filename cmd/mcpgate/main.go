@@ -1,0 +1,89 @@
+// Command mcpgate is the MCP gateway: `mcpgate serve` runs the front end,
+// `mcpgate worker` is the built-in worker the gateway starts per session.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Main is the program, so that end-to-end tests can drive it in-process.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+
+	closers []func() error
+}
+
+// errUsage marks a command-line mistake; the usage text has been printed.
+var errUsage = errors.New("mcpgate: usage")
+
+const usage = `mcpgate — a gateway that puts MCP tools on the network safely
+
+Usage:
+  mcpgate serve [flags]    run the gateway (see mcpgate serve --help)
+  mcpgate certs [flags]    write a self-signed development certificate into certs/
+  mcpgate worker           the built-in worker; the gateway starts it, not people
+  mcpgate version          print the version
+`
+
+// Run runs one sub-command and returns when it is done or ctx is cancelled.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return errUsage
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(m.Stderr, "mcpgate: unknown command %q\n\n%s", args[0], usage)
+		return errUsage
+	}
+	return cmd(ctx, m, args[1:])
+}
+
+// Close releases what Run opened.
+func (m *Main) Close() error {
+	var errs []error
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		errs = append(errs, m.closers[i]())
+	}
+	m.closers = nil
+	return errors.Join(errs...)
+}
+
+// commands maps a sub-command name to its implementation; each lives in a
+// file of its own.
+var commands = map[string]func(ctx context.Context, m *Main, args []string) error{
+	"version": func(_ context.Context, m *Main, _ []string) error {
+		fmt.Fprintln(m.Stdout, "mcpgate", Version)
+		return nil
+	},
+}
+
+// Version is the product version, set at build time with -ldflags.
+var Version = "0.1.0-dev"
+
+func main() {
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := m.Run(ctx, os.Args[1:])
+	stop()
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

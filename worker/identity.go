@@ -1,0 +1,76 @@
+// Package worker is the gateway's side of a worker process: it starts one OS
+// process per MCP session with the user's identity, frames JSON-RPC over the
+// process's stdin and stdout, matches answers to requests, routes the worker's
+// own messages, notices a crash and stops the process.
+package worker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Environment variables through which the gateway hands a worker its identity.
+// They are the whole contract between the gateway and a worker process: the
+// built-in worker (mcpgate worker) reads them, and an external stdio MCP
+// server may read them too. A bearer token is never among them.
+const (
+	EnvUser          = "MCPGATE_WORKER_USER"
+	EnvSessionID     = "MCPGATE_WORKER_SESSION_ID"
+	EnvReadOnly      = "MCPGATE_WORKER_READ_ONLY"
+	EnvToolsets      = "MCPGATE_WORKER_TOOLSETS"
+	EnvServerName    = "MCPGATE_WORKER_SERVER_NAME"
+	EnvServerVersion = "MCPGATE_WORKER_SERVER_VERSION"
+	EnvServerTitle   = "MCPGATE_WORKER_SERVER_TITLE"
+)
+
+// Identity is what the gateway tells a worker about the session it serves.
+type Identity struct {
+	User          string   // the user id the session runs as
+	SessionID     string   // the MCP session id
+	ReadOnly      bool     // the session may not change anything
+	Toolsets      []string // built-in toolsets to register; empty means every one
+	ServerName    string   // serverInfo.name
+	ServerVersion string   // serverInfo.version
+	ServerTitle   string   // serverInfo.title; left out of serverInfo when empty
+}
+
+// Environ returns the identity as NAME=value pairs for a worker's environment.
+func (id Identity) Environ() []string {
+	return []string{
+		EnvUser + "=" + id.User,
+		EnvSessionID + "=" + id.SessionID,
+		EnvReadOnly + "=" + strconv.FormatBool(id.ReadOnly),
+		EnvToolsets + "=" + strings.Join(id.Toolsets, ","),
+		EnvServerName + "=" + id.ServerName,
+		EnvServerVersion + "=" + id.ServerVersion,
+		EnvServerTitle + "=" + id.ServerTitle,
+	}
+}
+
+// IdentityFromEnv reads an identity written by Environ. getenv is usually
+// os.Getenv. A missing or malformed read-only flag is an error rather than a
+// silent read-write session.
+func IdentityFromEnv(getenv func(string) string) (Identity, error) {
+	ro, err := strconv.ParseBool(getenv(EnvReadOnly))
+	if err != nil {
+		return Identity{}, fmt.Errorf("worker: %s must be true or false (the gateway sets it; mcpgate worker is not started by hand)", EnvReadOnly)
+	}
+	id := Identity{
+		User:          getenv(EnvUser),
+		SessionID:     getenv(EnvSessionID),
+		ReadOnly:      ro,
+		ServerName:    getenv(EnvServerName),
+		ServerVersion: getenv(EnvServerVersion),
+		ServerTitle:   getenv(EnvServerTitle),
+	}
+	for _, t := range strings.Split(getenv(EnvToolsets), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			id.Toolsets = append(id.Toolsets, t)
+		}
+	}
+	if id.User == "" {
+		return Identity{}, fmt.Errorf("worker: %s is empty (the gateway sets it; mcpgate worker is not started by hand)", EnvUser)
+	}
+	return id, nil
+}
