@@ -275,9 +275,6 @@ func (c *Config) validateDatabase(v *validator) {
 	d := c.Database
 	switch d.Driver {
 	case "sqlite":
-		if d.Path == "" {
-			v.add("database.path", "is empty; name the SQLite file, e.g. %s", DefaultDatabasePath)
-		}
 		if d.DSN != "" {
 			v.add("database.dsn", "is set but database.driver is sqlite; set driver: postgres or remove the dsn")
 		}
@@ -334,6 +331,9 @@ func (c *Config) validateAuth(v *validator) {
 		v.add("auth.issuer", "%s", msg)
 	}
 	for i, s := range a.AuthorizationServers {
+		if s == a.Issuer {
+			continue // reported as auth.issuer, once
+		}
 		if msg := checkURL(s, true); msg != "" {
 			v.add(fmt.Sprintf("auth.authorization_servers[%d]", i), "%s", msg)
 		}
