@@ -131,8 +131,24 @@ func (l Loader) Load(path string, flags *pflag.FlagSet) (*Config, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	nilEmptySlices(reflect.ValueOf(&c).Elem())
 	c.applyDefaults()
 	return &c, nil
+}
+
+// nilEmptySlices sets every empty list in v to nil, so that "key: []" in a
+// file and no key at all load the same Config.
+func nilEmptySlices(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			nilEmptySlices(v.Field(i))
+		}
+	case reflect.Slice:
+		if v.Len() == 0 && !v.IsNil() {
+			v.Set(reflect.Zero(v.Type()))
+		}
+	}
 }
 
 // readFile parses the YAML file at path into the map viper takes, after
