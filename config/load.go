@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
+	"github.com/mcpgate/mcpgate/worker"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
@@ -558,4 +559,37 @@ func typeWords(t reflect.Type) string {
 		return "a number"
 	}
 	return "a " + t.String()
+}
+
+// UnknownEnv returns the names in environ (NAME=value pairs, as from
+// os.Environ) that start with MCPGATE_ but set no key: most likely typos,
+// which Load would otherwise ignore in silence. MCPGATE_CONFIG and the
+// MCPGATE_WORKER_* identity variables a worker receives are not reported.
+// The caller decides whether to warn or refuse; values are never returned.
+func UnknownEnv(environ []string) []string {
+	known := map[string]bool{EnvConfigFile: true}
+	for _, k := range knownKeys() {
+		known[EnvName(k.name)] = true
+	}
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] || isWorkerIdentityEnv(name) {
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	sort.Strings(unknown)
+	return unknown
+}
+
+// isWorkerIdentityEnv reports the variables of the gateway→worker identity
+// contract (worker.Environ), which share our prefix.
+func isWorkerIdentityEnv(name string) bool {
+	switch name {
+	case worker.EnvUser, worker.EnvSessionID, worker.EnvReadOnly, worker.EnvToolsets,
+		worker.EnvServerName, worker.EnvServerVersion, worker.EnvServerTitle:
+		return true
+	}
+	return false
 }

@@ -540,3 +540,12 @@ func TestSplitShellWords(t *testing.T) {
 		})
 	}
 }
+
+func TestUnknownEnv(t *testing.T) {
+	got := UnknownEnv([]string{
+		"PATH=/bin", "MCPGATE_AUTH_ISSUER=https://x", "MCPGATE_AUTH_ISUER=https://x",
+		"MCPGATE_CONFIG=a.yaml", "MCPGATE_WORKER_USER=alice", "MCPGATE_WORKER_TOOLSETS=",
+		"MCPGATE_WORKER_COMAND=x", "MCPGATE_LISTEN=:1", "MCP_WRITE_SCOPE=w",
+	})
+	assert.Equal(t, []string{"MCPGATE_AUTH_ISUER", "MCPGATE_LISTEN", "MCPGATE_WORKER_COMAND"}, got)
+}
