@@ -66,7 +66,9 @@ type Server struct {
 	// Name is serverInfo.name: which software this is. Default "mcpgate".
 	Name string `mapstructure:"name"`
 	// LocalUser is the user every session runs as in the unauthenticated
-	// localhost mode (Auth.Issuer empty). Default "local".
+	// localhost mode (Auth.Issuer empty). Empty means the OS user running
+	// the gateway (the gateway resolves it), as the GemStone router logged
+	// its workers in as the server's own user.
 	LocalUser string `mapstructure:"local_user"`
 }
 
@@ -92,7 +94,7 @@ type Limits struct {
 	// next initialize gets 503. Default 1024.
 	MaxSessions int `mapstructure:"max_sessions"`
 	// MaxSessionsPerUser caps one user's live sessions; the next initialize
-	// gets 429. Default 32.
+	// gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
 	// SessionIdleTimeout is how long a session may go without a request
 	// before it is reaped and its worker stopped. Default 30m.
@@ -170,8 +172,9 @@ type Auth struct {
 	// "preferred_username" is usual on Keycloak.
 	UserClaim string `mapstructure:"user_claim"`
 	// Algorithms is the allow-list of JWS algorithms. Default: every
-	// asymmetric one (RS*, PS*, ES*, EdDSA). HS256/384/512 may be listed
-	// only with HMACSecretFile; "none" never.
+	// asymmetric one (RS*, PS*, ES*, EdDSA), plus HS256/384/512 when
+	// HMACSecretFile is set. HS* may be listed only with HMACSecretFile;
+	// "none" never.
 	Algorithms []string `mapstructure:"algorithms"`
 	// HMACSecretFile is the path of a shared secret for HS* tokens (at
 	// least 32 bytes; one trailing newline is ignored). Never the secret.
@@ -179,8 +182,8 @@ type Auth struct {
 	// RequireATJWT requires the header typ "at+jwt" (RFC 9068) instead of
 	// accepting "JWT" too.
 	RequireATJWT bool `mapstructure:"require_at_jwt"`
-	// Leeway is the clock skew allowed on exp, nbf and iat. Default 60s;
-	// at most 5m.
+	// Leeway is the clock skew allowed on nbf and iat (exp gets none: an
+	// expired token is expired). Default 60s; at most 5m.
 	Leeway time.Duration `mapstructure:"leeway"`
 	// MaxTokenBytes caps a bearer token's size. Default 16 KiB.
 	MaxTokenBytes ByteSize `mapstructure:"max_token_bytes"`
@@ -206,14 +209,13 @@ type Log struct {
 const (
 	DefaultListen             = "127.0.0.1:8000"
 	DefaultName               = "mcpgate"
-	DefaultLocalUser          = "local"
 	DefaultMaxBodyBytes       = 8 << 20
 	DefaultMaxConnections     = 512
 	DefaultReadHeaderTimeout  = 10 * time.Second
 	DefaultReadTimeout        = 30 * time.Second
 	DefaultIdleTimeout        = 2 * time.Minute
 	DefaultMaxSessions        = 1024
-	DefaultMaxSessionsPerUser = 32
+	DefaultMaxSessionsPerUser = 256
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultWorkerStartTimeout = 10 * time.Second
 	DefaultWorkerStopGrace    = 5 * time.Second
@@ -227,8 +229,9 @@ const (
 	DefaultLogFormat          = "text"
 )
 
-// DefaultAlgorithms is the JWS allow-list when auth.algorithms is empty:
-// the asymmetric algorithms of RFC 7518 and RFC 8037. HMAC is never on it.
+// DefaultAlgorithms is the JWS allow-list when auth.algorithms is empty and
+// no HMAC secret is configured: the asymmetric algorithms of RFC 7518 and
+// RFC 8037.
 func DefaultAlgorithms() []string {
 	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 }
@@ -245,7 +248,6 @@ func Default() *Config {
 func (c *Config) applyDefaults() {
 	setString(&c.Server.Listen, DefaultListen)
 	setString(&c.Server.Name, DefaultName)
-	setString(&c.Server.LocalUser, DefaultLocalUser)
 
 	l := &c.Limits
 	setNumber(&l.MaxBodyBytes, DefaultMaxBodyBytes)
@@ -266,6 +268,9 @@ func (c *Config) applyDefaults() {
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {
 		c.Auth.Algorithms = DefaultAlgorithms()
+		if c.Auth.HMACSecretFile != "" {
+			c.Auth.Algorithms = append(c.Auth.Algorithms, hmacAlgorithms...)
+		}
 	}
 	if len(c.Auth.AuthorizationServers) == 0 && c.Auth.Issuer != "" {
 		c.Auth.AuthorizationServers = []string{c.Auth.Issuer}

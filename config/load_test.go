@@ -34,14 +34,14 @@ func TestLoadDefaults(t *testing.T) {
 	want := map[string]any{
 		"listen":                "127.0.0.1:8000",
 		"name":                  "mcpgate",
-		"local_user":            "local",
+		"local_user":            "",
 		"max_body_bytes":        ByteSize(8 << 20),
 		"max_connections":       512,
 		"read_header_timeout":   10 * time.Second,
 		"read_timeout":          30 * time.Second,
 		"idle_timeout":          2 * time.Minute,
 		"max_sessions":          1024,
-		"max_sessions_per_user": 32,
+		"max_sessions_per_user": 256,
 		"session_idle_timeout":  30 * time.Minute,
 		"worker_start_timeout":  10 * time.Second,
 		"worker_stop_grace":     5 * time.Second,
@@ -344,6 +344,12 @@ func TestLoadFileForms(t *testing.T) {
 		}},
 		{"keys are case-insensitive like viper's", "Server:\n  Listen: 127.0.0.1:1\n", func(t *testing.T, c *Config) {
 			assert.Equal(t, "127.0.0.1:1", c.Server.Listen)
+		}},
+		{"an hmac secret adds HS algorithms to the default list", "auth:\n  issuer: https://i.example.com\n  hmac_secret_file: s\n", func(t *testing.T, c *Config) {
+			assert.Equal(t, append(DefaultAlgorithms(), "HS256", "HS384", "HS512"), c.Auth.Algorithms)
+		}},
+		{"an explicit algorithm list is kept", "auth:\n  hmac_secret_file: s\n  algorithms: [HS512]\n", func(t *testing.T, c *Config) {
+			assert.Equal(t, []string{"HS512"}, c.Auth.Algorithms)
 		}},
 		{"authorization_servers default to the issuer", "auth:\n  issuer: https://i.example.com\n", func(t *testing.T, c *Config) {
 			assert.Equal(t, []string{"https://i.example.com"}, c.Auth.AuthorizationServers)

@@ -116,7 +116,7 @@ func (c *Config) validateServer(v *validator) {
 	if hasControl(s.Title) {
 		v.add("server.title", "must not contain control characters")
 	}
-	if !c.Authenticated() {
+	if !c.Authenticated() && s.LocalUser != "" {
 		if msg := checkUserID(s.LocalUser); msg != "" {
 			v.add("server.local_user", "%s", msg)
 		}
@@ -377,7 +377,7 @@ func (c *Config) validateAuth(v *validator) {
 	}
 	if a.HMACSecretFile != "" {
 		if !hasHMAC {
-			v.add("auth.hmac_secret_file", "is set but auth.algorithms lists no HS256, HS384 or HS512; add the one your issuer signs with")
+			v.add("auth.hmac_secret_file", "is set but auth.algorithms lists no HS256, HS384 or HS512; add the one your issuer signs with (or remove auth.algorithms: the default then includes them)")
 		}
 		if _, err := readSecret(a.HMACSecretFile); err != nil {
 			v.add("auth.hmac_secret_file", "%v", err)
@@ -385,7 +385,7 @@ func (c *Config) validateAuth(v *validator) {
 	}
 
 	if a.Leeway < 0 || a.Leeway > 5*time.Minute {
-		v.add("auth.leeway", "%v is outside 0 to 5m; a clock skew allowance longer than that keeps expired tokens alive", a.Leeway)
+		v.add("auth.leeway", "%v is outside 0 to 5m; a clock skew allowance that long accepts tokens before their time", a.Leeway)
 	}
 	if a.MaxTokenBytes < 0 || (a.MaxTokenBytes > 0 && a.MaxTokenBytes < 1<<10) || a.MaxTokenBytes > 1<<20 {
 		v.add("auth.max_token_bytes", "%d is outside 1KiB to 1MiB; use a size such as 16KiB", int64(a.MaxTokenBytes))

@@ -86,6 +86,14 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 			c.Auth.Algorithms = []string{"HS256"}
 			c.Auth.HMACSecretFile = f.secret
 		}},
+		{"hmac secret with the default algorithms", func(c *Config) {
+			c.Auth.Algorithms = nil
+			c.Auth.HMACSecretFile = f.secret
+		}},
+		{"local user unset in localhost mode", func(c *Config) {
+			*c = *Default()
+			c.Server.LocalUser = ""
+		}},
 		{"external worker with env and safe tools", func(c *Config) {
 			c.Worker.Command = []string{f.exe, "--stdio"}
 			c.Worker.Env = []string{"HOME=/tmp", "lower_case=1", "EMPTY="}
@@ -203,7 +211,10 @@ func TestValidateProblems(t *testing.T) {
 		{"alg none", func(c *Config) { c.Auth.Algorithms = []string{"RS256", "none"} }, "auth.algorithms", `"none" is never accepted`},
 		{"unknown alg", func(c *Config) { c.Auth.Algorithms = []string{"rs256"} }, "auth.algorithms", `"rs256" is not a JWS algorithm`},
 		{"hmac alg without a secret", func(c *Config) { c.Auth.Algorithms = []string{"HS256"} }, "auth.algorithms", "HS256 needs a shared secret in auth.hmac_secret_file"},
-		{"secret without an hmac alg", func(c *Config) { c.Auth.HMACSecretFile = f.secret }, "auth.hmac_secret_file", "lists no HS256"},
+		{"secret with an explicit list without hmac", func(c *Config) {
+			c.Auth.Algorithms = []string{"RS256"}
+			c.Auth.HMACSecretFile = f.secret
+		}, "auth.hmac_secret_file", "lists no HS256"},
 		{"secret file missing", func(c *Config) {
 			c.Auth.Algorithms = []string{"HS512"}
 			c.Auth.HMACSecretFile = filepath.Join(f.dir, "nope")
