@@ -37,6 +37,10 @@ type claims struct {
 	ClientID string       `json:"client_id"`
 	Scope    *string      `json:"scope"`
 	Scp      stringList   `json:"scp"`
+
+	// The usual user claims, decoded here to spare a second pass.
+	PreferredUsername string `json:"preferred_username"`
+	Email             string `json:"email"`
 }
 
 // stringList is a JSON string or array of strings (aud: RFC 7519 §4.1.3;
@@ -184,10 +188,16 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 		return ErrNoSubject
 	}
 
-	user := c.Sub
-	if a.opts.UserClaim != "sub" {
-		user, err = stringClaim(payload, a.opts.UserClaim)
-		if err != nil {
+	var user string
+	switch a.opts.UserClaim {
+	case "sub":
+		user = c.Sub
+	case "preferred_username":
+		user = c.PreferredUsername
+	case "email":
+		user = c.Email
+	default:
+		if user, err = stringClaim(payload, a.opts.UserClaim); err != nil {
 			return ErrUserID
 		}
 	}
