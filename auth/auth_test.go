@@ -77,9 +77,10 @@ func TestAuthenticateRejects(t *testing.T) {
 			h, rest, _ := strings.Cut(good, ".")
 			p, s, _ := strings.Cut(rest, ".")
 			b := []byte(s)
-			b[len(b)/2] ^= 'A' ^ 'B'
-			if b[len(b)/2] == s[len(s)/2] {
-				b[len(b)/2] = 'Q'
+			if b[len(b)/2] == 'A' {
+				b[len(b)/2] = 'B'
+			} else {
+				b[len(b)/2] = 'A'
 			}
 			return request("Bearer " + h + "." + p + "." + string(b))
 		}, auth.ErrSignature, 401},
@@ -225,6 +226,17 @@ func TestAuthenticateAccepts(t *testing.T) {
 		assert.True(t, p.ReadOnly)
 		_, ecKid2 := o.iss.KeyIDs()
 		assert.Equal(t, ecKid2, p.KeyID)
+	})
+	t.Run("custom user claim", func(t *testing.T) {
+		o := setup(t, func(o *auth.Options) { o.UserClaim = "uid" })
+		c := o.iss.KeycloakClaims("alice", resource, full...)
+		c["uid"] = "u12345"
+		p, err := o.a.Authenticate(request("Bearer " + mint(t)(o.iss.Sign(c, authtest.SignOptions{}))))
+		require.NoError(t, err)
+		assert.Equal(t, "u12345", p.UserID)
+		c["uid"] = 12345
+		_, err = o.a.Authenticate(request("Bearer " + mint(t)(o.iss.Sign(c, authtest.SignOptions{}))))
+		require.ErrorIs(t, err, auth.ErrUserID)
 	})
 	t.Run("scp as a string", func(t *testing.T) {
 		c := iss.OryClaims("alice", resource)
