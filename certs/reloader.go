@@ -35,6 +35,7 @@ type Reloader struct {
 	stamp [2]fileStamp
 
 	reloaded func(error) // test hook, called after every reload attempt
+	watching func()      // test hook, called once Watch listens for SIGHUP
 }
 
 // fileStamp is what a poll compares: a renewal changes one or both.
@@ -114,6 +115,9 @@ func (r *Reloader) Watch(ctx context.Context) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if r.watching != nil {
+		r.watching()
+	}
 	interval := r.PollInterval
 	if interval <= 0 {
 		interval = DefaultPollInterval
