@@ -122,7 +122,11 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, err error) {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		h.Set("WWW-Authenticate", a.challenge(ans.code, desc))
 	case http.StatusServiceUnavailable:
-		h.Set("Retry-After", strconv.Itoa(a.keys.retryAfterSeconds()))
+		retry := 1
+		if a.keys != nil {
+			retry = a.keys.retryAfterSeconds()
+		}
+		h.Set("Retry-After", strconv.Itoa(retry))
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
