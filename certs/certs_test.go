@@ -70,6 +70,18 @@ func TestWriteSelfSigned(t *testing.T) {
 	assert.NotEqual(t, cert.SerialNumber, pair2.Leaf.SerialNumber)
 }
 
+// newReloader writes a development pair into a temporary directory and
+// loads it.
+func newReloader(t *testing.T) (r *Reloader, dir, certFile, keyFile string) {
+	t.Helper()
+	dir = t.TempDir()
+	certFile, keyFile, err := WriteSelfSigned(dir, nil, time.Now())
+	require.NoError(t, err)
+	r, err = NewReloader(certFile, keyFile, quiet)
+	require.NoError(t, err)
+	return r, dir, certFile, keyFile
+}
+
 // tlsServer serves handler with ServerTLSConfig(r) on a loopback port.
 func tlsServer(t *testing.T, r *Reloader, handler http.Handler) string {
 	t.Helper()
@@ -173,11 +185,7 @@ func TestReloadKeepsOpenConnections(t *testing.T) {
 }
 
 func TestFailedReloadKeepsCertificate(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, err := WriteSelfSigned(dir, nil, time.Now())
-	require.NoError(t, err)
-	r, err := NewReloader(certFile, keyFile, quiet)
-	require.NoError(t, err)
+	r, dir, certFile, _ := newReloader(t)
 	before, _ := r.GetCertificate(nil)
 
 	require.NoError(t, os.WriteFile(certFile, []byte("not a certificate"), 0o644))
@@ -236,14 +244,10 @@ func awaitReload(t *testing.T, reloads <-chan error) {
 }
 
 func TestWatchReloadsOnChange(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, err := WriteSelfSigned(dir, nil, time.Now())
-	require.NoError(t, err)
-	r, err := NewReloader(certFile, keyFile, quiet)
-	require.NoError(t, err)
+	r, dir, certFile, _ := newReloader(t)
 	reloads := watch(t, r, 10*time.Millisecond)
 
-	_, _, err = WriteSelfSigned(dir, nil, time.Now())
+	_, _, err := WriteSelfSigned(dir, nil, time.Now())
 	require.NoError(t, err)
 	awaitReload(t, reloads)
 	c, _ := r.GetCertificate(nil)
@@ -251,14 +255,10 @@ func TestWatchReloadsOnChange(t *testing.T) {
 }
 
 func TestWatchReloadsOnSIGHUP(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, err := WriteSelfSigned(dir, nil, time.Now())
-	require.NoError(t, err)
-	r, err := NewReloader(certFile, keyFile, quiet)
-	require.NoError(t, err)
+	r, dir, certFile, _ := newReloader(t)
 	reloads := watch(t, r, time.Hour) // no poll within the test: only the signal
 
-	_, _, err = WriteSelfSigned(dir, nil, time.Now())
+	_, _, err := WriteSelfSigned(dir, nil, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
 	awaitReload(t, reloads)
@@ -267,11 +267,7 @@ func TestWatchReloadsOnSIGHUP(t *testing.T) {
 }
 
 func TestPlainHTTPRefused(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, err := WriteSelfSigned(dir, nil, time.Now())
-	require.NoError(t, err)
-	r, err := NewReloader(certFile, keyFile, quiet)
-	require.NoError(t, err)
+	r, _, _, _ := newReloader(t)
 	var ran atomic.Bool
 	addr := tlsServer(t, r, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran.Store(true) }))
 
@@ -288,11 +284,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 }
 
 func TestMinVersion(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, err := WriteSelfSigned(dir, nil, time.Now())
-	require.NoError(t, err)
-	r, err := NewReloader(certFile, keyFile, quiet)
-	require.NoError(t, err)
+	r, _, certFile, _ := newReloader(t)
 	require.Equal(t, uint16(tls.VersionTLS12), ServerTLSConfig(r).MinVersion)
 	addr := tlsServer(t, r, http.NotFoundHandler())
 	roots := pool(t, certFile)
@@ -319,11 +311,7 @@ func TestMinVersion(t *testing.T) {
 }
 
 func TestClientTrusting(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, err := WriteSelfSigned(dir, nil, time.Now())
-	require.NoError(t, err)
-	r, err := NewReloader(certFile, keyFile, quiet)
-	require.NoError(t, err)
+	r, _, certFile, keyFile := newReloader(t)
 	addr := tlsServer(t, r, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	c, err := ClientTrusting(certFile)
 	require.NoError(t, err)
