@@ -112,6 +112,11 @@ func TestAuthenticateRejects(t *testing.T) {
 			return r
 		}, auth.ErrFormBody, 401},
 		{"two Authorization headers", func() *http.Request { return request("Bearer "+good, "Bearer "+good) }, auth.ErrManyAuthorization, 401},
+		{"algorithm other than the key's", func() *http.Request {
+			return request("Bearer " + sign(valid(), authtest.SignOptions{Alg: "PS256"}))
+		}, auth.ErrUnknownKey, 401},
+		{"aud with a space is one audience", func() *http.Request { return request("Bearer " + with("aud", "x "+resource)) }, auth.ErrAudience, 401},
+		{"scope of the wrong type", func() *http.Request { return request("Bearer " + with("scope", 7)) }, auth.ErrClaims, 401},
 		{"wrong typ", func() *http.Request {
 			return request("Bearer " + sign(valid(), authtest.SignOptions{Typ: "dpop+jwt"}))
 		}, auth.ErrType, 401},
@@ -208,10 +213,12 @@ func TestAuthenticateAccepts(t *testing.T) {
 		_, err := e.a.Authenticate(request("Bearer " + tok))
 		require.NoError(t, err)
 	})
-	t.Run("PS256 with the RSA key", func(t *testing.T) {
-		tok := mint(t)(iss.Sign(iss.KeycloakClaims("alice", resource, full...), authtest.SignOptions{Alg: "PS256"}))
-		_, err := e.a.Authenticate(request("Bearer " + tok))
+	t.Run("scope as an array", func(t *testing.T) {
+		c := iss.KeycloakClaims("alice", resource)
+		c["scope"] = full
+		p, err := e.a.Authenticate(request("Bearer " + mint(t)(iss.Sign(c, authtest.SignOptions{}))))
 		require.NoError(t, err)
+		assert.Equal(t, full, p.Scopes)
 	})
 
 	t.Run("Ory shape", func(t *testing.T) {

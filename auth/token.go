@@ -29,43 +29,58 @@ type header struct {
 type claims struct {
 	Iss      string       `json:"iss"`
 	Sub      string       `json:"sub"`
-	Aud      stringList   `json:"aud"`
+	Aud      audience     `json:"aud"`
 	Exp      *numericDate `json:"exp"`
 	Nbf      *numericDate `json:"nbf"`
 	Iat      *numericDate `json:"iat"`
 	Azp      string       `json:"azp"`
 	ClientID string       `json:"client_id"`
-	Scope    *string      `json:"scope"`
-	Scp      stringList   `json:"scp"`
+	Scope    scopeList    `json:"scope"`
+	Scp      scopeList    `json:"scp"`
 
 	// The usual user claims, decoded here to spare a second pass.
 	PreferredUsername string `json:"preferred_username"`
 	Email             string `json:"email"`
 }
 
-// stringList is a JSON string or array of strings (aud: RFC 7519 §4.1.3;
-// scp: a string or an array depending on the issuer).
-type stringList []string
+// audience is aud: one StringOrURI or an array of them (RFC 7519 §4.1.3).
+type audience []string
 
-func (l *stringList) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		*l = nil
-		return nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*l = strings.Fields(s)
-		return nil
-	}
-	var a []string
-	if err := json.Unmarshal(b, &a); err != nil {
-		return err
+func (l *audience) UnmarshalJSON(b []byte) error {
+	s, a, err := stringOrArray(b)
+	if s != nil {
+		a = []string{*s}
 	}
 	*l = a
-	return nil
+	return err
+}
+
+// scopeList is scope or scp: a space-separated string (RFC 8693 §4.2,
+// Keycloak) or an array (Ory and others). present tells an absent claim
+// from an empty one.
+type scopeList struct {
+	present bool
+	scopes  []string
+}
+
+func (l *scopeList) UnmarshalJSON(b []byte) error {
+	s, a, err := stringOrArray(b)
+	if s != nil {
+		a = strings.Fields(*s)
+	}
+	*l = scopeList{present: !bytes.Equal(b, []byte("null")), scopes: a}
+	return err
+}
+
+func stringOrArray(b []byte) (*string, []string, error) {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		err := json.Unmarshal(b, &s)
+		return &s, nil, err
+	}
+	var a []string
+	err := json.Unmarshal(b, &a)
+	return nil, a, err
 }
 
 // numericDate is seconds since the epoch, possibly fractional (RFC 7519 §2).
@@ -206,10 +221,10 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	}
 	p.UserID = user
 
-	if c.Scope != nil {
-		p.Scopes = strings.Fields(*c.Scope)
+	if c.Scope.present {
+		p.Scopes = c.Scope.scopes
 	} else {
-		p.Scopes = c.Scp
+		p.Scopes = c.Scp.scopes
 	}
 	p.ReadOnly = a.opts.WriteScope != "" && !slices.Contains(p.Scopes, a.opts.WriteScope)
 	for _, s := range a.opts.RequiredScopes {

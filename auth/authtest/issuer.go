@@ -232,6 +232,7 @@ func (i *Issuer) newKeys() error {
 		}
 		key.Set(jwk.KeyIDKey, k.kid)
 		key.Set(jwk.KeyUsageKey, "sig")
+		key.Set(jwk.AlgorithmKey, k.alg) // as Keycloak publishes them
 		set.AddKey(key)
 	}
 	i.jwks, err = json.Marshal(set)
@@ -308,7 +309,8 @@ func (i *Issuer) OryClaims(user, audience string, scopes ...string) map[string]a
 
 // SignOptions choose how Sign signs.
 type SignOptions struct {
-	// Alg is the JWS algorithm: RS*/PS* use the RSA key, ES256 the EC key,
+	// Alg is the JWS algorithm: RS*/PS* use the RSA key (published for
+	// RS256 only, so others fail to verify), ES256 the EC key,
 	// HS* need HMACKey, "none" makes an unsigned token. Default RS256.
 	Alg string
 	// Typ is the typ header; default "JWT". NoTyp omits it.
