@@ -2,11 +2,14 @@ package auth_test
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,4 +377,53 @@ func BenchmarkAuthenticate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestLogs checks that refusals and acceptances are logged with the user,
+// kid and token tag, and never with the token.
+func TestLogs(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	e := setup(t, func(o *auth.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	expired := e.iss.KeycloakClaims("alice", resource, full...)
+	expired["exp"] = e.clock.Now().Add(-time.Hour).Unix()
+	tokens := []string{
+		mint(t)(e.iss.Sign(expired, authtest.SignOptions{})),
+		mint(t)(e.iss.Keycloak("alice", resource, full...)),
+	}
+	for _, tok := range tokens {
+		e.a.Authenticate(request("Bearer " + tok))
+	}
+	mu.Lock()
+	logs := buf.String()
+	mu.Unlock()
+	rsaKid, _ := e.iss.KeyIDs()
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	refused := lines[slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "token refused") })]
+	accepted := lines[slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "token accepted") })]
+	for _, want := range []string{`reason="token has expired"`, "user=alice", "client_id=mcp-client", "kid=" + rsaKid, "token="} {
+		assert.Contains(t, refused, want)
+		if want != `reason="token has expired"` {
+			assert.Contains(t, accepted, want)
+		}
+	}
+	for _, tok := range tokens {
+		_, rest, _ := strings.Cut(tok, ".")
+		if strings.Contains(logs, tok[:20]) || strings.Contains(logs, rest[:20]) {
+			t.Errorf("log holds token contents:\n%s", logs)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

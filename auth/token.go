@@ -176,10 +176,16 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return ErrClaims
 	}
+	// The claims are authentic from here on, so the log line of a refusal
+	// may name the user even when a later check fails.
 	p.Issuer, p.Subject = c.Iss, c.Sub
 	p.ClientID = c.Azp
 	if p.ClientID == "" {
 		p.ClientID = c.ClientID
+	}
+	user, userErr := a.userID(&c, payload)
+	if userErr == nil {
+		p.UserID = user
 	}
 	if c.Iss != a.opts.Issuer {
 		return ErrIssuer
@@ -202,24 +208,9 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	if c.Sub == "" {
 		return ErrNoSubject
 	}
-
-	var user string
-	switch a.opts.UserClaim {
-	case "sub":
-		user = c.Sub
-	case "preferred_username":
-		user = c.PreferredUsername
-	case "email":
-		user = c.Email
-	default:
-		if user, err = stringClaim(payload, a.opts.UserClaim); err != nil {
-			return ErrUserID
-		}
+	if userErr != nil {
+		return userErr
 	}
-	if !ValidUserID(user) {
-		return ErrUserID
-	}
-	p.UserID = user
 
 	if c.Scope.present {
 		p.Scopes = c.Scope.scopes
@@ -233,6 +224,28 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 		}
 	}
 	return nil
+}
+
+// userID reads the configured user claim and checks it is a sane id.
+func (a *Authenticator) userID(c *claims, payload []byte) (string, error) {
+	var user string
+	switch a.opts.UserClaim {
+	case "sub":
+		user = c.Sub
+	case "preferred_username":
+		user = c.PreferredUsername
+	case "email":
+		user = c.Email
+	default:
+		var err error
+		if user, err = stringClaim(payload, a.opts.UserClaim); err != nil {
+			return "", ErrUserID
+		}
+	}
+	if !ValidUserID(user) {
+		return "", ErrUserID
+	}
+	return user, nil
 }
 
 // typeAccepted applies RFC 9068 §2.1 / RFC 8725 §3.11: typ is compared
