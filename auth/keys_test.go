@@ -119,3 +119,25 @@ func TestCloseStopsRetrying(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// TestConcurrentUnknownKid: many requests with a new key at once share one
+// refetch, and all of them then verify.
+func TestConcurrentUnknownKid(t *testing.T) {
+	e := setup(t, func(o *auth.Options) { o.MinRefetchInterval = time.Minute })
+	require.NoError(t, e.iss.Rotate())
+	tok := mint(t)(e.iss.Keycloak("alice", resource, full...))
+	before := e.iss.JWKSFetches()
+	errs := make(chan error, 20)
+	for range cap(errs) {
+		go func() {
+			_, err := e.a.Authenticate(request("Bearer " + tok))
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		require.NoError(t, <-errs)
+	}
+	if got := e.iss.JWKSFetches() - before; got != 1 {
+		t.Errorf("got %d JWKS fetches, want 1", got)
+	}
+}

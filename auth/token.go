@@ -143,7 +143,10 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	if err != nil || json.Unmarshal(rawHdr, &h) != nil {
 		return ErrMalformed
 	}
-	p.KeyID = h.Kid
+	p.KeyID = h.Kid // for the log line; capped, it is the sender's text
+	if len(p.KeyID) > 64 {
+		p.KeyID = p.KeyID[:64]
+	}
 	alg, ok := a.algs[h.Alg]
 	if !ok {
 		return ErrAlgorithm
