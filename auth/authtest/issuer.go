@@ -1,7 +1,9 @@
 // Package authtest is a real OpenID Connect issuer for tests: discovery and
 // a JWKS over HTTPS, keys made per issuer, and tokens signed with jwx in the
 // shapes Keycloak and Ory Hydra issue. It can rotate its keys and go down
-// and come back, to test what a resource server does then.
+// and come back, to test what a resource server does then. Its token
+// endpoint grants client credentials to anyone (golang.org/x/oauth2 clients
+// can use it); the advertised authorization endpoint is not served.
 package authtest
 
 import (
@@ -50,6 +52,9 @@ type Issuer struct {
 	// Now is the clock for iat, nbf and exp of minted tokens; default
 	// time.Now. Set it before minting.
 	Now func() time.Time
+	// Audience is the aud of tokens from the token endpoint when the
+	// request names no RFC 8707 resource. Set it before use.
+	Audience string
 
 	addr    string
 	tlsConf *tls.Config
@@ -131,6 +136,7 @@ func (i *Issuer) serve(ln net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.discovery)
 	mux.HandleFunc("GET /jwks", i.keys)
+	mux.HandleFunc("POST /token", i.token)
 	i.srv = &http.Server{Handler: mux, TLSConfig: i.tlsConf, ReadHeaderTimeout: 10 * time.Second}
 	i.served = make(chan struct{})
 	srv, done := i.srv, i.served
@@ -191,10 +197,57 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"jwks_uri":                              i.JWKSURL(),
 		"authorization_endpoint":                i.URL + "/authorize",
 		"token_endpoint":                        i.URL + "/token",
+		"grant_types_supported":                 []string{"client_credentials"},
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
 		"code_challenge_methods_supported":      []string{"S256"},
+	})
+}
+
+// token is a client-credentials token endpoint (RFC 6749 §4.4) that trusts
+// every client: it mints a Keycloak-shaped token for the form's scope, with
+// aud from the resource parameter (RFC 8707) or Audience, and the user
+// "service-account-CLIENT" (Keycloak's naming) unless the form's username
+// extension names one. Only for tests and benchmarks.
+func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
+	fail := func(code string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": code})
+	}
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+		fail("unsupported_grant_type")
+		return
+	}
+	client, _, ok := r.BasicAuth()
+	if !ok {
+		client = r.PostForm.Get("client_id")
+	}
+	aud := r.PostForm.Get("resource")
+	if aud == "" {
+		aud = i.Audience
+	}
+	if client == "" || aud == "" {
+		fail("invalid_request")
+		return
+	}
+	user := r.PostForm.Get("username")
+	if user == "" {
+		user = "service-account-" + client
+	}
+	scopes := strings.Fields(r.PostForm.Get("scope"))
+	c := i.KeycloakClaims(user, aud, scopes...)
+	c["azp"] = client
+	tok, err := i.Sign(c, SignOptions{})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]any{
+		"access_token": tok, "token_type": "Bearer", "expires_in": 300, "scope": strings.Join(scopes, " "),
 	})
 }
 

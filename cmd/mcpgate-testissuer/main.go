@@ -47,8 +47,10 @@ Keycloak-shaped (user in preferred_username, RS256, typ JWT) or, with
 Without --cert/--key it makes a self-signed certificate for 127.0.0.1,
 localhost and ::1 and writes it to --ca-out (default DIR/issuer-ca.pem, or
 ./issuer-ca.pem): the gateway must trust that file to reach the issuer.
-It prints "ready ISSUER_URL" when everything is written and serves until
-SIGINT or SIGTERM.
+It also grants client credentials to any client at ISSUER_URL/token (form
+fields scope, resource, and username to choose the user), for tools that
+fetch their own tokens. It prints "ready ISSUER_URL" when everything is
+written and serves until SIGINT or SIGTERM.
 
 Flags:
 `
@@ -117,6 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		return fmt.Errorf("mcpgate-testissuer: %w", err)
 	}
 	defer iss.Close()
+	iss.Audience = *audience
 
 	if *certFile == "" {
 		if *caOut == "" {
