@@ -16,6 +16,8 @@ import (
 
 const resource = "https://mcp.example.test/mcp"
 
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 // clock is a settable clock shared by the issuer and the authenticator.
 type clock struct {
 	mu  sync.Mutex
@@ -53,7 +55,7 @@ func baseOptions(iss *authtest.Issuer, c *clock) auth.Options {
 		UserClaim:      "preferred_username",
 		HTTPClient:     iss.Client(),
 		RetryInterval:  time.Second,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:         discard,
 		Now:            c.Now,
 	}
 }
