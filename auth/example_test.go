@@ -10,7 +10,7 @@ import (
 )
 
 // Example shows the wiring a gateway needs: the middleware in front of
-// /mcp, the metadata handler at both well-known paths, without a token.
+// /mcp, the metadata handler at the well-known paths, open without a token.
 func Example() {
 	a, err := auth.New(context.Background(), auth.Options{
 		Issuer:         "https://kc.example/realms/mcp",
@@ -31,7 +31,8 @@ func Example() {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", a.Middleware(mcp))
-	mux.Handle(a.MetadataPath(), a.MetadataHandler())
-	mux.Handle(auth.MetadataRootPath, a.MetadataHandler())
+	for _, p := range a.MetadataPaths() {
+		mux.Handle(p, a.MetadataHandler())
+	}
 	_ = &http.Server{Addr: "127.0.0.1:8443", Handler: mux}
 }

@@ -22,6 +22,16 @@ func (a *Authenticator) MetadataPath() string { return metadataPath(a.opts.Resou
 // sent as resource_metadata in every challenge (RFC 9728 §5.1).
 func (a *Authenticator) MetadataURL() string { return a.metadataURL }
 
+// MetadataPaths are the paths to mount MetadataHandler at: MetadataPath
+// and MetadataRootPath, once each (they are one path for a resource at the
+// root of its host, and http.ServeMux panics on a duplicate).
+func (a *Authenticator) MetadataPaths() []string {
+	if p := a.MetadataPath(); p != MetadataRootPath {
+		return []string{p, MetadataRootPath}
+	}
+	return []string{MetadataRootPath}
+}
+
 func metadataPath(resource string) string {
 	u, err := url.Parse(resource)
 	if err != nil {
@@ -63,12 +73,11 @@ func (a *Authenticator) buildMetadata() ([]byte, error) {
 }
 
 // MetadataHandler serves the RFC 9728 protected resource metadata at
-// MetadataPath and MetadataRootPath (mount it at both; other paths get
-// 404). It needs no token, answers GET and HEAD, and is readable
+// MetadataPaths (mount it at each; other paths get 404). It needs no token, answers GET and HEAD, and is readable
 // cross-origin so browser-based clients can discover the authorization
 // server (RFC 9728 §3; CORS preflight answered here).
 func (a *Authenticator) MetadataHandler() http.Handler {
-	paths := []string{a.MetadataPath(), MetadataRootPath}
+	paths := a.MetadataPaths()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !slices.Contains(paths, r.URL.Path) {
 			http.NotFound(w, r)

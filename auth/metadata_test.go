@@ -103,9 +103,15 @@ func TestMetadataURL(t *testing.T) {
 			a := hmacOnly(t, func(o *auth.Options) { o.Resource = tc.resource })
 			assert.Equal(t, tc.path, a.MetadataPath())
 			assert.Equal(t, tc.url, a.MetadataURL())
-			rec := httptest.NewRecorder()
-			a.MetadataHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
-			assert.Equal(t, http.StatusOK, rec.Code)
+			mux := http.NewServeMux() // panics if MetadataPaths repeats a path
+			for _, p := range a.MetadataPaths() {
+				mux.Handle(p, a.MetadataHandler())
+			}
+			for _, p := range []string{tc.path, auth.MetadataRootPath} {
+				rec := httptest.NewRecorder()
+				mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+				assert.Equal(t, http.StatusOK, rec.Code, p)
+			}
 		})
 	}
 }
