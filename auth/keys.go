@@ -44,7 +44,7 @@ type keySource struct {
 	done chan struct{}
 }
 
-// start begins discovery and key loading in the background.
+// startKeys begins discovery and key loading in the background.
 func startKeys(ctx context.Context, opts *Options) (*keySource, error) {
 	k := &keySource{opts: opts, ready: make(chan struct{}), sem: make(chan struct{}, 1), done: make(chan struct{})}
 	ctx, k.stop = context.WithCancel(ctx)
