@@ -181,6 +181,10 @@ type Auth struct {
 	Leeway time.Duration `mapstructure:"leeway"`
 	// MaxTokenBytes caps a bearer token's size. Default 16 KiB.
 	MaxTokenBytes ByteSize `mapstructure:"max_token_bytes"`
+	// IssuerCAFile is a PEM file of extra CA certificates to trust, beside
+	// the system roots, when fetching the issuer's discovery document and
+	// keys: for an issuer behind a private CA (or the test issuer).
+	IssuerCAFile string `mapstructure:"issuer_ca_file"`
 }
 
 // TLS is the server certificate. Both files or neither.

@@ -72,6 +72,7 @@ func (c *Config) Validate() error {
 	c.validateDatabase(v)
 	c.validateAuth(v)
 	c.validateTLS(v)
+	c.validateIssuerCA(v)
 	c.validateLog(v)
 	return errors.Join(v.problems...)
 }
@@ -404,6 +405,19 @@ func checkScopes(v *validator, key string, scopes []string) {
 		if !ok {
 			v.add(key, "%q is not a scope (RFC 6749 §3.3: printable ASCII, no space, quote or backslash)", s)
 		}
+	}
+}
+
+func (c *Config) validateIssuerCA(v *validator) {
+	p := c.Auth.IssuerCAFile
+	if p == "" {
+		return
+	}
+	if c.Auth.Issuer == "" {
+		v.add("auth.issuer_ca_file", "is set but auth.issuer is empty; set the issuer or remove the file")
+	}
+	if msg := checkReadable(p); msg != "" {
+		v.add("auth.issuer_ca_file", "%s; give a PEM file of the CA that signed the issuer's certificate", msg)
 	}
 }
 

@@ -197,6 +197,13 @@ func TestValidateProblems(t *testing.T) {
 			localhost(c)
 			c.Auth.HMACSecretFile = f.secret
 		}, "auth.hmac_secret_file", "is set but auth.issuer is empty"},
+		{"issuer CA file without issuer", func(c *Config) {
+			localhost(c)
+			c.Auth.IssuerCAFile = f.secret
+		}, "auth.issuer_ca_file", "is set but auth.issuer is empty"},
+		{"issuer CA file missing", func(c *Config) {
+			c.Auth.IssuerCAFile = filepath.Join(f.dir, "no-ca.pem")
+		}, "auth.issuer_ca_file", "no such file or directory"},
 		{"issuer over http", func(c *Config) { c.Auth.Issuer = "http://keycloak.example.com/realms/mcp" }, "auth.issuer", "must use https"},
 		{"issuer not a URL", func(c *Config) { c.Auth.Issuer = "keycloak" }, "auth.issuer", "is not an absolute http(s) URL"},
 		{"authorization server with a query", func(c *Config) {
