@@ -93,6 +93,14 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 	default:
 	}
 
+	if st.Answered() && !initialized.Load() {
+		// The worker refused initialize (say, a protocol version it does not
+		// speak): pass its error on, without a session.
+		s.log.Info("gateway: the worker refused initialize; no session")
+		g.writeStream(w, r, st, jsonOK, false)
+		g.stopFailed(s)
+		return
+	}
 	// Register before the answer goes out, so the client's next request
 	// finds the session.
 	g.mu.Lock()
@@ -114,8 +122,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 	g.writeStream(w, r, st, jsonOK, false)
 	done()
 	if !initialized.Load() {
-		// The worker refused initialize (say, a protocol version it does not
-		// speak): the client has its error; the session is of no use.
+		// The worker sent messages first and then refused initialize, or
+		// never answered: the client has the error; the session is of no
+		// use.
 		s.log.Info("gateway: initialize failed; ending the session")
 		g.removeSession(s)
 		g.stopFailed(s)

@@ -47,6 +47,13 @@ func (s *Stream) Take(standalone bool) (msgs []Outgoing, finished bool) {
 	return msgs, finished
 }
 
+// Answered reports whether every request of the stream has been settled.
+func (s *Stream) Answered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending <= 0
+}
+
 // Detach tells the stream its HTTP handler has gone; later messages are
 // dropped.
 func (s *Stream) Detach() {
