@@ -69,7 +69,7 @@ type call struct {
 type ConnConfig struct {
 	Logger    *slog.Logger  // protocol problems; nil means slog.Default()
 	StopGrace time.Duration // SIGTERM to SIGKILL; 0 means 5s
-	OnExit    func()        // called once, after the worker has gone and every request is settled
+	OnExit    func()        // called once, when the worker has gone, before its requests are settled
 }
 
 // NewConn starts reading p's messages. The Conn owns p from now on.
@@ -101,6 +101,13 @@ func (c *Conn) Pid() int { return c.proc.Pid() }
 
 // Done is closed once the worker has gone and every request was settled.
 func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// ExitStatus says how the worker process ended ("exit status 3", "killed by
+// signal killed"); it waits for the end.
+func (c *Conn) ExitStatus() string {
+	<-c.done
+	return ExitDescription(c.proc.ExitErr())
+}
 
 // Call forwards request m to the worker. Its answer, with the client's id
 // restored and passed through rewrite when that is non-nil and the answer is
@@ -290,17 +297,19 @@ func (c *Conn) run() {
 	kind, msg := c.endKind, c.endMsg
 	c.mu.Unlock()
 
+	c.log.Info("worker exited", "pid", c.Pid(), "status", ExitDescription(exit), "reason", kind)
+	// Report the exit first, so that a client that reads the error below
+	// and tries again finds the session gone.
+	if c.onExit != nil {
+		c.onExit()
+	}
 	for _, cl := range calls {
 		cl.stream.push(Outgoing{ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}), true})
 	}
 	if standalone != nil {
 		standalone.end()
 	}
-	c.log.Info("worker exited", "pid", c.Pid(), "status", ExitDescription(exit), "reason", kind)
 	close(c.done)
-	if c.onExit != nil {
-		c.onExit()
-	}
 }
 
 // handle takes one line from the worker.

@@ -4,7 +4,7 @@
 // on the wire.
 //
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
-// write (the one "gated" tool). Environment: STUB_IGNORE_TERM=1 ignores
+// inflight, write (the one "gated" tool). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_HANG_INIT=1 never answers initialize; STUB_INIT_ERROR=1
 // refuses it.
 package main
@@ -86,7 +86,9 @@ func main() {
 	// stdin closed: the gateway wants us gone. With SIGTERM ignored, linger
 	// so that the gateway must kill us.
 	if os.Getenv("STUB_IGNORE_TERM") == "1" {
-		select {}
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 }
 
@@ -125,7 +127,7 @@ func (s *stub) request(method string, params any) message {
 
 func (s *stub) nextIDRaw(id string) json.RawMessage { return json.RawMessage(id) }
 
-var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "write"}
+var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write"}
 
 func (s *stub) handle(m message, cancel chan struct{}) {
 	defer func() {
@@ -136,7 +138,8 @@ func (s *stub) handle(m message, cancel chan struct{}) {
 	switch m.Method {
 	case "initialize":
 		if os.Getenv("STUB_HANG_INIT") == "1" {
-			select {}
+			<-cancel
+			return
 		}
 		if os.Getenv("STUB_INIT_ERROR") == "1" {
 			s.fail(m.ID, -32602, "stub: initialize refused")
@@ -193,6 +196,10 @@ func (s *stub) call(m message, cancel chan struct{}) {
 	case "echo":
 		s.reply(m.ID, text(a.Text))
 	case "sleep":
+		if p.Meta.ProgressToken != nil { // tells the test the call is running
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 0}})
+		}
 		select {
 		case <-time.After(time.Duration(a.MS) * time.Millisecond):
 			s.reply(m.ID, text("slept"))
@@ -243,6 +250,11 @@ func (s *stub) call(m message, cancel chan struct{}) {
 	case "env":
 		b, _ := json.Marshal(os.Environ())
 		s.reply(m.ID, text(string(b)))
+	case "inflight": // requests being handled, besides this one
+		s.mu.Lock()
+		n := len(s.cancelled) - 1
+		s.mu.Unlock()
+		s.reply(m.ID, text(strconv.Itoa(n)))
 	case "write":
 		s.reply(m.ID, text("written"))
 	default:
