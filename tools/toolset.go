@@ -39,7 +39,10 @@ func (ts *Toolset) ToolNames() []string {
 // plain values: listing them needs no database, so the gateway can ask for
 // the safe set without starting a worker.
 func builtin() []*Toolset {
-	return []*Toolset{sessionToolset()}
+	return []*Toolset{
+		sessionToolset(), executionToolset(), listingToolset(), browsingToolset(),
+		searchToolset(), mutationToolset(), testingToolset(),
+	}
 }
 
 // Builtin returns the names of the built-in toolsets, the default selection.

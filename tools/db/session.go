@@ -45,7 +45,7 @@ type Engine interface {
 	// its result is used: an error makes the session roll the statement back
 	// and (for a security check) close. PostgreSQL checks the role is still
 	// the user's.
-	Check(ctx context.Context, q Querier) error
+	Check(ctx context.Context, q Querier, mark any) error
 
 	// Classify maps an engine error to an *Error, or nil when it does not
 	// recognise it.
@@ -153,15 +153,17 @@ func (s *Session) do(ctx context.Context, fn func(ctx context.Context, q Querier
 		return s.fail(classify(s.eng, sctx, err))
 	}
 	err := fn(sctx, s.conn)
-	if err == nil {
-		if err = s.eng.Check(sctx, s.conn); err != nil {
+	undo := errors.Is(err, errUndo)
+	if err == nil || undo {
+		if cerr := s.eng.Check(sctx, s.conn, s.mark); cerr != nil {
 			var de *Error
-			if errors.As(err, &de) && de.Kind == KindRefused {
+			if errors.As(cerr, &de) && de.Kind == KindRefused {
 				// A security check failed: nothing of this transaction may
 				// be committed, and the connection is not to be trusted.
 				s.abortAndClose()
 				return de
 			}
+			err, undo = cerr, false
 		}
 	}
 	if err == nil {
@@ -170,15 +172,24 @@ func (s *Session) do(ctx context.Context, fn func(ctx context.Context, q Querier
 		}
 		return nil
 	}
-	de := classify(s.eng, sctx, err)
+	var de *Error
+	if !undo {
+		de = classify(s.eng, sctx, err)
+	}
 	// The statement's own context may be dead (a timeout or a cancel), so
 	// the undo gets a fresh one.
 	uctx, ucancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ucancel()
 	if _, rerr := s.conn.ExecContext(uctx, "ROLLBACK TO SAVEPOINT mcpgate_call"); rerr != nil {
+		if de == nil {
+			de = classify(s.eng, uctx, rerr)
+		}
 		return s.fail(de)
 	}
 	s.conn.ExecContext(uctx, "RELEASE SAVEPOINT mcpgate_call") //nolint:errcheck // best effort; the savepoint is already undone
+	if de == nil {
+		return nil
+	}
 	return de
 }
 
@@ -322,4 +333,29 @@ func (s *Session) closeConn() error {
 	defer cancel()
 	s.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // there may be no transaction
 	return errors.Join(s.conn.Close(), s.pool.Close())
+}
+
+// Read runs fn as Do does, then always rolls its savepoint back, so that
+// whatever fn's statement did is undone even in a read-write session. The
+// query tool and the checks use it.
+func (s *Session) Read(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	return s.do(ctx, func(ctx context.Context, q Querier) error {
+		if err := fn(ctx, q); err != nil {
+			return err
+		}
+		return errUndo
+	})
+}
+
+// errUndo makes do roll a successful read's savepoint back.
+var errUndo = errors.New("db: undo")
+
+// Classify turns an error from a statement run through Do into an *Error
+// with a kind, as Do itself would; ctx is the statement's context.
+func (s *Session) Classify(ctx context.Context, err error) *Error {
+	return classify(s.eng, ctx, err)
 }

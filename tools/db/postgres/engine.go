@@ -94,8 +94,22 @@ func (Engine) Dirty(ctx context.Context, q db.Querier, _ any) (bool, error) {
 	return dirty, err
 }
 
-// Check is done by the session's role check (see roleCheck); none here yet.
-func (Engine) Check(context.Context, db.Querier) error { return nil }
+// Check makes sure the session still runs as the role it began with. The
+// gateway's login role is a member of every user's role (it must be, to SET
+// ROLE), so a statement that changes the role (SET ROLE, RESET ROLE,
+// set_config('role', …), SET SESSION AUTHORIZATION) could act as another
+// user: the session then rolls back everything and closes, before any
+// result of that statement is returned.
+func (Engine) Check(ctx context.Context, q db.Querier, mark any) error {
+	var role string
+	if err := q.QueryRowContext(ctx, "SELECT current_user").Scan(&role); err != nil {
+		return err
+	}
+	if role != mark.(string) {
+		return db.Errorf(db.KindRefused, "postgres: a statement changed the session's role from %q to %q; the transaction was rolled back and the session closed: start a new session, and do not change roles", mark, role)
+	}
+	return nil
+}
 
 // Classify maps SQLSTATEs to kinds.
 func (Engine) Classify(err error) *db.Error {

@@ -120,7 +120,7 @@ func (e Engine) Dirty(ctx context.Context, q db.Querier, m any) (bool, error) {
 }
 
 // Check has nothing to check: SQLite has no roles.
-func (Engine) Check(context.Context, db.Querier) error { return nil }
+func (Engine) Check(context.Context, db.Querier, any) error { return nil }
 
 // Classify maps SQLite result codes to kinds.
 func (Engine) Classify(err error) *db.Error {
