@@ -56,8 +56,8 @@ func browsingToolset() *Toolset {
 				Description: "The source of a function or procedure (every overload of the name). PostgreSQL only.",
 				Params:      []Param{routineParam, schemaParam},
 				Safe:        true, ReadOnly: true,
-				Engines:     []string{db.Postgres},
-				Handler:     getRoutineSource,
+				Engines: []string{db.Postgres},
+				Handler: getRoutineSource,
 			},
 		}),
 	}
