@@ -208,7 +208,7 @@ const (
 	DefaultListen             = "127.0.0.1:8000"
 	DefaultName               = "mcpgate"
 	DefaultMaxBodyBytes       = 8 << 20
-	DefaultMaxConnections     = 512
+	DefaultMaxConnections     = 4096
 	DefaultReadHeaderTimeout  = 10 * time.Second
 	DefaultReadTimeout        = 30 * time.Second
 	DefaultIdleTimeout        = 2 * time.Minute

@@ -36,7 +36,7 @@ func TestLoadDefaults(t *testing.T) {
 		"name":                  "mcpgate",
 		"local_user":            "",
 		"max_body_bytes":        ByteSize(8 << 20),
-		"max_connections":       512,
+		"max_connections":       4096,
 		"read_header_timeout":   10 * time.Second,
 		"read_timeout":          30 * time.Second,
 		"idle_timeout":          2 * time.Minute,
