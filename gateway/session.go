@@ -97,7 +97,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 		// The worker refused initialize (say, a protocol version it does not
 		// speak): pass its error on, without a session.
 		s.log.Info("gateway: the worker refused initialize; no session")
-		g.writeStream(w, r, st, jsonOK, false)
+		g.writeStream(w, r, st, jsonOK, nil)
 		g.stopFailed(s)
 		return
 	}
@@ -119,7 +119,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 	}
 	done := g.enter(s)
 	w.Header().Set("MCP-Session-Id", s.id)
-	g.writeStream(w, r, st, jsonOK, false)
+	g.writeStream(w, r, st, jsonOK, nil)
 	done()
 	if !initialized.Load() {
 		// The worker sent messages first and then refused initialize, or
