@@ -60,7 +60,7 @@ func TestTwoSessionsTwoWorkersAndACrash(t *testing.T) {
 
 	// Kill a's worker from outside while a request is in flight: that
 	// request gets an error that says the worker exited.
-	sess := g.sessions[a]
+	sess := g.sessionByID(a)
 	inflight := make(chan map[string]any, 1)
 	go func() {
 		_, m := callRaw(t, srv.URL, a, "long", "crash", map[string]any{"code": 3})
@@ -82,7 +82,7 @@ func TestTwoSessionsTwoWorkersAndACrash(t *testing.T) {
 	assert.Equal(t, "still here", resultText(m))
 
 	// A SIGKILL from outside, with no request in flight.
-	sb := g.sessions[b]
+	sb := g.sessionByID(b)
 	require.NoError(t, syscall.Kill(pb, syscall.SIGKILL))
 	<-sb.conn.Done()
 	status, _ = callRaw(t, srv.URL, b, "3", "echo", map[string]any{"text": "x"})
@@ -155,7 +155,7 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 				require.NotZero(t, child)
 				require.Contains(t, groupMembers(pid), child, "the worker's child is in its process group")
 				ws = append(ws, worker{pid: pid, child: child})
-				sessions = append(sessions, g.sessions[sid])
+				sessions = append(sessions, g.sessionByID(sid))
 				if !tc.byClose {
 					resp, _ := rawDo(t, http.MethodDelete, srv.URL, "", sidHdr, sid)
 					require.Equal(t, http.StatusOK, resp.StatusCode)
