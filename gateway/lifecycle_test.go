@@ -228,57 +228,31 @@ func TestCancellationAndDisconnect(t *testing.T) {
 	_, srv := newTestGateway(t, Options{})
 	sid := rawSession(t, srv.URL)
 
-	// startSleep posts a long sleep and returns once the worker runs it
-	// (its first progress event has arrived).
-	startSleep := func(id string) (*http.Response, *bufio.Reader) {
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":%q}}}`, id, id)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(sidHdr, sid)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		br := bufio.NewReader(resp.Body)
-		for {
-			line, err := br.ReadString('\n')
-			require.NoError(t, err)
-			if strings.HasPrefix(line, "data: ") {
-				require.Contains(t, line, "notifications/progress")
-				return resp, br
-			}
-		}
-	}
 	inflight := func() string {
 		_, m := callRaw(t, srv.URL, sid, "n", "inflight", nil)
 		return resultText(m)
 	}
 
 	t.Run("notifications/cancelled reaches the worker", func(t *testing.T) {
-		resp, br := startSleep("s1")
-		defer resp.Body.Close()
+		st := startSleep(t, srv.URL, sid, "s1")
 		require.Equal(t, "1", inflight())
 		r, _ := rawDo(t, http.MethodPost, srv.URL, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1","reason":"test"}}`, sidHdr, sid)
 		require.Equal(t, http.StatusAccepted, r.StatusCode)
 		// The cancelled request's stream ends without an answer.
-		rest, _ := readRest(br)
-		assert.NotContains(t, rest, `"id":"s1"`)
+		var rest strings.Builder
+		_, err := st.br.WriteTo(&rest)
+		require.NoError(t, err)
+		assert.NotContains(t, rest.String(), `"id":"s1"`)
 		assert.Equal(t, "0", inflight(), "the worker stopped the request: it got the rewritten id")
 	})
 	t.Run("a client disconnect does not cancel", func(t *testing.T) {
-		resp, _ := startSleep("s2")
-		resp.Body.Close()
+		startSleep(t, srv.URL, sid, "s2").resp.Body.Close()
 		// A ping round trip orders anything the gateway might have sent
 		// the worker before our next question.
 		r, _ := rawDo(t, http.MethodPost, srv.URL, `{"jsonrpc":"2.0","id":"p","method":"ping"}`, sidHdr, sid)
 		require.Equal(t, http.StatusOK, r.StatusCode)
 		assert.Equal(t, "1", inflight(), "the request still runs in the worker")
 	})
-}
-
-func readRest(br *bufio.Reader) (string, error) {
-	var b strings.Builder
-	_, err := br.WriteTo(&b)
-	return b.String(), err
 }
 
 func TestWorkerEnvironmentAndStderr(t *testing.T) {
