@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // callRaw posts one tools/call on session sid and returns the decoded answer.
@@ -189,6 +190,35 @@ func TestWorkerStartFailuresLeaveNoProcess(t *testing.T) {
 	}
 }
 
+func TestCloseDuringInitialize(t *testing.T) {
+	lines := make(chan slog.Record, 64)
+	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerEnv: []string{"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"},
+		WorkerStartTimeout: time.Hour, WorkerStopGrace: 200 * time.Millisecond})
+	answered := make(chan int, 1)
+	go func() {
+		resp, _ := rawDo(t, http.MethodPost, srv.URL, initBody)
+		answered <- resp.StatusCode
+	}()
+	awaitLog(t, lines, "stub: hanging in initialize")
+	require.NoError(t, g.Close(context.Background()))
+	assert.Empty(t, stubProcesses(), "Close waits for the initialize to stop its worker")
+	assert.Equal(t, http.StatusServiceUnavailable, <-answered)
+}
+
+// awaitLog waits for a log record whose line attribute is line.
+func awaitLog(t *testing.T, records <-chan slog.Record, line string) slog.Record {
+	t.Helper()
+	for r := range records {
+		found := false
+		r.Attrs(func(a slog.Attr) bool { found = found || (a.Key == "line" && a.Value.String() == line); return !found })
+		if found {
+			return r
+		}
+	}
+	t.Fatalf("log closed before %q", line)
+	return slog.Record{}
+}
+
 func TestIdleReaper(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -210,18 +240,29 @@ func TestIdleReaper(t *testing.T) {
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 	require.Equal(t, ": ok\n", line)
 
+	// A request still running in the worker (its client gone) keeps its
+	// session too.
+	working := rawSession(t, srv.URL)
+	st := worker.NewStream(false)
+	st.Expect(1)
+	g.sessionByID(working).conn.Call(&worker.Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Method: "tools/call",
+		Params: json.RawMessage(`{"name":"sleep","arguments":{"ms":600000}}`)}, "", st, nil)
+	st.Detach()
+
 	advance(9 * time.Minute)
 	g.reapIdle()
-	require.Equal(t, 2, g.Sessions(), "nothing idle for 10 minutes yet")
+	require.Equal(t, 3, g.Sessions(), "nothing idle for 10 minutes yet")
 
 	advance(2 * time.Minute)
 	g.reapIdle()
-	require.Equal(t, 1, g.Sessions())
+	require.Equal(t, 2, g.Sessions())
 	requireReaped(t, idlePid)
 	status, _ := callRaw(t, srv.URL, idle, "1", "echo", map[string]any{"text": "x"})
 	assert.Equal(t, http.StatusNotFound, status)
 	_, ok := g.WorkerPid(listening)
 	assert.True(t, ok, "the session with an open stream stays")
+	_, ok = g.WorkerPid(working)
+	assert.True(t, ok, "the session with a request in flight stays")
 }
 
 func TestCancellationAndDisconnect(t *testing.T) {
@@ -282,14 +323,10 @@ func TestWorkerEnvironmentAndStderr(t *testing.T) {
 
 	_, m = callRaw(t, srv.URL, sid, "2", "stderr", map[string]any{"text": "from-the-worker"})
 	require.Equal(t, "written to stderr", resultText(m))
-	for r := range lines {
-		attrs := map[string]string{}
-		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
-		if attrs["line"] == "from-the-worker" {
-			assert.Equal(t, sid[:8], attrs["session"], "stderr lines are tagged with the session")
-			break
-		}
-	}
+	r := awaitLog(t, lines, "from-the-worker")
+	attrs := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+	assert.Equal(t, sid[:8], attrs["session"], "stderr lines are tagged with the session")
 }
 
 // recordHandler sends every record, with its logger's attributes, to a

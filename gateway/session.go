@@ -32,6 +32,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 		f.write(w, m.ID)
 		return
 	}
+	defer g.inits.Done() // added by reserve
 	reserved := true
 	release := func() {
 		if reserved {
@@ -82,6 +83,11 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 		s.log.Error("gateway: the worker did not answer initialize in time", "timeout", g.opts.WorkerStartTimeout)
 		g.stopFailed(s)
 		errWorkerTimeout.write(w, m.ID)
+		return
+	case <-g.shutdown:
+		st.Detach()
+		g.stopFailed(s)
+		errShuttingDown.write(w, m.ID)
 		return
 	}
 	select {
@@ -154,6 +160,7 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	}
 	g.starting++
 	g.perUser[user]++
+	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 	return failure{}, true
 }
 
