@@ -36,7 +36,8 @@ type Gateway struct {
 	starting int            // sessions whose worker is starting
 	closing  bool
 
-	stopReaper chan struct{}
+	shutdown   chan struct{}  // closed by Close; cuts initializes short
+	inits      sync.WaitGroup // initializes in progress
 	reaperDone chan struct{}
 }
 
@@ -63,7 +64,7 @@ func New(opts Options) (*Gateway, error) {
 		safe:       make(map[string]bool, len(opts.SafeTools)),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
-		stopReaper: make(chan struct{}),
+		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
 	if len(g.command) == 0 {
@@ -118,10 +119,19 @@ func (g *Gateway) Close(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	if first {
-		close(g.stopReaper)
+		close(g.shutdown)
 	}
 	<-g.reaperDone
-	return g.endSessions(ctx, sessions, "gateway: the gateway is shutting down")
+	err := g.endSessions(ctx, sessions, "gateway: the gateway is shutting down")
+	// An initialize in progress stops its own worker on shutdown.
+	done := make(chan struct{})
+	go func() { g.inits.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("gateway: initializes still in progress: %w", ctx.Err()))
+	}
+	return err
 }
 
 // endSessions stops the workers of sessions concurrently and waits.
@@ -209,7 +219,7 @@ func (g *Gateway) reaper() {
 	defer t.Stop()
 	for {
 		select {
-		case <-g.stopReaper:
+		case <-g.shutdown:
 			return
 		case <-t.C:
 			g.reapIdle()
@@ -217,15 +227,16 @@ func (g *Gateway) reaper() {
 	}
 }
 
-// reapIdle ends every session that serves no request and has been idle for
-// longer than SessionIdleTimeout by Options.Now.
+// reapIdle ends every session that serves no HTTP request, has no request
+// in flight in its worker, and has been idle for longer than
+// SessionIdleTimeout by Options.Now.
 func (g *Gateway) reapIdle() {
 	now := g.opts.Now().UnixNano()
 	limit := g.opts.SessionIdleTimeout.Nanoseconds()
 	var idle []*session
 	g.mu.Lock()
 	for _, s := range g.sessions {
-		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit {
+		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit && s.conn.InFlight() == 0 {
 			idle = append(idle, s)
 		}
 	}

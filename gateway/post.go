@@ -114,7 +114,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	g.writeStream(w, r, st, jsonOK, batch)
+	g.writeStream(w, r, st, jsonOK, batchOrder(batch, msgs))
 }
 
 // forward sends one client request to the session's worker, applying the
@@ -127,7 +127,7 @@ func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream) {
 		case "tools/call":
 			if !g.safe[name] {
 				s.log.Info("gateway: refused a tool in a read-only session", "tool", name)
-				st.Push(readOnlyRefusal(m.ID, name), true)
+				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
 				return
 			}
 		case "tools/list":
@@ -211,6 +211,21 @@ func hasMethod(msgs []*worker.Message, method string) bool {
 		}
 	}
 	return false
+}
+
+// batchOrder returns, for a batch, the request ids in order, so that held
+// answers go out in the order of their requests; nil for a single message.
+func batchOrder(batch bool, msgs []*worker.Message) []string {
+	if !batch {
+		return nil
+	}
+	order := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if m.IsRequest() {
+			order = append(order, worker.Key(m.ID))
+		}
+	}
+	return order
 }
 
 // firstRequestID returns the id of the first request, for error answers.

@@ -85,3 +85,10 @@ func stubProcesses() []int {
 	}
 	return pids
 }
+
+// sessionByID returns a live session, under the table's lock.
+func (g *Gateway) sessionByID(id string) *session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessions[id]
+}

@@ -120,7 +120,7 @@ func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(js
 	if c.closed {
 		kind, msg := c.endKind, c.endMsg
 		c.mu.Unlock()
-		s.push(Outgoing{ErrorResponse(m.ID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}), true})
+		s.Answer(m.ID, ErrorResponse(m.ID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}))
 		return
 	}
 	c.nextID++
@@ -304,7 +304,7 @@ func (c *Conn) run() {
 		c.onExit()
 	}
 	for _, cl := range calls {
-		cl.stream.push(Outgoing{ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}), true})
+		cl.stream.Answer(cl.clientID, ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}))
 	}
 	if standalone != nil {
 		standalone.end()
@@ -353,7 +353,7 @@ func (c *Conn) answer(m *Message) {
 	if err != nil {
 		data = ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, "gateway: the worker's answer could not be encoded", nil})
 	}
-	cl.stream.push(Outgoing{data, true})
+	cl.stream.Answer(cl.clientID, data)
 }
 
 // request routes a request the worker sends the client.

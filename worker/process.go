@@ -176,24 +176,23 @@ func (p *Process) ReadLoop(fn func(line []byte)) error {
 	return nil
 }
 
-// Stop ends the process: SIGTERM to its process group, then SIGKILL after
-// grace, and waits until it has been reaped. ctx bounds the whole wait.
+// Stop ends the process the way MCP's stdio transport asks (MCP 2025-11-25
+// §Lifecycle, Shutdown): close its stdin and give it a moment to exit, then
+// SIGTERM to its process group, then SIGKILL after grace. It waits until the
+// process has been reaped; ctx bounds the whole wait.
 func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-p.done:
 		return nil
 	default:
 	}
-	// Closing stdin first lets a well-behaved stdio server end by itself.
 	p.stdin.Close()
-	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.done:
+	if p.waitDone(ctx, min(grace/2, time.Second)) {
 		return nil
-	case <-t.C:
-	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
+	if p.waitDone(ctx, grace) {
+		return nil
 	}
 	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 	select {
@@ -202,6 +201,19 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	case <-ctx.Done():
 		return fmt.Errorf("worker: pid %d not reaped: %w", p.Pid(), ctx.Err())
 	}
+}
+
+// waitDone waits up to d for the process to end; false on timeout or ctx.
+func (p *Process) waitDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // ExitDescription says in words how a process ended, for error messages.

@@ -1,11 +1,15 @@
 package worker
 
-import "sync"
+import (
+	"encoding/json"
+	"sync"
+)
 
 // Outgoing is one message on its way from a worker to a client.
 type Outgoing struct {
-	Data     []byte // the encoded JSON-RPC message, ids already restored
-	Response bool   // it answers one of the stream's requests
+	Data     []byte          // the encoded JSON-RPC message, ids already restored
+	Response bool            // it answers one of the stream's requests
+	ID       json.RawMessage // the client's request id, for an answer
 }
 
 // Stream is the gateway's end of one HTTP response that carries a worker's
@@ -71,9 +75,11 @@ func (s *Stream) Expect(n int) {
 	s.mu.Unlock()
 }
 
-// Push queues a message the gateway itself produced for this stream, such
-// as a refusal; response says it answers one of the stream's requests.
-func (s *Stream) Push(data []byte, response bool) { s.push(Outgoing{data, response}) }
+// Answer queues an answer the gateway itself produced for the stream's
+// request id, such as a refusal.
+func (s *Stream) Answer(id json.RawMessage, data []byte) {
+	s.push(Outgoing{Data: data, Response: true, ID: id})
+}
 
 // push queues m; it reports false when the handler has gone.
 func (s *Stream) push(m Outgoing) bool {

@@ -138,6 +138,7 @@ func (s *stub) handle(m message, cancel chan struct{}) {
 	switch m.Method {
 	case "initialize":
 		if os.Getenv("STUB_HANG_INIT") == "1" {
+			fmt.Fprintln(os.Stderr, "stub: hanging in initialize")
 			<-cancel
 			return
 		}
