@@ -321,3 +321,55 @@ func TestEveryTool(t *testing.T) {
 		})
 	}
 }
+
+// TestSafeToolsInReadOnlySession calls every read-only-safe tool in a
+// read-only session: the database opened read-only must still serve them.
+func TestSafeToolsInReadOnlySession(t *testing.T) {
+	calls := map[string]map[string]any{
+		"status":                 nil,
+		"abort":                  nil,
+		"refresh":                nil,
+		"query":                  {"sql": "SELECT count(*) FROM customers"},
+		"list_schemas":           nil,
+		"list_tables":            nil,
+		"list_all_tables":        nil,
+		"list_schema_entries":    nil,
+		"describe_table":         {"table": "orders"},
+		"get_table_ddl":          {"table": "orders"},
+		"get_table_relations":    {"table": "orders"},
+		"export_table":           {"table": "customers"},
+		"get_view_definition":    {"view": "order_totals"},
+		"get_routine_source":     {"routine": "total"},
+		"find_references_to":     {"table": "customers"},
+		"search_definitions":     {"text": "price"},
+		"find_columns":           {"pattern": "%id"},
+		"list_checks":            nil,
+		"run_checks":             nil,
+		"run_check":              {"check": "check_stock_not_negative"},
+		"list_failing_checks":    nil,
+		"describe_check_failure": {"check": "check_stock_not_negative"},
+	}
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cfg := dbtest.Config(t, engine)
+			if engine == db.Postgres {
+				rw := session(t, cfg, "ada", false)
+				callOK(t, rw, "create_or_replace_routine", map[string]any{"sql": "CREATE FUNCTION total() RETURNS bigint LANGUAGE sql AS 'SELECT 1'"})
+			}
+			ro := session(t, cfg, "ada", true)
+			names := toolNames(t, ro)
+			for _, name := range names {
+				args, ok := calls[name]
+				require.True(t, ok, "no test call for safe tool %s", name)
+				t.Run(name, func(t *testing.T) { callOK(t, ro, name, args) })
+			}
+			safe, err := tools.SafeToolNames(nil)
+			require.NoError(t, err)
+			for _, name := range safe {
+				if engine == db.Postgres || !slices.Contains(pgOnly, name) {
+					assert.Contains(t, names, name)
+				}
+			}
+		})
+	}
+}
