@@ -1,9 +1,11 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -156,4 +158,55 @@ func display(v any, maxWidth int) string {
 		s = string(rs[:maxWidth-1]) + "…"
 	}
 	return s
+}
+
+// Select runs a query and scans every row with scan. Catalog queries use it.
+func Select[T any](ctx context.Context, q Querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Strings runs a query that yields one text column.
+func Strings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
+	return Select(ctx, q, func(r *sql.Rows) (s string, err error) { return s, r.Scan(&s) }, query, args...)
+}
+
+// Literal renders a value as an SQL literal; the engine supplies the forms
+// that differ (booleans, byte strings).
+func Literal(v any, boolean func(bool) string, bytes func([]byte) string) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return boolean(x)
+	case []byte:
+		return bytes(x)
+	case time.Time:
+		return StringLiteral(x.Format(time.RFC3339Nano))
+	case string:
+		return StringLiteral(x)
+	default:
+		return StringLiteral(fmt.Sprint(x))
+	}
+}
+
+// StringLiteral quotes s as a standard SQL string literal.
+func StringLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -18,13 +17,6 @@ func open(t *testing.T, cfg db.Config, user string, readOnly bool) *db.Session {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func exec(ctx context.Context, s *db.Session, stmt string) error {
-	return s.Do(ctx, func(ctx context.Context, q db.Querier) error {
-		_, err := q.ExecContext(ctx, stmt)
-		return err
-	})
 }
 
 func kind(t *testing.T, err error) string {
@@ -47,12 +39,12 @@ func TestReadOnlyByTheDatabase(t *testing.T) {
 		"CREATE TEMP TABLE t (x int)",
 	}
 	for _, w := range writes {
-		assert.Equal(t, db.KindReadOnly, kind(t, exec(t.Context(), s, w)), w)
+		assert.Equal(t, db.KindReadOnly, kind(t, dbtest.Run(t.Context(), s, w)), w)
 	}
-	assert.Error(t, exec(t.Context(), s, "SET TRANSACTION READ WRITE"))
-	require.NoError(t, exec(t.Context(), s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE"))
+	assert.Error(t, dbtest.Run(t.Context(), s, "SET TRANSACTION READ WRITE"))
+	require.NoError(t, dbtest.Run(t.Context(), s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE"))
 	require.NoError(t, s.Commit(t.Context()))
-	assert.Equal(t, db.KindReadOnly, kind(t, exec(t.Context(), s, writes[0])), "the next transaction is still read-only")
+	assert.Equal(t, db.KindReadOnly, kind(t, dbtest.Run(t.Context(), s, writes[0])), "the next transaction is still read-only")
 }
 
 func TestRoleMustExist(t *testing.T) {
@@ -67,4 +59,21 @@ func TestBadDSN(t *testing.T) {
 	_, err := db.Open(t.Context(), postgres.Engine{}, db.Config{Driver: db.Postgres, DSN: "host=/nonexistent/dir port=1 user=x password=hunter2 connect_timeout=2"}, "ada", false)
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2", "the password never reaches an error")
+}
+
+func TestLiteral(t *testing.T) {
+	tests := []struct {
+		v    any
+		want string
+	}{
+		{nil, "NULL"},
+		{int64(-3), "-3"},
+		{1.5, "1.5"},
+		{true, "TRUE"},
+		{"it's", "'it''s'"},
+		{[]byte{0xde, 0xad}, "decode('dead', 'hex')"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, postgres.Engine{}.Literal(tt.v))
+	}
 }

@@ -23,13 +23,6 @@ func open(t *testing.T, cfg db.Config, readOnly bool) *db.Session {
 	return s
 }
 
-func exec(ctx context.Context, s *db.Session, stmt string) error {
-	return s.Do(ctx, func(ctx context.Context, q db.Querier) error {
-		_, err := q.ExecContext(ctx, stmt)
-		return err
-	})
-}
-
 // TestReadOnlyByTheDatabase bypasses the tools' own statement checks: the
 // database connection of a read-only session refuses every write itself.
 func TestReadOnlyByTheDatabase(t *testing.T) {
@@ -50,7 +43,7 @@ func TestReadOnlyByTheDatabase(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := exec(t.Context(), s, tt.sql)
+			err := dbtest.Run(t.Context(), s, tt.sql)
 			require.Error(t, err)
 			var de *db.Error
 			require.True(t, errors.As(err, &de), "got %T", err)
@@ -58,7 +51,7 @@ func TestReadOnlyByTheDatabase(t *testing.T) {
 		})
 	}
 	assert.NoFileExists(t, other, "ATTACH must not create a file")
-	require.NoError(t, exec(t.Context(), s, "SELECT count(*) FROM pragma_table_info('customers')"), "reading pragmas still works")
+	require.NoError(t, dbtest.Run(t.Context(), s, "SELECT count(*) FROM pragma_table_info('customers')"), "reading pragmas still works")
 	rw := open(t, cfg, false)
 	var n, v int
 	require.NoError(t, rw.Do(t.Context(), func(ctx context.Context, q db.Querier) error {
@@ -73,7 +66,7 @@ func TestReadOnlyByTheDatabase(t *testing.T) {
 
 func TestDirtyTracksDDL(t *testing.T) {
 	s := open(t, dbtest.Config(t, db.SQLite), false)
-	require.NoError(t, exec(t.Context(), s, "CREATE TABLE scratch (x)"))
+	require.NoError(t, dbtest.Run(t.Context(), s, "CREATE TABLE scratch (x)"))
 	st, err := s.Status(t.Context())
 	require.NoError(t, err)
 	assert.True(t, st.Uncommitted, "DDL alone is an uncommitted change")
@@ -117,4 +110,20 @@ func TestEnsure(t *testing.T) {
 		return q.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
 	}))
 	assert.Equal(t, "wal", mode)
+}
+
+func TestLiteral(t *testing.T) {
+	tests := []struct {
+		v    any
+		want string
+	}{
+		{nil, "NULL"},
+		{int64(7), "7"},
+		{false, "0"},
+		{"a'b", "'a''b'"},
+		{[]byte{1, 255}, "X'01ff'"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, sqlite.Engine{}.Literal(tt.v))
+	}
 }
