@@ -70,6 +70,7 @@ func mutationToolset() *Toolset {
 				Name:        "set_comment",
 				Description: "Set (or, with an empty comment, remove) the comment of a table, view or column and commit. PostgreSQL only.",
 				Params:      []Param{tableParam, {Name: "column", Type: String, Description: "Comment this column instead of the table."}, schemaParam, {Name: "comment", Type: String, Required: true}},
+				Destructive: true, // replaces the previous comment
 				Idempotent:  true,
 				Engines:     pgOnly,
 				Handler:     setComment,

@@ -16,10 +16,16 @@ type Rows struct {
 	Columns []string `json:"columns"`
 	Rows    [][]any  `json:"rows"`
 	// Total is the number of rows the statement returned, counted past the
-	// cap, so a caller can say "showing 500 of 12,345".
-	Total     int  `json:"total"`
-	Truncated bool `json:"truncated"`
+	// cap, so a caller can say "showing 500 of 12,345"; counting stops at
+	// CountLimit, and TotalAtLeast then says the true total is larger.
+	Total        int  `json:"total"`
+	TotalAtLeast bool `json:"totalAtLeast,omitempty"`
+	Truncated    bool `json:"truncated"`
 }
+
+// CountLimit bounds how far past the row cap a result is counted, so that
+// a huge result costs a bounded scan rather than a statement timeout.
+const CountLimit = 1_000_000
 
 // DefaultMaxCell caps one value's text in a result.
 const DefaultMaxCell = 4096
@@ -27,6 +33,10 @@ const DefaultMaxCell = 4096
 // Collect reads rows, keeping at most maxRows and cutting long values to
 // maxCell bytes (0: no cut), and counts the rest. It closes rows.
 func Collect(rows *sql.Rows, maxRows, maxCell int) (*Rows, error) {
+	return collect(rows, maxRows, maxCell, CountLimit)
+}
+
+func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
@@ -39,6 +49,10 @@ func Collect(rows *sql.Rows, maxRows, maxCell int) (*Rows, error) {
 		ptrs[i] = &vals[i]
 	}
 	for rows.Next() {
+		if out.Total == countLimit {
+			out.TotalAtLeast = true
+			break
+		}
 		out.Total++
 		if len(out.Rows) >= maxRows {
 			out.Truncated = true
@@ -95,6 +109,9 @@ func cut(s string, max int) string {
 
 // Note says how much of the result is shown.
 func (r *Rows) Note() string {
+	if r.TotalAtLeast {
+		return fmt.Sprintf("(showing %d of more than %d rows)", len(r.Rows), r.Total)
+	}
 	if r.Truncated {
 		return fmt.Sprintf("(showing %d of %d rows)", len(r.Rows), r.Total)
 	}
