@@ -145,7 +145,7 @@ var optionalWords = []string{"OR", "REPLACE", "TEMP", "TEMPORARY", "UNLOGGED", "
 // it creates or alters, and for CREATE INDEX the table it is on. Names come
 // back in stored spelling.
 func ddlTarget(stmt string, cat db.Catalog, forms [][]string) (form []string, target, on []string, ok bool) {
-	s := stmt
+	s := db.StripComments(stmt)
 	var words []string
 	for len(words) < 2 {
 		kw := db.Keywords(s, 1)
