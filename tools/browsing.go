@@ -182,9 +182,10 @@ func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 		for i := range vals {
 			ptrs[i] = &vals[i]
 		}
+		size := 0
 		for rows.Next() {
 			total++
-			if len(inserts) >= limit {
+			if len(inserts) >= limit || size > db.MaxBytes {
 				continue
 			}
 			if err := rows.Scan(ptrs...); err != nil {
@@ -194,7 +195,9 @@ func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 			for i, v := range vals {
 				lits[i] = cat.Literal(v)
 			}
-			inserts = append(inserts, head+strings.Join(lits, ", ")+");")
+			ins := head + strings.Join(lits, ", ") + ");"
+			size += len(ins)
+			inserts = append(inserts, ins)
 		}
 		return rows.Err()
 	})

@@ -23,6 +23,10 @@ type Rows struct {
 	Truncated    bool `json:"truncated"`
 }
 
+// MaxBytes caps the bytes of values one result keeps; rows past it are
+// counted but not kept, as rows past the row cap are.
+const MaxBytes = 1 << 20
+
 // CountLimit bounds how far past the row cap a result is counted, so that
 // a huge result costs a bounded scan rather than a statement timeout.
 const CountLimit = 1_000_000
@@ -48,13 +52,14 @@ func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
+	size := 0
 	for rows.Next() {
 		if out.Total == countLimit {
 			out.TotalAtLeast = true
 			break
 		}
 		out.Total++
-		if len(out.Rows) >= maxRows {
+		if out.Truncated || len(out.Rows) >= maxRows {
 			out.Truncated = true
 			continue
 		}
@@ -64,6 +69,15 @@ func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
 		row := make([]any, len(cols))
 		for i, v := range vals {
 			row[i] = Normalize(v, maxCell)
+			if s, ok := row[i].(string); ok {
+				size += len(s)
+			} else {
+				size += 8
+			}
+		}
+		if size > MaxBytes && len(out.Rows) > 0 {
+			out.Truncated = true
+			continue
 		}
 		out.Rows = append(out.Rows, row)
 	}

@@ -44,6 +44,16 @@ func TestCollect(t *testing.T) {
 			assert.Equal(t, tt.note, got.Note())
 		})
 	}
+	t.Run("byte cap", func(t *testing.T) {
+		r, err := pool.QueryContext(ctx, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 600) SELECT printf('%.*c', 4000, 'x') FROM c")
+		require.NoError(t, err)
+		got, err := db.Collect(r, 1000, db.DefaultMaxCell)
+		require.NoError(t, err)
+		assert.Equal(t, 600, got.Total)
+		assert.True(t, got.Truncated)
+		assert.Less(t, len(got.Rows), 600)
+		assert.Equal(t, db.MaxBytes/4000, len(got.Rows))
+	})
 	t.Run("long values are cut", func(t *testing.T) {
 		r, err := pool.QueryContext(ctx, "SELECT printf('%.*c', 5000, 'x'), X'00ff'")
 		require.NoError(t, err)
