@@ -141,6 +141,10 @@ func (Engine) Classify(err error) *db.Error {
 	}
 	code := se.Code()
 	name := sqlite.ErrorCodeString[code]
+	if code == sqlite3.SQLITE_BUSY_SNAPSHOT {
+		return &db.Error{Kind: db.KindConflict, Code: name, Err: err,
+			Message: "sqlite: another session committed since this transaction began, so it cannot write (SQLite allows writes only from the newest snapshot); abort, then retry"}
+	}
 	switch code & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return &db.Error{Kind: db.KindConflict, Code: name, Err: err,
