@@ -41,32 +41,8 @@ func Collect(rows *sql.Rows, maxRows, maxCell int) (*Rows, error) {
 }
 
 func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	out := &Rows{Columns: cols, Rows: [][]any{}}
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	size := 0
-	for rows.Next() {
-		if out.Total == countLimit {
-			out.TotalAtLeast = true
-			break
-		}
-		out.Total++
-		if out.Truncated || len(out.Rows) >= maxRows {
-			out.Truncated = true
-			continue
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		row := make([]any, len(cols))
+	p, err := scan(rows, maxRows, countLimit, func(vals []any) ([]any, int) {
+		row, size := make([]any, len(vals)), 0
 		for i, v := range vals {
 			row[i] = Normalize(v, maxCell)
 			if s, ok := row[i].(string); ok {
@@ -75,13 +51,65 @@ func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
 				size += 8
 			}
 		}
-		if size > MaxBytes && len(out.Rows) > 0 {
-			out.Truncated = true
+		return row, size
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Rows{Columns: p.Columns, Rows: p.Items, Total: p.Total, TotalAtLeast: p.TotalAtLeast, Truncated: p.Truncated}, nil
+}
+
+// Page is what Scan keeps of a result.
+type Page[T any] struct {
+	Columns      []string
+	Items        []T
+	Total        int  // rows counted, up to CountLimit
+	TotalAtLeast bool // counting stopped at CountLimit
+	Truncated    bool // fewer items than rows
+}
+
+// Scan reads rows, turning each into an item with convert (which also
+// returns its size in bytes). It keeps items while there are fewer than
+// maxRows and their sizes add up to at most MaxBytes (always the first),
+// counts the rest up to CountLimit, and closes rows.
+func Scan[T any](rows *sql.Rows, maxRows int, convert func(vals []any) (T, int)) (*Page[T], error) {
+	return scan(rows, maxRows, CountLimit, convert)
+}
+
+func scan[T any](rows *sql.Rows, maxRows, countLimit int, convert func(vals []any) (T, int)) (*Page[T], error) {
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	p := &Page[T]{Columns: cols, Items: []T{}}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	size := 0
+	for rows.Next() {
+		if p.Total == countLimit {
+			p.TotalAtLeast = true
+			break
+		}
+		p.Total++
+		if p.Truncated || len(p.Items) >= maxRows {
+			p.Truncated = true
 			continue
 		}
-		out.Rows = append(out.Rows, row)
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		item, n := convert(vals)
+		if size += n; size > MaxBytes && len(p.Items) > 0 {
+			p.Truncated = true
+			continue
+		}
+		p.Items = append(p.Items, item)
 	}
-	return out, rows.Err()
+	return p, rows.Err()
 }
 
 // Normalize turns a driver value into a JSON-friendly one: text for bytes
