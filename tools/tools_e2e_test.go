@@ -402,3 +402,18 @@ func TestExportRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaChangeBetweenQueries: the same query text before and after the
+// table changes shape must work both times (no stale cached statement).
+func TestSchemaChangeBetweenQueries(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cs := session(t, dbtest.Config(t, engine), "ada", false)
+			const q = "SELECT * FROM customers ORDER BY id"
+			_, before := callOK(t, cs, "query", map[string]any{"sql": q})
+			callOK(t, cs, "execute_sql", map[string]any{"sql": "ALTER TABLE customers ADD COLUMN vip INTEGER"})
+			_, after := callOK(t, cs, "query", map[string]any{"sql": q})
+			assert.Len(t, after["columns"], len(before["columns"].([]any))+1)
+		})
+	}
+}
