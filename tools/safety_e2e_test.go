@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"os/exec"
 	"strings"
@@ -218,12 +219,20 @@ func TestCancelStopsStatement(t *testing.T) {
 			cs := session(t, cfg, "ada", false)
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
+			// On SQLite a long write, so that the test can see it running:
+			// it holds the write lock.
+			tool, stmt := "execute_sql", "CREATE TABLE n (x); INSERT INTO n "+longQuery(engine)
+			if engine == db.Postgres {
+				tool, stmt = "query", longQuery(engine)
+			}
 			go func() {
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "query", Arguments: map[string]any{"sql": longQuery(engine)}})
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"sql": stmt}})
 				done <- err
 			}()
 			if engine == db.Postgres {
 				waitRunning(t, cfg.DSN, "mcpgate-long")
+			} else {
+				waitWriter(t, cfg.DSN)
 			}
 			cancel()
 			require.Error(t, <-done)
@@ -233,6 +242,30 @@ func TestCancelStopsStatement(t *testing.T) {
 			require.NoError(t, err, "the session must answer once the statement is stopped")
 			assert.False(t, res.IsError, resultText(res))
 		})
+	}
+}
+
+// waitWriter waits until another connection holds the SQLite database's
+// write lock.
+func waitWriter(t *testing.T, path string) {
+	t.Helper()
+	pool, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	require.NoError(t, err)
+	defer pool.Close()
+	conn, err := pool.Conn(t.Context())
+	require.NoError(t, err)
+	defer conn.Close()
+	for {
+		if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+			return // busy: the worker is writing
+		}
+		_, err := conn.ExecContext(t.Context(), "ROLLBACK")
+		require.NoError(t, err)
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the statement never started")
+		case <-time.After(10 * time.Millisecond): // polling the lock: nothing to await
+		}
 	}
 }
 

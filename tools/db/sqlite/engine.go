@@ -159,9 +159,11 @@ func (Engine) Classify(err error) *db.Error {
 	return &db.Error{Kind: db.KindSQLError, Code: name, Err: err, Message: "sqlite: " + se.Error()}
 }
 
-// DatabaseName returns the main database file's path.
+// DatabaseName returns the main database file's name, without the
+// directories: where the server keeps its files is not the client's
+// business.
 func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
 	var name string
 	err := q.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&name)
-	return name, err
+	return filepath.Base(name), err
 }
