@@ -56,16 +56,14 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = Version
 	}
-	// A worker with no database settings serves only the tools that need
-	// none; naming a database toolset then fails with a clear error.
-	if m.Getenv(db.EnvDSN) != "" || m.Getenv(db.EnvDriver) != "" {
-		session, err := openDB(ctx, m.Getenv, id)
-		if err != nil {
-			return err
-		}
-		defer session.Close()
-		opts.DB = session
+	// With no database settings the worker uses SQLite under ./data,
+	// creating it with the demo schema on first use.
+	session, err := openDB(ctx, m.Getenv, id)
+	if err != nil {
+		return err
 	}
+	defer session.Close()
+	opts.DB = session
 	srv, err := tools.NewServer(opts)
 	if err != nil {
 		return err
