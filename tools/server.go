@@ -162,7 +162,7 @@ func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandl
 		out, err := t.Handler(ctx, env, args)
 		if err != nil {
 			te := AsError(err)
-			if te.Kind == KindOther && te.Err != nil {
+			if te.Kind == KindOther && te.Err != nil && te.Code == "" { // not a timeout or a cancel
 				logger.Warn("tools: tool failed", "tool", t.Name, "error", te.Err)
 			}
 			return errorResult(te), nil
