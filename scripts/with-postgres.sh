@@ -34,7 +34,9 @@ if [ -z "$bindir" ]; then
   exec "$@"
 fi
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/mcpgate-pg.XXXXXX")
+# Under /tmp whatever TMPDIR says: the postgres user must reach it, and a
+# unix socket path must stay short (about 100 bytes).
+dir=$(mktemp -d /tmp/mcpgate-pg.XXXXXX)
 as_pg=()
 if [ "$(id -u)" -eq 0 ]; then
   chown postgres: "$dir"

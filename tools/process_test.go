@@ -165,6 +165,19 @@ func TestWorkerWire(t *testing.T) {
 	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	require.NoError(t, err)
 
+	for _, bad := range []struct {
+		line string
+		code float64
+	}{
+		{"this is not json", -32700},
+		{`{"foo": 1}`, -32600},
+		{`[]`, -32600},
+		{`{"jsonrpc": "1.0", "id": 7, "method": "ping"}`, -32600},
+	} {
+		reply := exchange(bad.line)
+		assert.Equal(t, bad.code, reply["error"].(map[string]any)["code"], bad.line)
+	}
+
 	unknown := exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","arguments":{}}}`)
 	require.Contains(t, unknown, "error")
 	assert.Equal(t, float64(-32602), unknown["error"].(map[string]any)["code"])

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/mcpgate/mcpgate/tools"
@@ -12,7 +10,6 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db/postgres"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
 	"github.com/mcpgate/mcpgate/worker"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func init() {
@@ -68,13 +65,10 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}})
-	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
-		return nil // stdin closed, or the gateway stopped the worker
-	default:
+	if err := tools.Serve(ctx, srv, m.Stdin, m.Stdout); err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
+	return nil
 }
 
 // openDB opens the session's database as the session's user.
@@ -92,8 +86,3 @@ func openDB(ctx context.Context, getenv func(string) string, id worker.Identity)
 	}
 	return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
 }
-
-// nopWriteCloser keeps the server's Close from closing the process's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
