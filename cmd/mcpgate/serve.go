@@ -107,6 +107,8 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		DSN:              cfg.Database.DSN,
 		SetRole:          cfg.Database.SetRole,
 		StatementTimeout: cfg.Database.StatementTimeout,
+		LockTimeout:      cfg.Database.LockTimeout,
+		MaxRows:          cfg.Database.MaxRows,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite
