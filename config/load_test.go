@@ -168,7 +168,7 @@ func TestLoadFile(t *testing.T) {
 		},
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
-			SetRole: true, StatementTimeout: 5 * time.Second,
+			SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows,
 		},
 		Auth: Auth{
 			Issuer:               "https://kc.example.com/realms/mcp",
