@@ -1,8 +1,3 @@
-// Package gateway is mcpgate's front end: the MCP Streamable HTTP transport
-// at /mcp (MCP 2025-11-25, 2025-06-18 and 2025-03-26 with batches). It
-// checks each request, keeps the session table, starts one worker process
-// per session and relays JSON-RPC between the client and that worker. It
-// never runs a tool itself.
 package gateway
 
 import (

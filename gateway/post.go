@@ -138,17 +138,20 @@ func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream) {
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A
-// declared length over the limit is refused before reading anything.
+// declared length over the limit is refused before reading anything. On a
+// refusal the connection is closed after the answer, so that net/http does
+// not try to drain the rest of a body that is too big or too slow.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, failure, bool) {
 	limit := g.opts.MaxBodyBytes
 	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
 		return nil, errTooLarge, false
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
-	defer rc.SetReadDeadline(time.Time{})
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
@@ -158,6 +161,8 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 		}
 		return nil, errBodyRead, false
 	}
+	// The body is in: a long answer may now take its time.
+	_ = rc.SetReadDeadline(time.Time{})
 	return body, failure{}, true
 }
 
