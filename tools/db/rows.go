@@ -1,0 +1,271 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Rows is a capped result set.
+type Rows struct {
+	Columns []string `json:"columns"`
+	Rows    [][]any  `json:"rows"`
+	// Total is the number of rows the statement returned, counted past the
+	// cap, so a caller can say "showing 500 of 12,345"; counting stops at
+	// CountLimit, and TotalAtLeast then says the true total is larger.
+	Total        int  `json:"total"`
+	TotalAtLeast bool `json:"totalAtLeast,omitempty"`
+	Truncated    bool `json:"truncated"`
+}
+
+// MaxBytes caps the bytes of values one result keeps; rows past it are
+// counted but not kept, as rows past the row cap are.
+const MaxBytes = 1 << 20
+
+// CountLimit bounds how far past the row cap a result is counted, so that
+// a huge result costs a bounded scan rather than a statement timeout.
+const CountLimit = 1_000_000
+
+// DefaultMaxCell caps one value's text in a result.
+const DefaultMaxCell = 4096
+
+// Collect reads rows, keeping at most maxRows and cutting long values to
+// maxCell bytes (0: no cut), and counts the rest. It closes rows.
+func Collect(rows *sql.Rows, maxRows, maxCell int) (*Rows, error) {
+	return collect(rows, maxRows, maxCell, CountLimit)
+}
+
+func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
+	p, err := scan(rows, maxRows, countLimit, func(vals []any) ([]any, int) {
+		row, size := make([]any, len(vals)), 0
+		for i, v := range vals {
+			row[i] = Normalize(v, maxCell)
+			if s, ok := row[i].(string); ok {
+				size += len(s)
+			} else {
+				size += 8
+			}
+		}
+		return row, size
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Rows{Columns: p.Columns, Rows: p.Items, Total: p.Total, TotalAtLeast: p.TotalAtLeast, Truncated: p.Truncated}, nil
+}
+
+// Page is what Scan keeps of a result.
+type Page[T any] struct {
+	Columns      []string
+	Items        []T
+	Total        int  // rows counted, up to CountLimit
+	TotalAtLeast bool // counting stopped at CountLimit
+	Truncated    bool // fewer items than rows
+}
+
+// Scan reads rows, turning each into an item with convert (which also
+// returns its size in bytes). It keeps items while there are fewer than
+// maxRows and their sizes add up to at most MaxBytes (always the first),
+// counts the rest up to CountLimit, and closes rows.
+func Scan[T any](rows *sql.Rows, maxRows int, convert func(vals []any) (T, int)) (*Page[T], error) {
+	return scan(rows, maxRows, CountLimit, convert)
+}
+
+func scan[T any](rows *sql.Rows, maxRows, countLimit int, convert func(vals []any) (T, int)) (*Page[T], error) {
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	p := &Page[T]{Columns: cols, Items: []T{}}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	size := 0
+	for rows.Next() {
+		if p.Total == countLimit {
+			p.TotalAtLeast = true
+			break
+		}
+		p.Total++
+		if p.Truncated || len(p.Items) >= maxRows {
+			p.Truncated = true
+			continue
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		item, n := convert(vals)
+		if size += n; size > MaxBytes && len(p.Items) > 0 {
+			p.Truncated = true
+			continue
+		}
+		p.Items = append(p.Items, item)
+	}
+	return p, rows.Err()
+}
+
+// Normalize turns a driver value into a JSON-friendly one: text for bytes
+// (hex when not UTF-8) and times, long text cut to maxCell bytes.
+func Normalize(v any, maxCell int) any {
+	switch x := v.(type) {
+	case []byte:
+		if utf8.Valid(x) {
+			return cut(string(x), maxCell)
+		}
+		return cut(`\x`+hex.EncodeToString(x), maxCell)
+	case string:
+		return cut(x, maxCell)
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	case int64, float64, bool, nil:
+		return x
+	case int32:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case float32:
+		return float64(x)
+	default:
+		return cut(fmt.Sprint(x), maxCell)
+	}
+}
+
+func cut(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	c := max
+	for c > 0 && !utf8.RuneStart(s[c]) {
+		c--
+	}
+	return s[:c] + fmt.Sprintf("… [%d bytes]", len(s))
+}
+
+// Note says how much of the result is shown.
+func (r *Rows) Note() string {
+	if r.TotalAtLeast {
+		return fmt.Sprintf("(showing %d of more than %d rows)", len(r.Rows), r.Total)
+	}
+	if r.Truncated {
+		return fmt.Sprintf("(showing %d of %d rows)", len(r.Rows), r.Total)
+	}
+	if r.Total == 1 {
+		return "(1 row)"
+	}
+	return fmt.Sprintf("(%d rows)", r.Total)
+}
+
+// Text renders the rows as an aligned text table followed by the note.
+func (r *Rows) Text() string {
+	const maxWidth = 60
+	cells := make([][]string, 0, len(r.Rows)+1)
+	cells = append(cells, r.Columns)
+	for _, row := range r.Rows {
+		line := make([]string, len(row))
+		for i, v := range row {
+			line[i] = display(v, maxWidth)
+		}
+		cells = append(cells, line)
+	}
+	widths := make([]int, len(r.Columns))
+	for _, line := range cells {
+		for i, c := range line {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for n, line := range cells {
+		for i, c := range line {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			b.WriteString(c)
+			if i < len(line)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)))
+			}
+		}
+		b.WriteByte('\n')
+		if n == 0 {
+			for i, w := range widths {
+				if i > 0 {
+					b.WriteString("-+-")
+				}
+				b.WriteString(strings.Repeat("-", w))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString(r.Note())
+	return b.String()
+}
+
+func display(v any, maxWidth int) string {
+	if v == nil {
+		return "NULL"
+	}
+	s := strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(fmt.Sprint(v))
+	if utf8.RuneCountInString(s) > maxWidth {
+		rs := []rune(s)
+		s = string(rs[:maxWidth-1]) + "…"
+	}
+	return s
+}
+
+// Select runs a query and scans every row with scan. Catalog queries use it.
+func Select[T any](ctx context.Context, q Querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Strings runs a query that yields one text column.
+func Strings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
+	return Select(ctx, q, func(r *sql.Rows) (s string, err error) { return s, r.Scan(&s) }, query, args...)
+}
+
+// Literal renders a value as an SQL literal; the engine supplies the forms
+// that differ (booleans, byte strings).
+func Literal(v any, boolean func(bool) string, bytes func([]byte) string) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return boolean(x)
+	case []byte:
+		return bytes(x)
+	case time.Time:
+		return StringLiteral(x.Format(time.RFC3339Nano))
+	case string:
+		return StringLiteral(x)
+	default:
+		return StringLiteral(fmt.Sprint(x))
+	}
+}
+
+// StringLiteral quotes s as a standard SQL string literal.
+func StringLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
