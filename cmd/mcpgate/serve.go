@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/tools"
 )
 
 func init() { commands["serve"] = serve }
@@ -49,6 +51,13 @@ func serveFlags(m *Main, args []string) (serveConfig, error) {
 	}, nil
 }
 
+// builtInWorker returns the command of the built-in worker: this program's
+// `worker` sub-command. Tests point it at a built binary.
+var builtInWorker = func() ([]string, error) {
+	exe, err := os.Executable()
+	return []string{exe, "worker"}, err
+}
+
 func serve(ctx context.Context, m *Main, args []string) error {
 	cfg, err := serveFlags(m, args)
 	switch {
@@ -74,6 +83,18 @@ func runGateway(ctx context.Context, m *Main, cfg serveConfig) error {
 		return fmt.Errorf("mcpgate: --listen %q is not a loopback address; use 127.0.0.1 or ::1", cfg.Listen)
 	}
 	cfg.Gateway.LoopbackHostCheck = true
+	if len(cfg.Gateway.WorkerCommand) == 0 {
+		if cfg.Gateway.WorkerCommand, err = builtInWorker(); err != nil {
+			return fmt.Errorf("mcpgate: finding the built-in worker: %w", err)
+		}
+		// The built-in toolsets vouch for their read-only-safe tools; an
+		// external worker's safe set comes from configuration only.
+		if cfg.Gateway.SafeTools == nil {
+			if cfg.Gateway.SafeTools, err = tools.SafeToolNames(cfg.Gateway.Toolsets); err != nil {
+				return fmt.Errorf("mcpgate: %w", err)
+			}
+		}
+	}
 	if cfg.Gateway.Logger == nil {
 		cfg.Gateway.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
 	}
