@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,6 +161,22 @@ func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
 		return 0, false
 	}
 	return s.conn.Pid(), true
+}
+
+// sessionOf returns the request's session, or answers 400 (no
+// MCP-Session-Id) or 404 (unknown, ended or another principal's) and returns
+// nil; id is the JSON-RPC id for that answer.
+func (g *Gateway) sessionOf(w http.ResponseWriter, r *http.Request, id json.RawMessage) *session {
+	sid := r.Header.Get("MCP-Session-Id")
+	if sid == "" {
+		errNoSession.write(w, id)
+		return nil
+	}
+	s := g.lookup(r, sid)
+	if s == nil {
+		errUnknownSession.write(w, id)
+	}
+	return s
 }
 
 // lookup finds a live session for the request's principal. A session owned

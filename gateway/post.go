@@ -66,13 +66,8 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if sid == "" {
-		errNoSession.write(w, firstID)
-		return
-	}
-	s := g.lookup(r, sid)
+	s := g.sessionOf(w, r, firstID)
 	if s == nil {
-		errUnknownSession.write(w, firstID)
 		return
 	}
 	defer g.enter(s)()
