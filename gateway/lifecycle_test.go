@@ -206,6 +206,24 @@ func TestCloseDuringInitialize(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, <-answered)
 }
 
+func TestClientLeavesDuringInitialize(t *testing.T) {
+	lines := make(chan slog.Record, 64)
+	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerEnv: []string{"STUB_HANG_INIT=1"}, WorkerStartTimeout: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(initBody))
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	awaitLog(t, lines, "stub: hanging in initialize")
+	cancel()
+	g.inits.Wait() // the initialize handler has finished
+	assert.Empty(t, stubProcesses())
+	assert.Zero(t, g.Sessions())
+}
+
 // awaitLog waits for a log record whose line attribute is line.
 func awaitLog(t *testing.T, records <-chan slog.Record, line string) slog.Record {
 	t.Helper()
