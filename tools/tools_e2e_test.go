@@ -166,6 +166,7 @@ func TestEveryTool(t *testing.T) {
 				assert.Contains(t, text, "references "+schema+".customers (id)")
 				assert.Contains(t, text, "orders_customer_idx")
 				assert.Equal(t, []any{"id"}, sc["primaryKey"])
+				assert.Equal(t, float64(3), sc["rowEstimate"])
 				assert.Equal(t, "table", sc["type"])
 				kind, _ := callErr(t, cs, "describe_table", map[string]any{"table": "nope"})
 				assert.Equal(t, "notFound", kind)

@@ -138,11 +138,11 @@ func Normalize(v any, maxCell int) any {
 	}
 }
 
-func cut(s string, max int) string {
-	if max <= 0 || len(s) <= max {
+func cut(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
 		return s
 	}
-	c := max
+	c := limit
 	for c > 0 && !utf8.RuneStart(s[c]) {
 		c--
 	}

@@ -122,15 +122,30 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND `
 }
 
 // Table describes a table or view from pg_attribute, pg_constraint and
-// pg_index; the row estimate is the planner's (reltuples).
+// pg_index; the row estimate is the planner's (reltuples), or a count of a
+// small table never analysed.
 func (e Engine) Table(ctx context.Context, q db.Querier, s, name string) (*db.Table, error) {
 	oid, sc, canon, kind, estimate, comment, err := e.relation(ctx, q, s, name)
 	if err != nil {
 		return nil, err
 	}
 	t := &db.Table{Schema: sc, Name: canon, Type: kind, Comment: comment, Columns: []db.Column{}, PrimaryKey: []string{}, Indexes: []db.Index{}, ForeignKeys: []db.ForeignKey{}, RowEstimate: -1}
-	if kind == "table" && estimate >= 0 {
+	switch {
+	case kind != "table":
+	case estimate >= 0:
 		t.RowEstimate = int64(estimate)
+	default:
+		// Never analysed (reltuples = -1 since PostgreSQL 14): a small
+		// table is counted, a large one stays unknown.
+		var small bool
+		if err := q.QueryRowContext(ctx, "SELECT pg_relation_size($1) < 8 * 1024 * 1024", oid).Scan(&small); err != nil {
+			return nil, err
+		}
+		if small {
+			if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+db.Qualify(sc, canon)).Scan(&t.RowEstimate); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if t.PrimaryKey, err = strs(ctx, q, `SELECT a.attname FROM pg_constraint k, unnest(k.conkey) WITH ORDINALITY u(attnum, ord)
 JOIN pg_attribute a ON a.attrelid = $1 AND a.attnum = u.attnum WHERE k.conrelid = $1 AND k.contype = 'p' ORDER BY u.ord`, oid); err != nil {

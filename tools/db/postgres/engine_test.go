@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -76,4 +77,21 @@ func TestLiteral(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, postgres.Engine{}.Literal(tt.v))
 	}
+}
+
+// TestConnectionLost: a session whose server connection is killed says so,
+// and keeps saying so, instead of failing in odd ways.
+func TestConnectionLost(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	s := open(t, cfg, "ada", false)
+	var pid int64
+	require.NoError(t, s.Do(t.Context(), func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	}))
+	dbtest.Exec(t, dbtest.Postgres(t), "SELECT pg_terminate_backend($1)", pid)
+	err := dbtest.Run(t.Context(), s, "SELECT 1")
+	require.Error(t, err)
+	err = dbtest.Run(t.Context(), s, "SELECT 1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "start a new MCP session")
 }
