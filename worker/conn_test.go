@@ -128,3 +128,14 @@ func TestStreamQueueBound(t *testing.T) {
 		t.Error("after Take: got dropped, want queued")
 	}
 }
+
+func TestEncodeKeepsHTMLCharacters(t *testing.T) {
+	m := Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Result: json.RawMessage(`{"text":"<b>a & b</b>"}`)}
+	b, err := Encode(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":1,"result":{"text":"<b>a & b</b>"}}`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
+	}
+}
