@@ -316,7 +316,7 @@ func (c *Conn) run() {
 func (c *Conn) handle(line []byte) {
 	var m Message
 	if err := json.Unmarshal(line, &m); err != nil || m.Validate() != nil {
-		c.log.Warn("worker: dropped a line that is not JSON-RPC 2.0", "pid", c.Pid(), "bytes", len(line))
+		c.proc.Logf(slog.LevelWarn, "worker: dropped a line that is not JSON-RPC 2.0", "bytes", len(line))
 		return
 	}
 	switch {
