@@ -1,14 +1,10 @@
-// Package gateway is mcpgate's front end: the MCP Streamable HTTP transport
-// at /mcp (MCP 2025-11-25, 2025-06-18 and 2025-03-26 with batches). It
-// checks each request, keeps the session table, starts one worker process
-// per session and relays JSON-RPC between the client and that worker. It
-// never runs a tool itself.
 package gateway
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -165,6 +161,22 @@ func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
 		return 0, false
 	}
 	return s.conn.Pid(), true
+}
+
+// sessionOf returns the request's session, or answers 400 (no
+// MCP-Session-Id) or 404 (unknown, ended or another principal's) and returns
+// nil; id is the JSON-RPC id for that answer.
+func (g *Gateway) sessionOf(w http.ResponseWriter, r *http.Request, id json.RawMessage) *session {
+	sid := r.Header.Get("MCP-Session-Id")
+	if sid == "" {
+		errNoSession.write(w, id)
+		return nil
+	}
+	s := g.lookup(r, sid)
+	if s == nil {
+		errUnknownSession.write(w, id)
+	}
+	return s
 }
 
 // lookup finds a live session for the request's principal. A session owned

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -203,6 +204,24 @@ func TestCloseDuringInitialize(t *testing.T) {
 	require.NoError(t, g.Close(context.Background()))
 	assert.Empty(t, stubProcesses(), "Close waits for the initialize to stop its worker")
 	assert.Equal(t, http.StatusServiceUnavailable, <-answered)
+}
+
+func TestClientLeavesDuringInitialize(t *testing.T) {
+	lines := make(chan slog.Record, 64)
+	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerEnv: []string{"STUB_HANG_INIT=1"}, WorkerStartTimeout: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(initBody))
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	awaitLog(t, lines, "stub: hanging in initialize")
+	cancel()
+	g.inits.Wait() // the initialize handler has finished
+	assert.Empty(t, stubProcesses())
+	assert.Zero(t, g.Sessions())
 }
 
 // awaitLog waits for a log record whose line attribute is line.
@@ -442,4 +461,18 @@ func TestManySessionsManyCalls(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+func TestSlowBody408(t *testing.T) {
+	_, srv := newTestGateway(t, Options{BodyReadTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	// Promise 100 bytes, send 10, then stall.
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 }

@@ -66,13 +66,8 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if sid == "" {
-		errNoSession.write(w, firstID)
-		return
-	}
-	s := g.lookup(r, sid)
+	s := g.sessionOf(w, r, firstID)
 	if s == nil {
-		errUnknownSession.write(w, firstID)
 		return
 	}
 	defer g.enter(s)()
@@ -138,17 +133,20 @@ func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream) {
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A
-// declared length over the limit is refused before reading anything.
+// declared length over the limit is refused before reading anything. On a
+// refusal the connection is closed after the answer, so that net/http does
+// not try to drain the rest of a body that is too big or too slow.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, failure, bool) {
 	limit := g.opts.MaxBodyBytes
 	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
 		return nil, errTooLarge, false
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
-	defer rc.SetReadDeadline(time.Time{})
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
@@ -158,50 +156,58 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 		}
 		return nil, errBodyRead, false
 	}
+	// The body is in: a long answer may now take its time.
+	_ = rc.SetReadDeadline(time.Time{})
 	return body, failure{}, true
 }
 
-// parseBody decodes one message or a batch.
+// parseBody decodes one message or a batch: -32700 for JSON that does not
+// parse, -32600 for JSON that is not JSON-RPC 2.0.
 func parseBody(body []byte) (msgs []*worker.Message, batch bool, f failure, ok bool) {
 	body = bytes.TrimSpace(body)
-	if !json.Valid(body) {
-		return nil, false, errParse, false
-	}
 	if len(body) > 0 && body[0] == '[' {
 		var raws []json.RawMessage
-		if json.Unmarshal(body, &raws) != nil {
-			return nil, true, errInvalid, false
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, true, syntaxOr(err, errInvalid), false
 		}
 		if len(raws) == 0 {
 			return nil, true, errEmptyBatch, false
 		}
 		msgs = make([]*worker.Message, 0, len(raws))
 		for _, raw := range raws {
-			m, ok := decodeMessage(raw)
+			m, f, ok := decodeMessage(raw)
 			if !ok {
-				return nil, true, errInvalid, false
+				return nil, true, f, false
 			}
 			msgs = append(msgs, m)
 		}
 		return msgs, true, failure{}, true
 	}
-	m, ok := decodeMessage(body)
+	m, f, ok := decodeMessage(body)
 	if !ok {
-		return nil, false, errInvalid, false
+		return nil, false, f, false
 	}
 	return []*worker.Message{m}, false, failure{}, true
 }
 
-func decodeMessage(raw []byte) (*worker.Message, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
+func decodeMessage(raw []byte) (*worker.Message, failure, bool) {
 	m := new(worker.Message)
-	if json.Unmarshal(raw, m) != nil || m.Validate() != nil {
-		return nil, false
+	if err := json.Unmarshal(raw, m); err != nil {
+		return nil, syntaxOr(err, errInvalid), false
 	}
-	return m, true
+	if m.Validate() != nil {
+		return nil, errInvalid, false
+	}
+	return m, failure{}, true
+}
+
+// syntaxOr returns errParse for a JSON syntax error, else f.
+func syntaxOr(err error, f failure) failure {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return errParse
+	}
+	return f
 }
 
 func hasMethod(msgs []*worker.Message, method string) bool {

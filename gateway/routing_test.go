@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -118,4 +120,43 @@ func TestRoutingOfWorkerMessages(t *testing.T) {
 		}
 		wg.Wait()
 	})
+}
+
+func TestKeepAliveComments(t *testing.T) {
+	_, srv := newTestGateway(t, Options{KeepAliveInterval: 20 * time.Millisecond})
+	sid := rawSession(t, srv.URL)
+	t.Run("standalone stream", func(t *testing.T) {
+		get := openStream(t, context.Background(), http.MethodGet, srv.URL, sid, "")
+		for _, want := range []string{": ok\n", "\n", ": keep-alive\n"} {
+			line, err := get.br.ReadString('\n')
+			require.NoError(t, err)
+			assert.Equal(t, want, line)
+		}
+	})
+	t.Run("a request's stream", func(t *testing.T) {
+		s := startSleep(t, srv.URL, sid, "ka")
+		for {
+			line, err := s.br.ReadString('\n')
+			require.NoError(t, err)
+			if line == ": keep-alive\n" {
+				break
+			}
+		}
+	})
+}
+
+func TestZeroOptions(t *testing.T) {
+	g, err := New(Options{})
+	require.NoError(t, err)
+	defer g.Close(context.Background())
+	exe, _ := os.Executable()
+	assert.Equal(t, []string{exe, "worker"}, g.command, "the built-in worker")
+	o := g.opts
+	assert.Equal(t, int64(8<<20), o.MaxBodyBytes)
+	assert.Equal(t, 30*time.Minute, o.SessionIdleTimeout)
+	assert.Equal(t, 10*time.Second, o.WorkerStartTimeout)
+	assert.Equal(t, 5*time.Second, o.WorkerStopGrace)
+	assert.NotEmpty(t, o.LocalUser)
+	assert.Empty(t, g.safe, "fail-closed: nothing is read-only-safe unless listed")
+	assert.False(t, o.LoopbackHostCheck || o.ReadOnly)
 }

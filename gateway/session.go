@@ -89,6 +89,12 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 		g.stopFailed(s)
 		errShuttingDown.write(w, m.ID)
 		return
+	case <-r.Context().Done():
+		// Nobody would learn the session id: do not keep the worker.
+		st.Detach()
+		s.log.Info("gateway: the client left during initialize")
+		g.stopFailed(s)
+		return
 	}
 	select {
 	case <-s.conn.Done():

@@ -99,13 +99,7 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 		errAcceptGET.write(w, nil)
 		return
 	}
-	if v, ok := protocolVersion(r); !ok {
-		unsupportedVersion(v).write(w, nil)
-		return
-	}
-	sid := r.Header.Get("MCP-Session-Id")
-	if sid == "" {
-		errNoSession.write(w, nil)
+	if !versionOK(w, r) {
 		return
 	}
 	if r.Header.Get("Last-Event-ID") != "" {
@@ -113,9 +107,8 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 		errLastEventID.write(w, nil)
 		return
 	}
-	s := g.lookup(r, sid)
+	s := g.sessionOf(w, r, nil)
 	if s == nil {
-		errUnknownSession.write(w, nil)
 		return
 	}
 	defer g.enter(s)()
@@ -151,18 +144,11 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 
 // serveDELETE ends a session and stops its worker (MCP §Session Management).
 func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
-	if v, ok := protocolVersion(r); !ok {
-		unsupportedVersion(v).write(w, nil)
+	if !versionOK(w, r) {
 		return
 	}
-	sid := r.Header.Get("MCP-Session-Id")
-	if sid == "" {
-		errNoSession.write(w, nil)
-		return
-	}
-	s := g.lookup(r, sid)
+	s := g.sessionOf(w, r, nil)
 	if s == nil {
-		errUnknownSession.write(w, nil)
 		return
 	}
 	s.log.Info("gateway: session deleted by the client")

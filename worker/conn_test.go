@@ -108,3 +108,34 @@ func TestKey(t *testing.T) {
 		t.Error("Key must compact and keep 1 and \"1\" apart")
 	}
 }
+
+func TestStreamQueueBound(t *testing.T) {
+	s := NewStream(true)
+	s.Expect(1)
+	big := make([]byte, MaxQueuedBytes/2+1)
+	if !s.push(Outgoing{Data: big}) {
+		t.Fatal("first notification: got dropped, want queued")
+	}
+	if s.push(Outgoing{Data: big}) {
+		t.Error("notification over the bound: got queued, want dropped")
+	}
+	s.Answer(json.RawMessage(`1`), big) // an answer always queues
+	msgs, finished := s.Take(false)
+	if len(msgs) != 2 || !finished {
+		t.Errorf("got %d messages (finished %v), want 2 (true)", len(msgs), finished)
+	}
+	if !s.push(Outgoing{Data: big}) {
+		t.Error("after Take: got dropped, want queued")
+	}
+}
+
+func TestEncodeKeepsHTMLCharacters(t *testing.T) {
+	m := Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Result: json.RawMessage(`{"text":"<b>a & b</b>"}`)}
+	b, err := Encode(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":1,"result":{"text":"<b>a & b</b>"}}`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
+	}
+}

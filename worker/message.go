@@ -82,6 +82,19 @@ func Key(raw json.RawMessage) string {
 	return b.String()
 }
 
+// Encode is json.Marshal without HTML escaping, so that "<", ">" and "&" in
+// what a client or worker sent pass through byte for byte rather than as
+// \u003c and the like.
+func Encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
 // ErrorObject is a JSON-RPC error object.
 type ErrorObject struct {
 	Code    int    `json:"code"`
@@ -94,7 +107,7 @@ func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	b, err := json.Marshal(struct {
+	b, err := Encode(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   ErrorObject     `json:"error"`
@@ -102,7 +115,7 @@ func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
 	if err != nil {
 		// Only an unencodable Data can fail; drop it rather than the answer.
 		e.Data = nil
-		b, _ = json.Marshal(struct {
+		b, _ = Encode(struct {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
 			Error   ErrorObject     `json:"error"`

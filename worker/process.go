@@ -21,6 +21,35 @@ const MaxLineBytes = 64 << 20
 // maxStderrLine bounds one stderr line copied into the gateway log.
 const maxStderrLine = 4096
 
+// logLinesPerSecond bounds the lines one worker may put into the gateway log
+// each second; beyond it lines are counted and the count logged, so a
+// chatty or broken worker cannot flood the log.
+const logLinesPerSecond = 200
+
+// logLimiter lets through logLinesPerSecond lines per one-second window.
+type logLimiter struct {
+	mu      sync.Mutex
+	window  time.Time
+	n       int
+	dropped int
+}
+
+// allow reports whether one more line may be logged now, and how many were
+// dropped in the window that just ended (to be reported once).
+func (l *logLimiter) allow(now time.Time) (ok bool, dropped int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.n, dropped, l.dropped = now, 0, l.dropped, 0
+	}
+	if l.n >= logLinesPerSecond {
+		l.dropped++
+		return false, dropped
+	}
+	l.n++
+	return true, dropped
+}
+
 // ProcessConfig says how to start one worker process.
 type ProcessConfig struct {
 	Command []string     // program and arguments; required
@@ -36,6 +65,7 @@ type Process struct {
 	stdin  *os.File
 	stdout *os.File
 	log    *slog.Logger
+	limit  logLimiter
 
 	writeMu sync.Mutex
 
@@ -130,7 +160,7 @@ func (p *Process) copyStderr(r *os.File) {
 	for {
 		line, isPrefix, err := br.ReadLine()
 		if len(line) > 0 {
-			p.log.Info("worker stderr", "pid", p.Pid(), "line", string(line))
+			p.Logf(slog.LevelInfo, "worker stderr", "line", string(line))
 		}
 		for isPrefix && err == nil { // drop the rest of an over-long line
 			_, isPrefix, err = br.ReadLine()
@@ -138,6 +168,17 @@ func (p *Process) copyStderr(r *os.File) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// Logf logs a line about the worker, within the worker's log rate limit.
+func (p *Process) Logf(level slog.Level, msg string, args ...any) {
+	ok, dropped := p.limit.allow(time.Now())
+	if dropped > 0 {
+		p.log.Warn("worker: log lines dropped (rate limit)", "pid", p.Pid(), "dropped", dropped)
+	}
+	if ok {
+		p.log.Log(context.Background(), level, msg, append([]any{"pid", p.Pid()}, args...)...)
 	}
 }
 

@@ -127,3 +127,22 @@ func TestStartErrors(t *testing.T) {
 		t.Error("missing program: got nil error")
 	}
 }
+
+func TestLogLimiter(t *testing.T) {
+	var l logLimiter
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range logLinesPerSecond {
+		if ok, _ := l.allow(t0); !ok {
+			t.Fatalf("line %d: got dropped, want logged", i)
+		}
+	}
+	for range 5 {
+		if ok, _ := l.allow(t0.Add(500 * time.Millisecond)); ok {
+			t.Fatal("over the limit: got logged, want dropped")
+		}
+	}
+	ok, dropped := l.allow(t0.Add(time.Second))
+	if !ok || dropped != 5 {
+		t.Errorf("next window: got %v, %d dropped, want true, 5", ok, dropped)
+	}
+}

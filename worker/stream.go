@@ -19,7 +19,9 @@ type Outgoing struct {
 //
 // The worker's reader never blocks on a Stream: messages queue until the
 // HTTP handler takes them, and are dropped once the handler has gone (a
-// client that disconnects does not cancel its request).
+// client that disconnects does not cancel its request). A client that reads
+// too slowly loses non-answers beyond MaxQueuedBytes rather than growing the
+// gateway's memory; answers always queue.
 type Stream struct {
 	// SSE says the client accepts text/event-stream, so the router may send
 	// this stream messages that are not answers.
@@ -27,11 +29,16 @@ type Stream struct {
 
 	mu       sync.Mutex
 	queue    []Outgoing
+	queued   int  // bytes in queue
 	pending  int  // requests not yet answered
 	detached bool // the HTTP handler has gone
 	ended    bool // the session has ended (standalone stream)
 	notify   chan struct{}
 }
+
+// MaxQueuedBytes bounds the messages other than answers waiting on one
+// stream for a slow client.
+const MaxQueuedBytes = 32 << 20
 
 // NewStream returns a stream; sse says whether it may carry non-answers.
 func NewStream(sse bool) *Stream {
@@ -46,7 +53,7 @@ func (s *Stream) Ready() <-chan struct{} { return s.notify }
 func (s *Stream) Take(standalone bool) (msgs []Outgoing, finished bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	msgs, s.queue = s.queue, nil
+	msgs, s.queue, s.queued = s.queue, nil, 0
 	finished = s.ended || (!standalone && s.pending == 0)
 	return msgs, finished
 }
@@ -63,7 +70,7 @@ func (s *Stream) Answered() bool {
 func (s *Stream) Detach() {
 	s.mu.Lock()
 	s.detached = true
-	s.queue = nil
+	s.queue, s.queued = nil, 0
 	s.mu.Unlock()
 }
 
@@ -81,15 +88,17 @@ func (s *Stream) Answer(id json.RawMessage, data []byte) {
 	s.push(Outgoing{Data: data, Response: true, ID: id})
 }
 
-// push queues m; it reports false when the handler has gone.
+// push queues m; it reports false when the handler has gone, or when m is
+// not an answer and the queue is full.
 func (s *Stream) push(m Outgoing) bool {
 	s.mu.Lock()
 	if m.Response {
 		s.pending--
 	}
-	ok := !s.detached
+	ok := !s.detached && (m.Response || s.queued+len(m.Data) <= MaxQueuedBytes)
 	if ok {
 		s.queue = append(s.queue, m)
+		s.queued += len(m.Data)
 	}
 	s.mu.Unlock()
 	s.signal()

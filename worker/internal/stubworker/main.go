@@ -20,16 +20,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
+type message = worker.Message
 
 type stub struct {
 	outMu sync.Mutex
