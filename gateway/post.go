@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -78,6 +80,13 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			calls++
 		}
 	}
+	// Read-only is decided per request as well as per session: a token
+	// without the write scope gets read-only treatment even on a session a
+	// write-scoped token of the same principal opened (DESIGN decision 4).
+	readOnly := s.readOnly
+	if p := auth.PrincipalFrom(r.Context()); p != nil && p.ReadOnly {
+		readOnly = true
+	}
 	st := worker.NewStream(sseOK)
 	st.Expect(calls)
 	gone := false
@@ -85,7 +94,12 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st)
+			g.forward(s, m, st, readOnly)
+		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
+			// MCP defines no client notification outside notifications/;
+			// a worker that ran, say, an id-less tools/call would bypass
+			// the read-only check, which needs a request to answer.
+			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", m.Method)
 		case m.IsNotification():
 			err = s.conn.Notify(m)
 		default:
@@ -114,18 +128,20 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream) {
-	name, token := worker.ParamsInfo(m.Params)
+func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream, readOnly bool) {
+	_, token := worker.ParamsInfo(m.Params)
 	var rewrite func(json.RawMessage) json.RawMessage
-	if s.readOnly {
-		switch m.Method {
-		case "tools/call":
-			if !g.safe[name] {
-				s.log.Info("gateway: refused a tool in a read-only session", "tool", name)
+	if readOnly {
+		switch {
+		case strings.EqualFold(m.Method, "tools/call"):
+			// The name as a worker reads it; an ambiguous one is refused.
+			name, ok := worker.ToolName(m.Params)
+			if !ok || !g.safe[name] {
+				s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
 				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
 				return
 			}
-		case "tools/list":
+		case strings.EqualFold(m.Method, "tools/list"):
 			rewrite = g.filterTools
 		}
 	}

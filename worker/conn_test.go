@@ -139,3 +139,28 @@ func TestEncodeKeepsHTMLCharacters(t *testing.T) {
 		t.Errorf("got %s, want %s", b, want)
 	}
 }
+
+func TestToolName(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		name   string
+		ok     bool
+	}{
+		{`{"name":"echo","arguments":{"name":"x"}}`, "echo", true},
+		{`{"arguments":{},"name":"echo"}`, "echo", true},
+		{`{"n\u0061me":"echo"}`, "echo", true},
+		{`{"name":"write","Name":"echo"}`, "", false},
+		{`{"Name":"echo"}`, "", false},
+		{`{"name":"echo","name":"write"}`, "", false},
+		{`{"name":7}`, "", false},
+		{`{"arguments":{}}`, "", false},
+		{`["name","echo"]`, "", false},
+		{`{"name":"echo"`, "", false},
+		{``, "", false},
+	} {
+		name, ok := ToolName(json.RawMessage(tc.params))
+		if ok != tc.ok || (ok && name != tc.name) {
+			t.Errorf("ToolName(%s): got %q %v, want %q %v", tc.params, name, ok, tc.name, tc.ok)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // Message is one JSON-RPC 2.0 message with only the members the gateway reads
@@ -122,6 +123,43 @@ func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
 		}{"2.0", id, e})
 	}
 	return b
+}
+
+// ToolName reads the tool name of a tools/call's params the way a worker
+// does: the member named exactly "name". It reports ok only when the name is
+// unambiguous: one member whose key equals "name" ignoring case, spelled
+// exactly so, holding a string. encoding/json matches struct fields without
+// regard to case and keeps the last duplicate, while SDKs match exactly, so
+// {"name":"write","Name":"echo"} would otherwise pass the gateway's
+// read-only check as echo and run as write.
+func ToolName(params json.RawMessage) (name string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(params))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := t.(string)
+		if !strings.EqualFold(key, "name") {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return "", false
+			}
+			continue
+		}
+		if seen || key != "name" || dec.Decode(&name) != nil {
+			return "", false
+		}
+		seen = true
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return "", false
+	}
+	return name, seen
 }
 
 // requestParams is what the gateway reads from a request's params: the

@@ -109,7 +109,11 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if the gateway itself dies (kill -9, a crash), the kernel
+	// kills the worker rather than leave it orphaned. Its own children are
+	// the service manager's to clean up (deploy/mcpgate.service kills the
+	// whole cgroup).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("worker: start %s: %w", cfg.Command[0], err)
@@ -182,8 +186,16 @@ func (p *Process) Logf(level slog.Level, msg string, args ...any) {
 	}
 }
 
+// SendTimeout bounds one write to a worker's stdin. A write blocks only
+// while the pipe is full, so a worker that reads nothing for this long with
+// 64 KiB waiting is hung, or deadlocked writing its own stdout: it is killed
+// (a partial line cannot be taken back), its requests fail with the
+// worker-exited error, and no gateway goroutine waits on it for ever.
+var SendTimeout = 30 * time.Second
+
 // Send writes one message and its newline to the worker's stdin. It blocks
-// only while the pipe is full; a write to an exited worker fails.
+// only while the pipe is full, at most SendTimeout; a write to an exited
+// worker fails.
 func (p *Process) Send(msg []byte) error {
 	select {
 	case <-p.done:
@@ -194,7 +206,12 @@ func (p *Process) Send(msg []byte) error {
 	buf = append(append(buf, msg...), '\n')
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
+	_ = p.stdin.SetWriteDeadline(time.Now().Add(SendTimeout))
 	if _, err := p.stdin.Write(buf); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.log.Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", SendTimeout)
+			_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		}
 		return fmt.Errorf("%w: %v", ErrExited, err)
 	}
 	return nil
