@@ -157,6 +157,28 @@ func TestIsolation(t *testing.T) {
 	}
 }
 
+// TestHiddenCommandsPostgres: SQL that a careless splitter takes for one
+// statement (a column named begin, an escape string, $ inside a name) must
+// not run a COMMIT hidden in it: Split cuts it as PostgreSQL does and the
+// COMMIT is refused, and a wrong cut would fail in the server, which takes
+// one command per statement over the extended protocol.
+func TestHiddenCommandsPostgres(t *testing.T) {
+	cs := session(t, dbtest.Config(t, db.Postgres), "ada", false)
+	hidden := []string{
+		"CREATE TABLE t1 (begin int); COMMIT; CREATE TABLE after_commit (x int)",
+		`UPDATE customers SET name = name WHERE name = E'\''; COMMIT; CREATE TABLE after_commit (x int) --'`,
+		"SELECT 1 AS x$a$; COMMIT; CREATE TABLE after_commit (x int); -- $a$",
+	}
+	for _, sql := range hidden {
+		kind, msg := callErr(t, cs, "execute_sql", map[string]any{"sql": sql})
+		assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
+		kind, msg = callErr(t, cs, "query", map[string]any{"sql": sql})
+		assert.Equal(t, "invalidParams", kind, "%s: %s", sql, msg)
+	}
+	callOK(t, cs, "abort", nil)
+	assert.Zero(t, count(t, cs, "SELECT count(*) FROM pg_class WHERE relname IN ('t1', 'after_commit')"))
+}
+
 // TestConflict: two sessions update the same row; one gets conflict, and
 // after it aborts and retries both updates are in.
 func TestConflict(t *testing.T) {

@@ -54,6 +54,27 @@ type Engine interface {
 	Catalog
 }
 
+// Execer is an Engine that runs a tool's ExecContext its own way.
+// PostgreSQL does: the driver would send an argument-less statement over the
+// simple protocol, which runs every command in the string, so one that
+// Split cut wrongly would run commands the tools never checked (a COMMIT, a
+// role change). Over the extended protocol the server refuses a string of
+// several commands.
+type Execer interface {
+	Exec(ctx context.Context, c *sql.Conn, query string, args ...any) (sql.Result, error)
+}
+
+// execQuerier is the session's connection with ExecContext routed to an
+// Execer.
+type execQuerier struct {
+	*sql.Conn
+	ex Execer
+}
+
+func (q execQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return q.ex.Exec(ctx, q.Conn, query, args...)
+}
+
 // Session is one MCP session's database: one connection and one open
 // transaction, so that its uncommitted changes are invisible to every other
 // session. Statements run one at a time; a tool's statement runs under a
@@ -152,7 +173,11 @@ func (s *Session) do(ctx context.Context, fn func(ctx context.Context, q Querier
 	if _, err := s.conn.ExecContext(sctx, "SAVEPOINT mcpgate_call"); err != nil {
 		return s.fail(classify(s.eng, sctx, err))
 	}
-	err := fn(sctx, s.conn)
+	var q Querier = s.conn
+	if ex, ok := s.eng.(Execer); ok {
+		q = execQuerier{s.conn, ex}
+	}
+	err := fn(sctx, q)
 	undo := errors.Is(err, errUndo)
 	if err == nil || undo {
 		if cerr := s.eng.Check(sctx, s.conn, s.mark); cerr != nil {

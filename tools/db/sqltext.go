@@ -1,81 +1,120 @@
 package db
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
 
 // Split cuts SQL text into statements at top-level semicolons, skipping
-// quoted strings and identifiers, comments and PostgreSQL dollar quotes.
-// Empty statements are dropped. It does not understand SQLite trigger
-// bodies (BEGIN … END), which the tools that call it refuse anyway.
+// quoted strings and identifiers, PostgreSQL escape strings (E'…') and
+// dollar quotes, and comments. Empty statements are dropped. Only in a
+// CREATE FUNCTION, PROCEDURE or TRIGGER do BEGIN … END (an SQLite trigger
+// body, a PostgreSQL BEGIN ATOMIC body) and CASE … END nest, so that a
+// semicolon inside them does not end the statement.
+//
+// Where the two engines' lexers differ (E'…' and $…$ are PostgreSQL's),
+// Split follows PostgreSQL. It is a convenience, not a guard: PostgreSQL
+// runs each statement over the extended protocol, which refuses a string of
+// several commands, so a wrong cut fails rather than runs unchecked SQL.
 func Split(sql string) []string {
 	var out []string
 	start := 0
-	// In a CREATE statement, BEGIN … END (an SQLite trigger body, a
-	// PostgreSQL BEGIN ATOMIC body) and CASE … END nest, and a semicolon
-	// inside them does not end the statement.
-	first, depth := "", 0
+	first, kind, depth := "", "", 0
 	flush := func(end int) {
 		if s := strings.TrimSpace(sql[start:end]); s != "" && Keywords(s, 1) != nil {
 			out = append(out, s)
 		}
 		start = end + 1
-		first, depth = "", 0
+		first, kind, depth = "", "", 0
 	}
-	for i := 0; i < len(sql); i++ {
-		switch c := sql[i]; {
-		case isWordByte(c):
-			j := i
-			for j < len(sql) && isWordByte(sql[j]) {
-				j++
-			}
-			w := strings.ToUpper(sql[i:j])
+	for i := 0; i < len(sql); {
+		end, tok := nextToken(sql, i)
+		switch {
+		case tok == tokenWord && i > 0 && sql[i-1] == '.':
+			// new.begin, t.end: a qualified column, not a keyword.
+		case tok == tokenWord:
+			w := strings.ToUpper(sql[i:end])
 			switch {
 			case first == "":
 				first = w
-			case first == "CREATE" && (w == "BEGIN" || w == "CASE"):
+			case first == "CREATE" && kind == "":
+				if !slices.Contains(createModifiers, w) {
+					kind = w
+				}
+			case first == "CREATE" && slices.Contains(bodyKinds, kind) && (w == "BEGIN" || w == "CASE"):
 				depth++
-			case first == "CREATE" && w == "END" && depth > 0:
+			case w == "END" && depth > 0:
 				depth--
 			}
-			i = j - 1
-		case c == '\'' || c == '"' || c == '`':
-			i = skipQuoted(sql, i, c)
-		case c == '[':
-			if j := strings.IndexByte(sql[i:], ']'); j >= 0 {
-				i += j
-			} else {
-				i = len(sql)
-			}
-		case c == '-' && strings.HasPrefix(sql[i:], "--"):
-			if j := strings.IndexByte(sql[i:], '\n'); j >= 0 {
-				i += j
-			} else {
-				i = len(sql)
-			}
-		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
-			if j := strings.Index(sql[i+2:], "*/"); j >= 0 {
-				i += j + 3
-			} else {
-				i = len(sql)
-			}
-		case c == '$':
-			if tag, ok := dollarTag(sql[i:]); ok {
-				if j := strings.Index(sql[i+len(tag):], tag); j >= 0 {
-					i += len(tag) + j + len(tag) - 1
-				} else {
-					i = len(sql)
-				}
-			}
-		case c == ';' && depth == 0:
+		case sql[i] == ';' && depth == 0:
 			flush(i)
 		}
+		i = end
 	}
 	if start < len(sql) {
 		flush(len(sql))
 	}
 	return out
+}
+
+// createModifiers may come between CREATE and the kind of object it
+// creates; bodyKinds are the kinds whose body may hold statements.
+var (
+	createModifiers = []string{"OR", "REPLACE", "TEMP", "TEMPORARY", "CONSTRAINT"}
+	bodyKinds       = []string{"FUNCTION", "PROCEDURE", "TRIGGER"}
+)
+
+type token int
+
+const (
+	tokenOther   token = iota // a literal, a quoted name, or one byte
+	tokenWord                 // a keyword or unquoted identifier
+	tokenComment              // -- … or /* … */
+)
+
+// nextToken scans the token at sql[i] and returns the index just past it.
+// A word may hold $ after its first character, as an identifier may on
+// both engines (x$a$ is a name, not a dollar quote). An unterminated quote
+// or comment runs to the end.
+func nextToken(sql string, i int) (int, token) {
+	c := sql[i]
+	switch {
+	case isWordByte(c):
+		j := i + 1
+		for j < len(sql) && (isWordByte(sql[j]) || sql[j] == '$' && !isDigit(c)) {
+			j++
+		}
+		if j == i+1 && (c == 'E' || c == 'e') && j < len(sql) && sql[j] == '\'' {
+			return min(skipEscaped(sql, j)+1, len(sql)), tokenOther
+		}
+		return j, tokenWord
+	case c == '\'' || c == '"' || c == '`':
+		return min(skipQuoted(sql, i, c)+1, len(sql)), tokenOther
+	case c == '[':
+		if j := strings.IndexByte(sql[i:], ']'); j >= 0 {
+			return i + j + 1, tokenOther
+		}
+		return len(sql), tokenOther
+	case c == '-' && strings.HasPrefix(sql[i:], "--"):
+		if j := strings.IndexByte(sql[i:], '\n'); j >= 0 {
+			return i + j, tokenComment
+		}
+		return len(sql), tokenComment
+	case c == '/' && strings.HasPrefix(sql[i:], "/*"):
+		if j := strings.Index(sql[i+2:], "*/"); j >= 0 {
+			return i + j + 4, tokenComment
+		}
+		return len(sql), tokenComment
+	case c == '$':
+		if tag, ok := dollarTag(sql[i:]); ok {
+			if j := strings.Index(sql[i+len(tag):], tag); j >= 0 {
+				return i + len(tag) + j + len(tag), tokenOther
+			}
+			return len(sql), tokenOther
+		}
+	}
+	return i + 1, tokenOther
 }
 
 func skipQuoted(s string, i int, q byte) int {
@@ -91,14 +130,33 @@ func skipQuoted(s string, i int, q byte) int {
 	return len(s)
 }
 
-// dollarTag returns the $tag$ opening s, if s opens a dollar quote.
+// skipEscaped returns the index of the quote that closes the PostgreSQL
+// escape string whose opening quote is s[i]: a backslash escapes the next
+// byte, and a doubled quote is a quote.
+func skipEscaped(s string, i int) int {
+	for j := i + 1; j < len(s); j++ {
+		switch {
+		case s[j] == '\\':
+			j++
+		case s[j] == '\'' && j+1 < len(s) && s[j+1] == '\'':
+			j++
+		case s[j] == '\'':
+			return j
+		}
+	}
+	return len(s)
+}
+
+// dollarTag returns the $tag$ opening s, if s opens a dollar quote: the tag
+// is letters, digits (not first), underscores and non-ASCII bytes, as in
+// PostgreSQL's lexer.
 func dollarTag(s string) (string, bool) {
 	for j := 1; j < len(s); j++ {
-		c := rune(s[j])
+		c := s[j]
 		if c == '$' {
 			return s[:j+1], true
 		}
-		if !(c == '_' || unicode.IsLetter(c) || (j > 1 && unicode.IsDigit(c))) {
+		if !isWordByte(c) || j == 1 && isDigit(c) {
 			return "", false
 		}
 	}
@@ -155,8 +213,10 @@ func Qualify(schema, name string) string {
 }
 
 func isWordByte(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c) || c >= 0x80
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // ReadName reads a possibly schema-qualified, possibly double-quoted name
 // at the start of s (after white space) and returns its parts as written
@@ -198,40 +258,14 @@ func ReadName(s string) (parts []string, quoted []bool, rest string) {
 // that a parser of statement heads need not know comments.
 func StripComments(sql string) string {
 	var b strings.Builder
-	for i := 0; i < len(sql); i++ {
-		switch c := sql[i]; {
-		case c == '\'' || c == '"' || c == '`':
-			j := min(skipQuoted(sql, i, c), len(sql)-1)
-			b.WriteString(sql[i : j+1])
-			i = j
-		case c == '$':
-			if tag, ok := dollarTag(sql[i:]); ok {
-				end := len(sql)
-				if k := strings.Index(sql[i+len(tag):], tag); k >= 0 {
-					end = i + len(tag) + k + len(tag)
-				}
-				b.WriteString(sql[i:end])
-				i = end - 1
-				continue
-			}
-			b.WriteByte(c)
-		case c == '-' && strings.HasPrefix(sql[i:], "--"):
-			j := strings.IndexByte(sql[i:], '\n')
-			if j < 0 {
-				j = len(sql) - i
-			}
+	for i := 0; i < len(sql); {
+		end, tok := nextToken(sql, i)
+		if tok == tokenComment {
 			b.WriteByte(' ')
-			i += j - 1
-		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
-			j := strings.Index(sql[i+2:], "*/")
-			if j < 0 {
-				return b.String() + " "
-			}
-			b.WriteByte(' ')
-			i += j + 3
-		default:
-			b.WriteByte(c)
+		} else {
+			b.WriteString(sql[i:end])
 		}
+		i = end
 	}
 	return b.String()
 }

@@ -26,6 +26,21 @@ func TestSplit(t *testing.T) {
 		{"sqlite trigger", "CREATE TRIGGER t AFTER INSERT ON a BEGIN UPDATE b SET n = CASE WHEN 1 THEN 2 END; DELETE FROM c; END; SELECT 1",
 			[]string{"CREATE TRIGGER t AFTER INSERT ON a BEGIN UPDATE b SET n = CASE WHEN 1 THEN 2 END; DELETE FROM c; END", "SELECT 1"}},
 		{"transaction begin is not nested", "BEGIN; SELECT 1; COMMIT", []string{"BEGIN", "SELECT 1", "COMMIT"}},
+		{"dollar inside an identifier", "SELECT 1 AS x$a$ WHERE 0; COMMIT; DELETE FROM t; -- $a$",
+			[]string{"SELECT 1 AS x$a$ WHERE 0", "COMMIT", "DELETE FROM t"}},
+		{"parameter is not a dollar quote", "SELECT $1; SELECT $2", []string{"SELECT $1", "SELECT $2"}},
+		{"escape string", `UPDATE t SET a = E'\''; COMMIT; CREATE TABLE x (y int) --'`,
+			[]string{`UPDATE t SET a = E'\''`, "COMMIT", "CREATE TABLE x (y int) --'"}},
+		{"escape string with a doubled quote", `SELECT e'a''\\'; SELECT 2`, []string{`SELECT e'a''\\'`, "SELECT 2"}},
+		{"a word ending in e is no escape string", `SELECT date'2020\'; SELECT 2`, []string{`SELECT date'2020\'`, "SELECT 2"}},
+		{"column named begin in CREATE TABLE", "CREATE TABLE t1 (begin int); COMMIT; CREATE TABLE t2 (x int)",
+			[]string{"CREATE TABLE t1 (begin int)", "COMMIT", "CREATE TABLE t2 (x int)"}},
+		{"CASE in CREATE VIEW", "CREATE VIEW v AS SELECT CASE WHEN true THEN 1 END; SELECT 2",
+			[]string{"CREATE VIEW v AS SELECT CASE WHEN true THEN 1 END", "SELECT 2"}},
+		{"qualified column named begin in a trigger", "CREATE TEMP TRIGGER t AFTER INSERT ON a WHEN new.begin BEGIN DELETE FROM c; END; SELECT 1",
+			[]string{"CREATE TEMP TRIGGER t AFTER INSERT ON a WHEN new.begin BEGIN DELETE FROM c; END", "SELECT 1"}},
+		{"BEGIN ATOMIC body", "CREATE OR REPLACE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT 2; END; SELECT 3",
+			[]string{"CREATE OR REPLACE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT 2; END", "SELECT 3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,6 +104,8 @@ func TestStripComments(t *testing.T) {
 		{"SELECT $$ -- kept $$", "SELECT $$ -- kept $$"},
 		{"SELECT 1 /* open", "SELECT 1  "},
 		{"SELECT 'open", "SELECT 'open"},
+		{"SELECT E'\\' -- in the string' -- gone", "SELECT E'\\' -- in the string'  "},
+		{"SELECT x$a$ -- gone $a$", "SELECT x$a$  "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -8,6 +8,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -22,7 +23,10 @@ import (
 // Engine is the PostgreSQL db.Engine. Its zero value is ready to use.
 type Engine struct{}
 
-var _ db.Engine = Engine{}
+var (
+	_ db.Engine = Engine{}
+	_ db.Execer = Engine{}
+)
 
 // Name returns db.Postgres.
 func (Engine) Name() string { return db.Postgres }
@@ -37,7 +41,9 @@ func (Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
 	}
 	// Ad hoc SQL, and tables that change shape under it: a cached prepared
 	// statement would fail with "cached plan must not change result type"
-	// after an ALTER, so every statement is described afresh.
+	// after an ALTER, so every statement is described afresh. It also keeps
+	// queries on the extended protocol (one command per statement); Exec
+	// does the same for statements without arguments.
 	pc.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
@@ -71,6 +77,32 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 		}
 	}
 	return nil
+}
+
+// Exec runs a statement over the extended protocol (db.Execer), where the
+// server refuses a string that holds several commands. pgx would use the
+// simple protocol for a statement without arguments, whatever the query
+// exec mode says, so that case goes to the connection itself; the rows of a
+// statement that returns some are read and dropped.
+func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) (sql.Result, error) {
+	if len(args) > 0 {
+		return c.ExecContext(ctx, query, args...)
+	}
+	var tag pgconn.CommandTag
+	var err error
+	if rerr := c.Raw(func(dc any) error {
+		rr := dc.(*stdlib.Conn).Conn().PgConn().ExecParams(ctx, query, nil, nil, nil, nil)
+		for rr.NextRow() {
+		}
+		tag, err = rr.Close()
+		return nil
+	}); rerr != nil {
+		return nil, rerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return driver.RowsAffected(tag.RowsAffected()), nil
 }
 
 // Begin starts a REPEATABLE READ transaction, READ ONLY in a read-only

@@ -95,3 +95,29 @@ func TestConnectionLost(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "start a new MCP session")
 }
+
+// TestOneCommandPerStatement: a tool's statement goes over the extended
+// protocol, so a string that holds several commands (one that Split would
+// have cut wrongly) is refused by the server rather than run, while the
+// affected-row count still comes back.
+func TestOneCommandPerStatement(t *testing.T) {
+	s := open(t, dbtest.Config(t, db.Postgres), "ada", false)
+	err := dbtest.Run(t.Context(), s, "CREATE TABLE a (x int); COMMIT; CREATE TABLE b (x int)")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "multiple commands")
+	require.NoError(t, s.Abort(t.Context()))
+	var n int64
+	require.NoError(t, s.Do(t.Context(), func(ctx context.Context, q db.Querier) error {
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM pg_class WHERE relname IN ('a', 'b')").Scan(&n); err != nil {
+			return err
+		}
+		assert.Zero(t, n, "nothing was created or committed")
+		res, err := q.ExecContext(ctx, "UPDATE customers SET name = name")
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}))
+	assert.Equal(t, int64(3), n)
+}
