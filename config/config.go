@@ -135,8 +135,15 @@ type Database struct {
 	// it through MCPGATE_DATABASE_DSN rather than in a file.
 	DSN string `mapstructure:"dsn"`
 	// SetRole makes each worker run `SET ROLE` to its session's user id on
-	// PostgreSQL, so the database enforces per-user rights.
+	// PostgreSQL, so grants and row-level security apply per user. Not a
+	// security boundary against a user who can run SQL: the shared login
+	// role is a member of every user's role. ConnectAsUser is one.
 	SetRole bool `mapstructure:"set_role"`
+	// ConnectAsUser makes each worker log in to PostgreSQL as its session's
+	// user id (the DSN's user and password are not used; authentication
+	// comes from client certificates, pg_hba peer/trust or PGPASSFILE), so
+	// the database enforces per-user rights against any SQL.
+	ConnectAsUser bool `mapstructure:"connect_as_user"`
 	// StatementTimeout bounds one SQL statement. Default 30s.
 	StatementTimeout time.Duration `mapstructure:"statement_timeout"`
 	// LockTimeout bounds the wait for another session's lock (SQLite's

@@ -282,6 +282,9 @@ func (c *Config) validateDatabase(v *validator) {
 		if d.SetRole {
 			v.add("database.set_role", "needs database.driver: postgres; SQLite has no roles")
 		}
+		if d.ConnectAsUser {
+			v.add("database.connect_as_user", "needs database.driver: postgres; SQLite has no roles")
+		}
 	case "postgres":
 		if d.DSN == "" {
 			v.add("database.dsn", "is required with driver postgres; e.g. postgres://mcpgate@db.example.com/mcp?sslmode=verify-full (or set %s)", EnvName("database.dsn"))
@@ -290,6 +293,9 @@ func (c *Config) validateDatabase(v *validator) {
 		}
 	default:
 		v.add("database.driver", "%q is not a driver; use sqlite or postgres", d.Driver)
+	}
+	if d.SetRole && d.ConnectAsUser {
+		v.add("database.connect_as_user", "and database.set_role are exclusive: a worker logged in as its user has no other role to set; keep connect_as_user")
 	}
 	if d.LockTimeout < 0 {
 		v.add("database.lock_timeout", "%v is negative; use a duration such as 5s", d.LockTimeout)

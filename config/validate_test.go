@@ -105,6 +105,9 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 			c.Database = Database{Driver: "postgres", DSN: "postgresql://u@h/db?sslmode=disable", SetRole: true}
 		}},
 		{"postgres key=value", func(c *Config) { c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp"} }},
+		{"postgres connect as user", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", ConnectAsUser: true}
+		}},
 		{"allowed origins", func(c *Config) {
 			c.Server.AllowedOrigins = []string{"https://app.example.com", "app2.example.com:8443", "http://[::1]:3000/"}
 		}},
@@ -187,6 +190,10 @@ func TestValidateProblems(t *testing.T) {
 		{"implausible dsn", func(c *Config) { c.Database = Database{Driver: "postgres", DSN: "hunter2"} }, "database.dsn", "is neither a postgres:// URL nor key=value pairs"},
 		{"dsn with sqlite", func(c *Config) { c.Database.DSN = "postgres://x" }, "database.dsn", "database.driver is sqlite"},
 		{"set_role with sqlite", func(c *Config) { c.Database.SetRole = true }, "database.set_role", "needs database.driver: postgres"},
+		{"connect_as_user with sqlite", func(c *Config) { c.Database.ConnectAsUser = true }, "database.connect_as_user", "needs database.driver: postgres"},
+		{"connect_as_user with set_role", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", SetRole: true, ConnectAsUser: true}
+		}, "database.connect_as_user", "are exclusive"},
 		{"negative statement timeout", func(c *Config) { c.Database.StatementTimeout = -1 }, "database.statement_timeout", "is negative"},
 
 		{"write scope without issuer", func(c *Config) {

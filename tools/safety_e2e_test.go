@@ -308,9 +308,12 @@ func waitRunning(t *testing.T, dsn, marker string) {
 	}
 }
 
-// TestRowLevelSecurity: with SET ROLE, each user's session sees only the
-// rows the policy gives that user, cannot switch roles, and a user without
-// a role is refused at session start.
+// TestRowLevelSecurity: each user's session sees and writes only the rows
+// the policy gives that user, and a user without a role is refused at
+// session start. With connect_as_user the session logs in as the user, so
+// no statement can act as another user; with set_role a role switch that
+// is still in force after the call closes the session (one that switches
+// back within a statement is not caught: set_role is not a boundary).
 func TestRowLevelSecurity(t *testing.T) {
 	super := dbtest.Postgres(t)
 	dsn := dbtest.PostgresDB(t, `
@@ -318,8 +321,10 @@ CREATE TABLE notes (id serial PRIMARY KEY, owner text NOT NULL DEFAULT current_u
 ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own ON notes USING (owner = current_user) WITH CHECK (owner = current_user);
 INSERT INTO notes (owner, body) VALUES ('mcp_alice', 'a1'), ('mcp_bob', 'b1'), ('mcp_bob', 'b2');`)
+	// LOGIN, for connect_as_user: the test server trusts every role on its
+	// unix socket.
 	for _, role := range []string{"mcp_alice", "mcp_bob"} {
-		dbtest.ExecNoFail(super, "CREATE ROLE "+role+" NOLOGIN")
+		dbtest.ExecNoFail(super, "CREATE ROLE "+role+" LOGIN")
 		dbtest.Exec(t, dsn, "GRANT SELECT, INSERT ON notes TO "+role+"; GRANT USAGE ON SEQUENCE notes_id_seq TO "+role)
 	}
 	t.Cleanup(func() {
@@ -328,32 +333,71 @@ INSERT INTO notes (owner, body) VALUES ('mcp_alice', 'a1'), ('mcp_bob', 'b1'), (
 			dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
 		}
 	})
-	cfg := db.Config{Driver: db.Postgres, DSN: dsn, SetRole: true}
-	alice, bob := session(t, cfg, "mcp_alice", false), session(t, cfg, "mcp_bob", false)
 	const n = "SELECT count(*) FROM notes"
-	assert.Equal(t, float64(1), count(t, alice, n))
-	assert.Equal(t, float64(2), count(t, bob, n))
-	kind, msg := callErr(t, alice, "execute_sql", map[string]any{"sql": "INSERT INTO notes (owner, body) VALUES ('mcp_bob', 'forged')"})
-	assert.Equal(t, "refused", kind, msg)
-	callOK(t, alice, "execute_sql", map[string]any{"sql": "INSERT INTO notes (body) VALUES ('a2')"})
-	callOK(t, alice, "commit", nil)
-	callOK(t, bob, "refresh", nil)
-	assert.Equal(t, float64(2), count(t, bob, n), "bob never sees alice's rows")
+	for _, cfg := range []db.Config{
+		{Driver: db.Postgres, DSN: dsn, SetRole: true},
+		{Driver: db.Postgres, DSN: dsn, ConnectAsUser: true},
+	} {
+		mode := "set_role"
+		if cfg.ConnectAsUser {
+			mode = "connect_as_user"
+		}
+		t.Run(mode, func(t *testing.T) {
+			dbtest.Exec(t, dsn, "DELETE FROM notes WHERE id > 3") // the rows an earlier mode added
+			alice, bob := session(t, cfg, "mcp_alice", false), session(t, cfg, "mcp_bob", false)
+			assert.Equal(t, float64(1), count(t, alice, n))
+			assert.Equal(t, float64(2), count(t, bob, n))
+			kind, msg := callErr(t, alice, "execute_sql", map[string]any{"sql": "INSERT INTO notes (owner, body) VALUES ('mcp_bob', 'forged')"})
+			assert.Equal(t, "refused", kind, msg)
+			callOK(t, alice, "execute_sql", map[string]any{"sql": "INSERT INTO notes (body) VALUES ('a2')"})
+			callOK(t, alice, "commit", nil)
+			callOK(t, bob, "refresh", nil)
+			assert.Equal(t, float64(2), count(t, bob, n), "bob never sees alice's rows")
 
-	t.Run("a role switch closes the session", func(t *testing.T) {
-		kind, msg := callErr(t, alice, "query", map[string]any{"sql": "SELECT set_config('role', 'mcp_bob', false), (SELECT count(*) FROM notes)"})
-		assert.Equal(t, "refused", kind, msg)
-		assert.Contains(t, msg, "changed the session's role")
-		kind, msg = callErr(t, alice, "status", nil)
-		assert.Equal(t, "other", kind)
-		assert.Contains(t, msg, "closed")
-	})
+			if cfg.SetRole {
+				t.Run("a role switch closes the session", func(t *testing.T) {
+					kind, msg := callErr(t, alice, "query", map[string]any{"sql": "SELECT set_config('role', 'mcp_bob', false), (SELECT count(*) FROM notes)"})
+					assert.Equal(t, "refused", kind, msg)
+					assert.Contains(t, msg, "changed the session's role")
+					kind, msg = callErr(t, alice, "status", nil)
+					assert.Equal(t, "other", kind)
+					assert.Contains(t, msg, "closed")
+				})
+				return
+			}
+			t.Run("no switch to another user's role", func(t *testing.T) {
+				ro := session(t, cfg, "mcp_alice", true)
+				kind, msg := callErr(t, ro, "query", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false),
+  query_to_xml('SELECT body FROM notes', false, false, ''), set_config('role', 'mcp_alice', false)`})
+				assert.Equal(t, "refused", kind, msg)
+				assert.Contains(t, msg, "permission denied to set role")
+				kind, msg = callErr(t, alice, "execute_sql", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false);
+INSERT INTO notes (owner, body) VALUES ('mcp_bob', 'forged by alice');
+SELECT set_config('role', 'mcp_alice', false)`})
+				assert.Contains(t, msg, "permission denied to set role", kind)
+				callOK(t, alice, "commit", nil)
+				callOK(t, bob, "refresh", nil)
+				assert.Equal(t, float64(0), count(t, bob, "SELECT count(*) FROM notes WHERE body LIKE 'forged%'"))
+				_, sc := callOK(t, alice, "query", map[string]any{"sql": "SELECT current_user, session_user"})
+				assert.Equal(t, []any{[]any{"mcp_alice", "mcp_alice"}}, sc["rows"], "logged in as the user")
+			})
+		})
+	}
 	t.Run("a user without a role", func(t *testing.T) {
-		cmd := exec.Command(mcpgateBinary(t), "worker")
-		cmd.Env = append(append(os.Environ(), worker.Identity{User: "mcp_nobody"}.Environ()...), cfg.Environ()...)
-		out, err := cmd.CombinedOutput()
-		require.Error(t, err)
-		assert.Contains(t, string(out), `user "mcp_nobody" cannot run as a database role`)
-		assert.False(t, strings.Contains(string(out), "password"), "no secrets in the error")
+		for _, cfg := range []db.Config{
+			{Driver: db.Postgres, DSN: dsn, SetRole: true},
+			{Driver: db.Postgres, DSN: dsn, ConnectAsUser: true},
+		} {
+			cmd := exec.Command(mcpgateBinary(t), "worker")
+			cmd.Env = append(append(os.Environ(), worker.Identity{User: "mcp_nobody"}.Environ()...), cfg.Environ()...)
+			out, err := cmd.CombinedOutput()
+			require.Error(t, err)
+			if cfg.SetRole {
+				assert.Contains(t, string(out), `user "mcp_nobody" cannot run as a database role`)
+			} else {
+				assert.Contains(t, string(out), `role "mcp_nobody" does not exist`)
+			}
+			assert.False(t, strings.Contains(string(out), "password"), "no secrets in the error")
+		}
 	})
 }

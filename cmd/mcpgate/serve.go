@@ -108,6 +108,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		Driver:           cfg.Database.Driver,
 		DSN:              cfg.Database.DSN,
 		SetRole:          cfg.Database.SetRole,
+		ConnectAsUser:    cfg.Database.ConnectAsUser,
 		StatementTimeout: cfg.Database.StatementTimeout,
 		LockTimeout:      cfg.Database.LockTimeout,
 		MaxRows:          cfg.Database.MaxRows,

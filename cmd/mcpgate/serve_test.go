@@ -23,6 +23,8 @@ import (
 
 	"github.com/mcpgate/mcpgate/auth/authtest"
 	"github.com/mcpgate/mcpgate/certs"
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/tools/db"
 )
 
 // TestMain lets this test binary be the built-in worker: the gateway starts
@@ -300,4 +302,23 @@ func TestServeRefusesBadConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGatewayOptionsDatabase: the database settings reach the built-in
+// worker's environment.
+func TestGatewayOptionsDatabase(t *testing.T) {
+	cfg := config.Default()
+	cfg.Database = config.Database{Driver: "postgres", DSN: "host=/run/postgresql dbname=mcp", ConnectAsUser: true}
+	opts, err := gatewayOptions(t.Context(), cfg, newLogger(cfg, io.Discard))
+	require.NoError(t, err)
+	got, err := db.ConfigFromEnv(func(name string) string {
+		for _, kv := range opts.WorkerEnv {
+			if k, v, _ := strings.Cut(kv, "="); k == name {
+				return v
+			}
+		}
+		return ""
+	})
+	require.NoError(t, err)
+	assert.Equal(t, db.Config{Driver: db.Postgres, DSN: cfg.Database.DSN, ConnectAsUser: true}.WithDefaults(), got)
 }

@@ -19,6 +19,7 @@ const (
 	EnvDriver           = "MCPGATE_WORKER_DB_DRIVER"            // sqlite (default) or postgres
 	EnvDSN              = "MCPGATE_WORKER_DB_DSN"               // sqlite: the database file's path; postgres: a connection string
 	EnvSetRole          = "MCPGATE_WORKER_DB_SET_ROLE"          // postgres: true to SET ROLE to the session's user
+	EnvConnectAsUser    = "MCPGATE_WORKER_DB_CONNECT_AS_USER"   // postgres: true to log in as the session's user
 	EnvStatementTimeout = "MCPGATE_WORKER_DB_STATEMENT_TIMEOUT" // a Go duration; default 30s
 	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
 	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
@@ -49,8 +50,18 @@ type Config struct {
 	DSN    string // SQLite: file path (default DefaultSQLitePath); Postgres: a pgx connection string
 
 	// SetRole makes a PostgreSQL session SET ROLE to its user, so grants
-	// and row-level security apply per user.
+	// and row-level security apply per user. It is not a security boundary
+	// against a user who can run SQL (query, execute_sql): the login role is
+	// a member of every user's role, and a statement can switch to another.
 	SetRole bool
+
+	// ConnectAsUser makes a PostgreSQL session log in as the role named by
+	// its user, with whatever authentication the DSN and the PG environment
+	// give that role (client certificates, peer or trust on a unix socket,
+	// PGPASSFILE); the DSN's user and password are not used. No role is
+	// shared between users, so grants and row-level security hold against
+	// any SQL the user runs.
+	ConnectAsUser bool
 
 	// StatementTimeout stops a statement that runs longer (0: the default).
 	StatementTimeout time.Duration
@@ -84,7 +95,7 @@ func (c Config) WithDefaults() Config {
 // Environ returns c as NAME=value pairs for a worker's environment. Zero
 // fields are left out, so the worker applies its defaults.
 func (c Config) Environ() []string {
-	env := []string{EnvDriver + "=" + c.Driver, EnvDSN + "=" + c.DSN, EnvSetRole + "=" + strconv.FormatBool(c.SetRole)}
+	env := []string{EnvDriver + "=" + c.Driver, EnvDSN + "=" + c.DSN, EnvSetRole + "=" + strconv.FormatBool(c.SetRole), EnvConnectAsUser + "=" + strconv.FormatBool(c.ConnectAsUser)}
 	if c.StatementTimeout > 0 {
 		env = append(env, EnvStatementTimeout+"="+c.StatementTimeout.String())
 	}
@@ -108,12 +119,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		problems = append(problems, fmt.Sprintf("%s=%q: want %s or %s", EnvDriver, c.Driver, SQLite, Postgres))
 	}
-	if v := getenv(EnvSetRole); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s=%q: want true or false", EnvSetRole, v))
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{EnvSetRole, &c.SetRole}, {EnvConnectAsUser, &c.ConnectAsUser}} {
+		if v := getenv(b.name); v != "" {
+			t, err := strconv.ParseBool(v)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s=%q: want true or false", b.name, v))
+			}
+			*b.dst = t
 		}
-		c.SetRole = b
 	}
 	for _, d := range []struct {
 		name string
@@ -143,6 +159,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.SetRole && c.Driver != Postgres {
 		problems = append(problems, fmt.Sprintf("%s=true needs %s=%s", EnvSetRole, EnvDriver, Postgres))
+	}
+	if c.ConnectAsUser && c.Driver != Postgres {
+		problems = append(problems, fmt.Sprintf("%s=true needs %s=%s", EnvConnectAsUser, EnvDriver, Postgres))
+	}
+	if c.SetRole && c.ConnectAsUser {
+		problems = append(problems, fmt.Sprintf("%s and %s are exclusive: a session logged in as its user has no other role to set", EnvSetRole, EnvConnectAsUser))
 	}
 	if len(problems) > 0 {
 		return c, fmt.Errorf("db: bad worker database settings: %s", strings.Join(problems, "; "))

@@ -13,9 +13,10 @@ func TestConfigRoundTrip(t *testing.T) {
 	tests := []Config{
 		{Driver: SQLite, DSN: "/var/lib/mcpgate/data/mcpgate.db"},
 		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50},
+		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", ConnectAsUser: true},
 	}
 	for _, want := range tests {
-		t.Run(want.Driver, func(t *testing.T) {
+		t.Run(want.Driver+" "+want.DSN, func(t *testing.T) {
 			env := map[string]string{}
 			for _, kv := range want.Environ() {
 				k, v, _ := strings.Cut(kv, "=")
@@ -38,13 +39,32 @@ func TestConfigErrors(t *testing.T) {
 	env := map[string]string{
 		EnvDriver:           "postgres",
 		EnvSetRole:          "maybe",
+		EnvConnectAsUser:    "perhaps",
 		EnvStatementTimeout: "soon",
 		EnvLockTimeout:      "-1s",
 		EnvMaxRows:          "many",
 	}
 	_, err := ConfigFromEnv(func(k string) string { return env[k] })
 	require.Error(t, err)
-	for _, name := range []string{EnvDSN, EnvSetRole, EnvStatementTimeout, EnvLockTimeout, EnvMaxRows} {
+	for _, name := range []string{EnvDSN, EnvSetRole, EnvConnectAsUser, EnvStatementTimeout, EnvLockTimeout, EnvMaxRows} {
 		assert.Contains(t, err.Error(), name, "every problem is reported at once")
+	}
+}
+
+func TestConfigConnectAsUser(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"with sqlite", map[string]string{EnvConnectAsUser: "true"}, EnvConnectAsUser + "=true needs " + EnvDriver},
+		{"with set role", map[string]string{EnvDriver: Postgres, EnvDSN: "dbname=app", EnvSetRole: "true", EnvConnectAsUser: "true"}, "are exclusive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ConfigFromEnv(func(k string) string { return tt.env[k] })
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
 	}
 }

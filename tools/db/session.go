@@ -54,6 +54,12 @@ type Engine interface {
 	Catalog
 }
 
+// UserOpener is an Engine that can log in as the session's user (PostgreSQL
+// with Config.ConnectAsUser): Open calls OpenAs instead of Engine.Open.
+type UserOpener interface {
+	OpenAs(cfg Config, user string, readOnly bool) (*sql.DB, error)
+}
+
 // Execer is an Engine that runs a tool's ExecContext its own way.
 // PostgreSQL does: the driver would send an argument-less statement over the
 // simple protocol, which runs every command in the string, so one that
@@ -100,7 +106,13 @@ type Session struct {
 // Open connects a session for user and begins its transaction.
 func Open(ctx context.Context, eng Engine, cfg Config, user string, readOnly bool) (*Session, error) {
 	cfg = cfg.WithDefaults()
-	pool, err := eng.Open(cfg, readOnly)
+	var pool *sql.DB
+	var err error
+	if uo, ok := eng.(UserOpener); ok {
+		pool, err = uo.OpenAs(cfg, user, readOnly)
+	} else {
+		pool, err = eng.Open(cfg, readOnly)
+	}
 	if err != nil {
 		return nil, err
 	}

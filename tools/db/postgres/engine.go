@@ -1,8 +1,11 @@
 // Package postgres is the PostgreSQL engine of the built-in worker
 // (tools/db), over pgx. A session's transactions are REPEATABLE READ, so it
 // sees other sessions' commits only after a refresh; a read-only session's
-// are READ ONLY in the server; with Config.SetRole the session runs as the
-// role named by its user, so grants and row-level security apply per user.
+// are READ ONLY in the server. With Config.ConnectAsUser the session logs in
+// as the role named by its user, so grants and row-level security apply per
+// user whatever SQL the user runs; Config.SetRole does SET ROLE to it from a
+// shared login role instead, which a user who can run SQL can switch back
+// out of.
 package postgres
 
 import (
@@ -11,7 +14,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,11 +38,28 @@ var (
 // Name returns db.Postgres.
 func (Engine) Name() string { return db.Postgres }
 
-// Open parses the DSN and opens a pool. A cancelled statement is stopped
-// with a cancel request to the server rather than by closing the
-// connection, so that the session and its transaction survive it.
-func (Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
-	pc, err := pgx.ParseConfig(cfg.DSN)
+// Open opens a pool for a session without a user; see OpenAs.
+func (e Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
+	return e.OpenAs(cfg, "", readOnly)
+}
+
+// OpenAs parses the DSN and opens a pool; with cfg.ConnectAsUser it logs in
+// as the role named user instead of the DSN's user (db.UserOpener). A
+// cancelled statement is stopped with a cancel request to the server rather
+// than by closing the connection, so that the session and its transaction
+// survive it.
+func (Engine) OpenAs(cfg db.Config, user string, readOnly bool) (*sql.DB, error) {
+	dsn := cfg.DSN
+	if cfg.ConnectAsUser {
+		if err := checkRoleName(user); err != nil {
+			return nil, err
+		}
+		var err error
+		if dsn, err = asUser(dsn, user); err != nil {
+			return nil, err
+		}
+	}
+	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: the connection string does not parse: %w", err)
 	}
@@ -49,6 +73,41 @@ func (Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
 	}
 	return stdlib.OpenDB(*pc), nil
+}
+
+// asUser returns dsn with the user replaced and no password, so that pgx
+// makes every choice (the PGPASSFILE entry among them) for that user. In a
+// URL the query parameters override the user info; in key=value form a
+// later key overrides an earlier one.
+func asUser(dsn, user string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", errors.New("postgres: the connection string does not parse as a URL (its value is not shown)")
+		}
+		q := u.Query()
+		q.Set("user", user)
+		q.Set("password", "")
+		u.User, u.RawQuery = nil, q.Encode()
+		return u.String(), nil
+	}
+	quote := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	return dsn + " user='" + quote.Replace(user) + "' password=''", nil
+}
+
+// checkRoleName refuses a user id that cannot name a role as written: the
+// server cuts a longer name to 63 bytes (NAMEDATALEN - 1), which could name
+// another user's role, and a control character has no place in one.
+func checkRoleName(user string) error {
+	switch {
+	case user == "":
+		return errors.New("postgres: the session has no user to run as")
+	case len(user) > 63:
+		return fmt.Errorf("postgres: user %q is longer than a PostgreSQL role name can be (63 bytes)", user)
+	case !utf8.ValidString(user) || strings.ContainsFunc(user, unicode.IsControl):
+		return fmt.Errorf("postgres: user %q has characters a role name cannot have", user)
+	}
+	return nil
 }
 
 // Setup sets the session's timeouts, its read-only characteristic and, with
@@ -65,6 +124,9 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 		stmts = append(stmts, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 	}
 	if cfg.SetRole {
+		if err := checkRoleName(user); err != nil {
+			return err
+		}
 		stmts = append(stmts, "SET ROLE "+pgx.Identifier{user}.Sanitize())
 	}
 	for _, s := range stmts {
