@@ -179,6 +179,24 @@ func TestHiddenCommandsPostgres(t *testing.T) {
 	assert.Zero(t, count(t, cs, "SELECT count(*) FROM pg_class WHERE relname IN ('t1', 'after_commit')"))
 }
 
+// TestSetCommentLiteralPostgres: set_comment's literal means what it says
+// whatever standard_conforming_strings is: a session pins it on (the
+// database here defaults to off), and the literal, an escape string, holds
+// even after the session turns it off.
+func TestSetCommentLiteralPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	dbtest.Exec(t, cfg.DSN, "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET standard_conforming_strings = off', current_database()); END$$")
+	cs := session(t, cfg, "ada", false)
+	_, sc := callOK(t, cs, "query", map[string]any{"sql": "SHOW standard_conforming_strings"})
+	assert.Equal(t, []any{[]any{"on"}}, sc["rows"])
+	callOK(t, cs, "execute_sql", map[string]any{"sql": "SET standard_conforming_strings = off"})
+	const comment = `\'; CREATE TABLE injected (x int); --`
+	callOK(t, cs, "set_comment", map[string]any{"table": "customers", "comment": comment})
+	_, sc = callOK(t, cs, "describe_table", map[string]any{"table": "customers"})
+	assert.Equal(t, comment, sc["comment"])
+	assert.Zero(t, count(t, cs, "SELECT count(*) FROM pg_class WHERE relname = 'injected'"))
+}
+
 // TestConflict: two sessions update the same row; one gets conflict, and
 // after it aborts and retries both updates are in.
 func TestConflict(t *testing.T) {

@@ -339,18 +339,25 @@ func (Engine) SystemRelation(ctx context.Context, q db.Querier, schema, name str
 // Fold lower-cases an unquoted identifier, as PostgreSQL does.
 func (Engine) Fold(ident string) string { return strings.ToLower(ident) }
 
-// Literal renders v as a PostgreSQL literal (standard_conforming_strings
-// is on by default since 9.1): bytes as bytea, non-finite floats cast.
+// Literal renders v as a PostgreSQL literal: bytes as bytea, non-finite
+// floats cast, and strings as escape strings (E'…', backslashes and quotes
+// doubled), which read the same whatever standard_conforming_strings says:
+// in a plain '…' a backslash escapes the quote when it is off, which a
+// session can do with SET.
 func (Engine) Literal(v any) string {
 	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 		return "'" + strconv.FormatFloat(f, 'g', -1, 64) + "'::float8"
 	}
-	return db.Literal(v, func(b bool) string {
+	lit := db.Literal(v, func(b bool) string {
 		if b {
 			return "TRUE"
 		}
 		return "FALSE"
 	}, func(b []byte) string { return "decode('" + hex.EncodeToString(b) + "', 'hex')" })
+	if strings.HasPrefix(lit, "'") { // db.StringLiteral: quotes are doubled already
+		return "E" + strings.ReplaceAll(lit, `\`, `\\`)
+	}
+	return lit
 }
 
 // Features: PostgreSQL has them all.

@@ -117,6 +117,9 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 		return fmt.Errorf("postgres: connect: %w", err)
 	}
 	stmts := []string{
+		// The catalog's literals hold either way (Literal); this keeps a
+		// user's plain '…' meaning what it says.
+		"SET standard_conforming_strings = on",
 		fmt.Sprintf("SET statement_timeout = %d", cfg.StatementTimeout.Milliseconds()),
 		fmt.Sprintf("SET lock_timeout = %d", cfg.LockTimeout.Milliseconds()),
 	}

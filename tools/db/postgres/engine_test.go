@@ -71,7 +71,8 @@ func TestLiteral(t *testing.T) {
 		{int64(-3), "-3"},
 		{1.5, "1.5"},
 		{true, "TRUE"},
-		{"it's", "'it''s'"},
+		{"it's", "E'it''s'"},
+		{`\'; DROP TABLE t; --`, `E'\\''; DROP TABLE t; --'`},
 		{[]byte{0xde, 0xad}, "decode('dead', 'hex')"},
 	}
 	for _, tt := range tests {
