@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -204,6 +205,20 @@ func ddlTarget(stmt string, cat db.Catalog, forms [][]string) (form []string, ta
 	return words, target, on, words[1] == "INDEX" && words[0] == "CREATE" || len(target) > 0
 }
 
+// unicodeName matches the start of a PostgreSQL U&"…" identifier.
+var unicodeName = regexp.MustCompile(`(?i)\bU&"`)
+
+// refuseUnicodeNames refuses a statement that spells a name as U&"…": the
+// server decodes its escapes (U&"information\005fschema", UESCAPE), which
+// ddlTarget does not, so the guards would check another name than the one
+// the statement uses. Anywhere in the statement, to be sure of the names.
+func refuseUnicodeNames(tool, stmt string) error {
+	if unicodeName.MatchString(db.StripComments(stmt)) {
+		return Errorf(KindRefused, "%s does not take U&\"…\" (Unicode-escaped) names, which it cannot check against the system objects; write the name plainly or in \"…\", or use execute_sql (then commit)", tool)
+	}
+	return nil
+}
+
 // split2 splits a parsed name into schema ("" when unqualified) and name.
 func split2(parts []string) (string, string) {
 	switch len(parts) {
@@ -223,6 +238,9 @@ func applyDDL(ctx context.Context, env *Env, a Args) (*Result, error) {
 	}
 	stmt := stmts[0]
 	var what string
+	if err := refuseUnicodeNames("apply_ddl", stmt); err != nil {
+		return nil, err
+	}
 	err := commitStatement(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) (string, error) {
 		form, target, on, ok := ddlTarget(stmt, cat, ddlForms)
 		if !ok {
@@ -308,6 +326,9 @@ func createOrReplaceRoutine(ctx context.Context, env *Env, a Args) (*Result, err
 	}
 	stmt := stmts[0]
 	var what string
+	if err := refuseUnicodeNames("create_or_replace_routine", stmt); err != nil {
+		return nil, err
+	}
 	err := commitStatement(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) (string, error) {
 		form, target, _, ok := ddlTarget(stmt, cat, routineForms)
 		if !ok {

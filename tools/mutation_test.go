@@ -50,6 +50,23 @@ func TestDDLTarget(t *testing.T) {
 	}
 }
 
+func TestRefuseUnicodeNames(t *testing.T) {
+	tests := []struct {
+		sql     string
+		refused bool
+	}{
+		{`CREATE TABLE U&"information\005fschema".mine (a int)`, true},
+		{`create table s.u&"x" (a int)`, true},
+		{`CREATE TABLE t (a int DEFAULT 1) -- U&"in a comment"`, false},
+		{`CREATE TABLE menu&"x" (a int)`, false}, // not a name: menu & "x"
+		{`CREATE TABLE "U&" (a int)`, true}, // fail-closed: the match ignores quotes
+	}
+	for _, tt := range tests {
+		err := refuseUnicodeNames("apply_ddl", tt.sql)
+		assert.Equal(t, tt.refused, err != nil, tt.sql)
+	}
+}
+
 func TestRoleChange(t *testing.T) {
 	tests := []struct {
 		sql  string
