@@ -59,7 +59,7 @@ func TestRefuseUnicodeNames(t *testing.T) {
 		{`create table s.u&"x" (a int)`, true},
 		{`CREATE TABLE t (a int DEFAULT 1) -- U&"in a comment"`, false},
 		{`CREATE TABLE menu&"x" (a int)`, false}, // not a name: menu & "x"
-		{`CREATE TABLE "U&" (a int)`, true}, // fail-closed: the match ignores quotes
+		{`CREATE TABLE "U&" (a int)`, true},      // fail-closed: the match ignores quotes
 	}
 	for _, tt := range tests {
 		err := refuseUnicodeNames("apply_ddl", tt.sql)
