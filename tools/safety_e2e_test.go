@@ -202,6 +202,47 @@ func TestSetCommentLiteralPostgres(t *testing.T) {
 	assert.Zero(t, count(t, cs, "SELECT count(*) FROM pg_class WHERE relname = 'injected'"))
 }
 
+// TestQueryLeavesNothingPostgres: what query's statement does outside the
+// transaction does not outlive the call: a session advisory lock (which no
+// rollback releases) is released after every call, and in a read-write
+// session query runs read-only, so setval is refused rather than kept;
+// the session's next writes still work.
+func TestQueryLeavesNothingPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	rw, ro, other := session(t, cfg, "ada", false), session(t, cfg, "ro", true), session(t, cfg, "zed", false)
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "CREATE SEQUENCE s2"})
+	callOK(t, rw, "commit", nil)
+	tryLock := func() any {
+		_, sc := callOK(t, other, "query", map[string]any{"sql": "SELECT pg_try_advisory_lock(42)"})
+		return sc["rows"].([]any)[0].([]any)[0]
+	}
+
+	callOK(t, ro, "query", map[string]any{"sql": "SELECT pg_advisory_lock(42)"})
+	assert.Equal(t, true, tryLock(), "a read-only session's lock outlived its call")
+	kind, msg := callErr(t, ro, "query", map[string]any{"sql": "SELECT pg_advisory_lock(42), 1/0"})
+	assert.Equal(t, "sqlError", kind, msg)
+	assert.Equal(t, true, tryLock(), "a failed call's lock outlived it")
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "SELECT pg_advisory_lock(42)"})
+	assert.Equal(t, true, tryLock(), "execute_sql's session lock outlived its call")
+
+	kind, msg = callErr(t, rw, "query", map[string]any{"sql": "SELECT setval('s2', 1000)"})
+	assert.Equal(t, "readOnly", kind, msg)
+	kind, msg = callErr(t, rw, "query", map[string]any{"sql": "WITH d AS (DELETE FROM customers RETURNING id) SELECT count(*) FROM d"})
+	assert.Equal(t, "readOnly", kind, msg)
+	_, sc := callOK(t, rw, "query", map[string]any{"sql": "SELECT current_setting('transaction_read_only')"})
+	assert.Equal(t, []any{[]any{"on"}}, sc["rows"], "inside query")
+
+	// The rollback to the savepoint restored read-write.
+	_, sc = callOK(t, rw, "execute_sql", map[string]any{"sql": "SELECT current_setting('transaction_read_only')"})
+	assert.Equal(t, []any{[]any{"off"}}, sc["result"].(map[string]any)["rows"])
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "INSERT INTO customers (id, name, email) VALUES (50, 'Later', 'later@example.org'); SELECT setval('s2', 7)"})
+	assert.Equal(t, float64(4), count(t, rw, "SELECT count(*) FROM customers"), "query sees the session's own write")
+	callOK(t, rw, "commit", nil)
+	callOK(t, other, "refresh", nil)
+	assert.Equal(t, float64(4), count(t, other, "SELECT count(*) FROM customers"))
+	assert.Equal(t, float64(7), count(t, other, "SELECT last_value FROM s2"), "only execute_sql moved the sequence")
+}
+
 // TestConflict: two sessions update the same row; one gets conflict, and
 // after it aborts and retries both updates are in.
 func TestConflict(t *testing.T) {

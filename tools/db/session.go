@@ -60,6 +60,21 @@ type UserOpener interface {
 	OpenAs(cfg Config, user string, readOnly bool) (*sql.DB, error)
 }
 
+// CallGuard is an Engine with statements that confine one tool call
+// (PostgreSQL), beyond what the call's savepoint undoes.
+type CallGuard interface {
+	// ReadOnlyCall runs right after a Read's savepoint and makes the rest
+	// of the call read-only, even in a read-write session, so that what a
+	// rollback cannot undo (setval, nextval) is refused rather than kept.
+	// The rollback to the savepoint restores the setting.
+	ReadOnlyCall() string
+
+	// EndCall runs after every call and releases what a statement can hold
+	// past its transaction (session advisory locks), so that it cannot
+	// outlive the call.
+	EndCall() string
+}
+
 // Execer is an Engine that runs a tool's ExecContext its own way.
 // PostgreSQL does: the driver would send an argument-less statement over the
 // simple protocol, which runs every command in the string, so one that
@@ -180,6 +195,19 @@ func (s *Session) Do(ctx context.Context, fn func(ctx context.Context, q Querier
 }
 
 func (s *Session) do(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
+	err := s.call(ctx, fn)
+	if g, ok := s.eng.(CallGuard); ok && !s.closed {
+		uctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, gerr := s.conn.ExecContext(uctx, g.EndCall()); gerr != nil && err == nil {
+			return s.fail(classify(s.eng, uctx, gerr))
+		}
+	}
+	return err
+}
+
+// call is do's statement under the savepoint.
+func (s *Session) call(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout)
 	defer cancel()
 	if _, err := s.conn.ExecContext(sctx, "SAVEPOINT mcpgate_call"); err != nil {
@@ -381,6 +409,11 @@ func (s *Session) Read(ctx context.Context, fn func(ctx context.Context, q Queri
 	}
 	defer s.release()
 	return s.do(ctx, func(ctx context.Context, q Querier) error {
+		if g, ok := s.eng.(CallGuard); ok && !s.readOnly {
+			if _, err := s.conn.ExecContext(ctx, g.ReadOnlyCall()); err != nil {
+				return err
+			}
+		}
 		if err := fn(ctx, q); err != nil {
 			return err
 		}

@@ -33,6 +33,7 @@ type Engine struct{}
 var (
 	_ db.Engine = Engine{}
 	_ db.Execer = Engine{}
+	_ db.CallGuard = Engine{}
 )
 
 // Name returns db.Postgres.
@@ -170,6 +171,15 @@ func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) 
 	return driver.RowsAffected(tag.RowsAffected()), nil
 }
 
+// ReadOnlyCall makes the rest of a read-write session's query call
+// read-only (db.CallGuard); SET LOCAL ends with the savepoint's rollback.
+func (Engine) ReadOnlyCall() string { return "SET LOCAL transaction_read_only = on" }
+
+// EndCall releases the session advisory locks a call's statement took
+// (db.CallGuard): no rollback releases them, and a read-only session could
+// otherwise hold them for as long as it lives.
+func (Engine) EndCall() string { return "SELECT pg_advisory_unlock_all()" }
+
 // Begin starts a REPEATABLE READ transaction, READ ONLY in a read-only
 // session whatever its settings say.
 func (Engine) Begin(readOnly bool) string {
@@ -226,7 +236,7 @@ func (Engine) Classify(err error) *db.Error {
 	case pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "55P03":
 		return &db.Error{Kind: db.KindConflict, Code: pe.Code, Err: err, Message: msg + "; another session changed or locked the same rows: abort and retry"}
 	case pe.Code == "25006":
-		return &db.Error{Kind: db.KindReadOnly, Code: pe.Code, Err: err, Message: msg + "; this session is read-only"}
+		return &db.Error{Kind: db.KindReadOnly, Code: pe.Code, Err: err, Message: msg + "; read-only here: the session is read-only, or this is query, which never writes (execute_sql does, in a read-write session)"}
 	case pe.Code == "57014":
 		return &db.Error{Kind: db.KindOther, Code: pe.Code, Err: err, Message: msg + "; the statement was stopped (statement timeout or cancel)"}
 	case pe.Code == "42P01" || pe.Code == "3F000" || pe.Code == "42883":
