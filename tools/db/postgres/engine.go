@@ -31,8 +31,8 @@ import (
 type Engine struct{}
 
 var (
-	_ db.Engine = Engine{}
-	_ db.Execer = Engine{}
+	_ db.Engine    = Engine{}
+	_ db.Execer    = Engine{}
 	_ db.CallGuard = Engine{}
 )
 
