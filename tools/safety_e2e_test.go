@@ -243,6 +243,46 @@ func TestQueryLeavesNothingPostgres(t *testing.T) {
 	assert.Equal(t, float64(7), count(t, other, "SELECT last_value FROM s2"), "only execute_sql moved the sequence")
 }
 
+// TestSignalOtherSessionsPostgres: one user's query, even read-only,
+// cannot end other sessions: with a shared login role once
+// pg_terminate_backend and pg_cancel_backend are revoked from PUBLIC (as
+// docs/tools.md tells the operator), and with connect_as_user because
+// another user's backend belongs to another role.
+func TestSignalOtherSessionsPostgres(t *testing.T) {
+	super := dbtest.Postgres(t)
+	cfg := dbtest.Config(t, db.Postgres)
+	roles := []string{"mcp_login", "mcp_eve", "mcp_victim"}
+	for _, role := range roles {
+		dbtest.ExecNoFail(super, "CREATE ROLE "+role+" LOGIN")
+	}
+	t.Cleanup(func() {
+		for _, role := range roles {
+			dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
+		}
+	})
+	const kill = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()"
+	const signals = "FUNCTION pg_terminate_backend(integer, bigint), pg_cancel_backend(integer)"
+	t.Run("shared login role, revoked", func(t *testing.T) {
+		dbtest.Exec(t, cfg.DSN, "REVOKE EXECUTE ON "+signals+" FROM PUBLIC")
+		shared := cfg
+		shared.DSN += " user=mcp_login"
+		victim, ro := session(t, shared, "bob", false), session(t, shared, "eve", true)
+		kind, msg := callErr(t, ro, "query", map[string]any{"sql": kill})
+		assert.Equal(t, "refused", kind, msg)
+		assert.Contains(t, msg, "permission denied for function")
+		callOK(t, victim, "status", nil)
+	})
+	t.Run("connect_as_user", func(t *testing.T) {
+		dbtest.Exec(t, cfg.DSN, "GRANT EXECUTE ON "+signals+" TO PUBLIC") // PostgreSQL's default
+		as := cfg
+		as.ConnectAsUser = true
+		victim, ro := session(t, as, "mcp_victim", false), session(t, as, "mcp_eve", true)
+		kind, msg := callErr(t, ro, "query", map[string]any{"sql": kill})
+		assert.Equal(t, "refused", kind, msg)
+		callOK(t, victim, "status", nil)
+	})
+}
+
 // TestConflict: two sessions update the same row; one gets conflict, and
 // after it aborts and retries both updates are in.
 func TestConflict(t *testing.T) {
