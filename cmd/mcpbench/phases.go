@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool is a tool call the benchmark makes: a name and its arguments.
+type Tool struct {
+	Label string          `json:"label"` // short name for tables: "trivial", "realistic"
+	Name  string          `json:"name"`
+	Args  json.RawMessage `json:"args"`
+}
+
+// call makes one tools/call and turns a tool error into an error, so that a
+// call that "answered" with isError is never counted as a success.
+func call(ctx context.Context, s *session, tool Tool, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool.Name, Arguments: tool.Args})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		msg := "tool error"
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				msg = tc.Text
+			}
+		}
+		return fmt.Errorf("mcpbench: %s answered isError: %.200s", tool.Name, msg)
+	}
+	return nil
+}
+
+// LoadResult is one closed-loop run: Sessions sessions, each calling Tool
+// again as soon as its previous call is answered, for Duration.
+type LoadResult struct {
+	Tool        string        `json:"tool"`
+	Sessions    int           `json:"sessions"`
+	Duration    time.Duration `json:"duration_ns"`
+	Calls       int           `json:"calls"`
+	Errors      int           `json:"errors"`
+	FirstError  string        `json:"first_error,omitempty"`
+	CallsPerSec float64       `json:"calls_per_sec"`
+	Latency     Summary       `json:"latency"`
+}
+
+// StartResult is session start: connect, initialize, initialized, and the
+// first tools/call answered, one session after another.
+type StartResult struct {
+	Count      int     `json:"count"`
+	Errors     int     `json:"errors"`
+	FirstError string  `json:"first_error,omitempty"`
+	Latency    Summary `json:"latency"`
+}
+
+// IdleResult is the memory cost of idle sessions.
+type IdleResult struct {
+	Sessions      int    `json:"sessions"`
+	Opened        int    `json:"opened"`
+	FirstError    string `json:"first_error,omitempty"`
+	Before        Memory `json:"before"`
+	After         Memory `json:"after"`
+	PerSessionRSS int64  `json:"per_session_rss_bytes"`
+	PerSessionPSS int64  `json:"per_session_pss_bytes"`
+}
+
+// HoldResult is many sessions held open at once.
+type HoldResult struct {
+	Sessions   int           `json:"sessions"`
+	Opened     int           `json:"opened"`
+	Answered   int           `json:"answered"`
+	FirstError string        `json:"first_error,omitempty"`
+	OpenTime   time.Duration `json:"open_time_ns"`
+	Memory     Memory        `json:"memory"`
+	Call       Summary       `json:"call"` // one call at a time, round robin over the held sessions
+}
+
+// errOnce keeps the first of many errors, for the report.
+type errOnce struct {
+	mu  sync.Mutex
+	err error
+	n   atomic.Int64
+}
+
+func (e *errOnce) add(err error) {
+	e.n.Add(1)
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.mu.Unlock()
+}
+
+func (e *errOnce) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+// bench runs the phases against one target.
+type bench struct {
+	cfg     Config
+	t       target
+	trivial Tool
+}
+
+// openMany opens n sessions, par at a time; each answers one call of the
+// trivial tool before it counts as open. Sessions that fail are not
+// returned; the first error is.
+func (b *bench) openMany(ctx context.Context, n, par int) ([]*session, *errOnce) {
+	out := make([]*session, n)
+	var errs errOnce
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(par, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				octx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+				s, err := b.t.open(octx)
+				cancel()
+				if err != nil {
+					errs.add(fmt.Errorf("open: %w", err))
+					continue
+				}
+				if err := call(ctx, s, b.trivial, b.cfg.CallTimeout); err != nil {
+					errs.add(fmt.Errorf("first call: %w", err))
+					_ = s.Close()
+					continue
+				}
+				out[i] = s
+			}
+		})
+	}
+	wg.Wait()
+	live := out[:0]
+	for _, s := range out {
+		if s != nil {
+			live = append(live, s)
+		}
+	}
+	return live, &errs
+}
+
+// closeAll closes sessions, par at a time: closing a stdio worker waits for
+// it to exit.
+func closeAll(sessions []*session, par int) {
+	ch := make(chan *session)
+	var wg sync.WaitGroup
+	for range max(1, min(par, len(sessions))) {
+		wg.Go(func() {
+			for s := range ch {
+				_ = s.Close()
+			}
+		})
+	}
+	for _, s := range sessions {
+		ch <- s
+	}
+	close(ch)
+	wg.Wait()
+}
+
+// load runs the closed loop: n sessions call tool back to back; calls that
+// start during the warm-up are not recorded.
+func (b *bench) load(ctx context.Context, tool Tool, n int) LoadResult {
+	res := LoadResult{Tool: tool.Label, Sessions: n, Duration: b.cfg.Duration}
+	sessions, errs := b.openMany(ctx, n, 16)
+	defer closeAll(sessions, 32)
+	if len(sessions) < n {
+		res.Errors = n - len(sessions)
+		res.FirstError = errs.String()
+		return res
+	}
+	start := time.Now()
+	measureFrom := start.Add(b.cfg.Warmup)
+	measureTo := measureFrom.Add(b.cfg.Duration)
+	lats := make([]Latencies, n)
+	var callErrs errOnce
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() {
+			l := make(Latencies, 0, 4096)
+			for {
+				t0 := time.Now()
+				if !t0.Before(measureTo) || ctx.Err() != nil {
+					break
+				}
+				err := call(ctx, s, tool, b.cfg.CallTimeout)
+				d := time.Since(t0)
+				if err != nil {
+					callErrs.add(err)
+					// A broken session would spin; it has said what it had to.
+					break
+				}
+				if !t0.Before(measureFrom) {
+					l = append(l, d)
+				}
+			}
+			lats[i] = l
+		})
+	}
+	wg.Wait()
+	all := Merge(lats...)
+	res.Calls = len(all)
+	res.Errors = int(callErrs.n.Load())
+	res.FirstError = callErrs.String()
+	res.Latency = Summarize(all)
+	res.CallsPerSec = float64(res.Calls) / b.cfg.Duration.Seconds()
+	return res
+}
+
+// starts measures session start, one at a time, count times.
+func (b *bench) starts(ctx context.Context, count int) StartResult {
+	res := StartResult{Count: count}
+	var errs errOnce
+	lat := make(Latencies, 0, count)
+	for range count {
+		if ctx.Err() != nil {
+			break
+		}
+		t0 := time.Now()
+		octx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+		s, err := b.t.open(octx)
+		cancel()
+		if err != nil {
+			errs.add(fmt.Errorf("open: %w", err))
+			continue
+		}
+		err = call(ctx, s, b.trivial, b.cfg.CallTimeout)
+		d := time.Since(t0)
+		_ = s.Close()
+		if err != nil {
+			errs.add(fmt.Errorf("first call: %w", err))
+			continue
+		}
+		lat = append(lat, d)
+	}
+	res.Errors = int(errs.n.Load())
+	res.FirstError = errs.String()
+	res.Latency = Summarize(lat)
+	return res
+}
+
+// idle measures what n idle sessions add to the system's memory.
+func (b *bench) idle(ctx context.Context, n int) (IdleResult, error) {
+	res := IdleResult{Sessions: n}
+	before, err := b.t.memory()
+	if err != nil {
+		return res, err
+	}
+	sessions, errs := b.openMany(ctx, n, 8)
+	defer closeAll(sessions, 32)
+	res.Opened = len(sessions)
+	res.FirstError = errs.String()
+	// Let the sessions' background work (standalone SSE streams, worker
+	// start-up allocations) finish before reading /proc; there is no event
+	// to wait for in another process.
+	select {
+	case <-time.After(b.cfg.Settle):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	after, err := b.t.memory()
+	if err != nil {
+		return res, err
+	}
+	res.Before, res.After = before, after
+	if res.Opened > 0 {
+		res.PerSessionRSS = (after.RSS - before.RSS) / int64(res.Opened)
+		res.PerSessionPSS = (after.PSS - before.PSS) / int64(res.Opened)
+	}
+	return res, nil
+}
+
+// hold opens n sessions at once, checks that every one answers while all are
+// open, reads the memory, and measures calls one at a time meanwhile.
+func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
+	res := HoldResult{Sessions: n}
+	t0 := time.Now()
+	sessions, errs := b.openMany(ctx, n, 16)
+	res.OpenTime = time.Since(t0)
+	defer closeAll(sessions, 32)
+	res.Opened = len(sessions)
+	res.FirstError = errs.String()
+	if len(sessions) == 0 {
+		return res, errors.New("mcpbench: no session opened")
+	}
+	// Every held session answers once more, now that all are open.
+	var answered atomic.Int64
+	var callErrs errOnce
+	ch := make(chan *session)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for s := range ch {
+				if err := call(ctx, s, b.trivial, b.cfg.CallTimeout); err != nil {
+					callErrs.add(err)
+					continue
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	for _, s := range sessions {
+		ch <- s
+	}
+	close(ch)
+	wg.Wait()
+	res.Answered = int(answered.Load())
+	if res.FirstError == "" {
+		res.FirstError = callErrs.String()
+	}
+	mem, err := b.t.memory()
+	if err != nil {
+		return res, err
+	}
+	res.Memory = mem
+	// Meanwhile: one call at a time, round robin over the held sessions.
+	lat := make(Latencies, 0, 1024)
+	end := time.Now().Add(b.cfg.Duration)
+	for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
+		s := sessions[i%len(sessions)]
+		c0 := time.Now()
+		if err := call(ctx, s, b.trivial, b.cfg.CallTimeout); err != nil {
+			continue
+		}
+		lat = append(lat, time.Since(c0))
+	}
+	res.Call = Summarize(lat)
+	return res, nil
+}

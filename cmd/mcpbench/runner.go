@@ -1,0 +1,403 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// System names, in the order a run measures and a table shows them.
+const (
+	sysFloor        = "floor"
+	sysSDK          = "sdk"
+	sysMCPGate      = "mcpgate"
+	sysMCPGateTLS   = "mcpgate-tls"
+	sysSupergateway = "supergateway"
+)
+
+var allSystems = []string{sysFloor, sysSDK, sysMCPGate, sysMCPGateTLS, sysSupergateway}
+
+// Config is one benchmark run's settings. Commands are argv lists; {addr},
+// {host} and {port} in a server's arguments become the loopback address the
+// harness picked for it.
+type Config struct {
+	Systems     []string      `json:"systems"`
+	Concurrency []int         `json:"concurrency"`
+	Duration    time.Duration `json:"duration_ns"` // measured part of each closed loop
+	Warmup      time.Duration `json:"warmup_ns"`   // unmeasured start of each closed loop
+	Settle      time.Duration `json:"settle_ns"`   // pause before reading memory
+	CallTimeout time.Duration `json:"call_timeout_ns"`
+	Starts      int           `json:"starts"`       // session starts measured one by one
+	Idle        int           `json:"idle"`         // idle sessions for memory per session
+	Hold        int           `json:"hold"`         // sessions held open at once
+	HoldSystems []string      `json:"hold_systems"` // systems the hold phase runs on
+	Trivial     Tool          `json:"trivial"`
+	Realistic   *Tool         `json:"realistic,omitempty"`
+
+	Worker       []string          `json:"worker"`       // the stdio worker
+	WorkerEnv    []string          `json:"worker_env"`   // added to the worker's environment
+	SDKServer    []string          `json:"sdk_server"`   // the sdk system
+	MCPGate      []string          `json:"mcpgate"`      // localhost mode
+	MCPGateTLS   []string          `json:"mcpgate_tls"`  // TLS and JWT
+	TLSCA        string            `json:"tls_ca"`       // PEM file the TLS system's certificate chains to
+	TokenCmd     []string          `json:"token_cmd"`    // prints a bearer token for the TLS system
+	Supergateway []string          `json:"supergateway"` // the supergateway program
+	Skip         map[string]string `json:"skip"`         // system → why it is skipped
+	Out          string            `json:"out"`          // results directory
+	Notes        []string          `json:"notes"`        // free text for the report
+}
+
+// stringList is a flag holding a list: split on commas, or on spaces for
+// commands (no shell quoting: arguments with spaces are not supported).
+type stringList struct {
+	v   *[]string
+	sep string
+}
+
+func (s stringList) String() string {
+	if s.v == nil {
+		return ""
+	}
+	return strings.Join(*s.v, s.sep)
+}
+
+func (s stringList) Set(v string) error {
+	if s.sep == " " {
+		*s.v = strings.Fields(v)
+		return nil
+	}
+	*s.v = nil
+	for _, f := range strings.Split(v, s.sep) {
+		if f = strings.TrimSpace(f); f != "" {
+			*s.v = append(*s.v, f)
+		}
+	}
+	return nil
+}
+
+// parseTool reads "name" or "name:{json args}".
+func parseTool(label, v string) (Tool, error) {
+	name, args, _ := strings.Cut(v, ":")
+	if name == "" {
+		return Tool{}, fmt.Errorf("mcpbench: %s tool: empty name (want name or name:{json})", label)
+	}
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return Tool{}, fmt.Errorf("mcpbench: %s tool %s: arguments are not valid JSON", label, name)
+	}
+	return Tool{Label: label, Name: name, Args: json.RawMessage(args)}, nil
+}
+
+func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
+	cfg := Config{
+		Systems:     slices.Clone(allSystems),
+		Concurrency: []int{1, 16, 64},
+		HoldSystems: []string{sysSDK, sysMCPGate, sysMCPGateTLS},
+		Worker:      []string{self, "stdio-server"},
+		SDKServer:   []string{self, "sdk-server", "--listen", "{addr}"},
+		MCPGate:     []string{"bin/mcpgate", "serve", "--listen", "{addr}"},
+		Skip:        map[string]string{},
+	}
+	fs := flag.NewFlagSet("mcpbench run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(stringList{&cfg.Systems, ","}, "systems", "systems to run, in order")
+	conc := "1,16,64"
+	fs.StringVar(&conc, "concurrency", conc, "concurrent sessions for the latency runs; the last is the throughput figure")
+	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time of each closed-loop run (and of the call run while sessions are held)")
+	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up before each closed-loop run")
+	fs.DurationVar(&cfg.Settle, "settle", time.Second, "pause before reading memory after opening idle sessions")
+	fs.DurationVar(&cfg.CallTimeout, "call-timeout", 30*time.Second, "timeout of one open or call")
+	fs.IntVar(&cfg.Starts, "starts", 50, "session starts measured one after another")
+	fs.IntVar(&cfg.Idle, "idle", 100, "idle sessions opened to measure memory per session (0: skip)")
+	fs.IntVar(&cfg.Hold, "hold", 1000, "sessions held open at once (0: skip)")
+	fs.Var(stringList{&cfg.HoldSystems, ","}, "hold-systems", "systems the hold phase runs on")
+	trivial := "echo:{\"text\":\"hello\"}"
+	fs.StringVar(&trivial, "trivial", trivial, "the trivial tool: name or name:{json arguments}")
+	realistic := ""
+	fs.StringVar(&realistic, "realistic", "", "the realistic tool, e.g. query:{\"sql\":\"…\"} (empty: none)")
+	fs.Var(stringList{&cfg.Worker, " "}, "worker", "the stdio worker command (floor, and behind supergateway)")
+	fs.Var(stringList{&cfg.WorkerEnv, " "}, "worker-env", "KEY=value pairs added to the worker's environment")
+	fs.Var(stringList{&cfg.SDKServer, " "}, "sdk-server", "the sdk system's command")
+	fs.Var(stringList{&cfg.MCPGate, " "}, "mcpgate", "mcpgate in localhost mode")
+	fs.Var(stringList{&cfg.MCPGateTLS, " "}, "mcpgate-tls", "mcpgate with TLS and JWT (empty: skipped)")
+	fs.StringVar(&cfg.TLSCA, "tls-ca", "", "CA certificate (PEM) for the TLS system")
+	fs.Var(stringList{&cfg.TokenCmd, " "}, "token-cmd", "command printing a bearer token for the TLS system")
+	fs.Var(stringList{&cfg.Supergateway, " "}, "supergateway", "the supergateway program (empty: skipped)")
+	fs.Func("skip", "system=reason: skip a system with a note (repeatable)", func(v string) error {
+		name, reason, ok := strings.Cut(v, "=")
+		if !ok || reason == "" {
+			return errors.New("want system=reason")
+		}
+		cfg.Skip[name] = reason
+		return nil
+	})
+	fs.Func("note", "a line for the report (repeatable)", func(v string) error {
+		cfg.Notes = append(cfg.Notes, v)
+		return nil
+	})
+	fs.StringVar(&cfg.Out, "out", "bench/results", "results directory")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("mcpbench: unexpected argument %q", fs.Arg(0))
+	}
+	var errs []error
+	cfg.Concurrency = nil
+	for _, f := range strings.Split(conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("mcpbench: -concurrency: %q is not a positive number", f))
+			continue
+		}
+		cfg.Concurrency = append(cfg.Concurrency, n)
+	}
+	for _, s := range cfg.Systems {
+		if !slices.Contains(allSystems, s) {
+			errs = append(errs, fmt.Errorf("mcpbench: -systems: unknown system %q (known: %s)", s, strings.Join(allSystems, ",")))
+		}
+	}
+	var err error
+	if cfg.Trivial, err = parseTool("trivial", trivial); err != nil {
+		errs = append(errs, err)
+	}
+	if realistic != "" {
+		t, err := parseTool("realistic", realistic)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		cfg.Realistic = &t
+	}
+	if cfg.Duration <= 0 || cfg.CallTimeout <= 0 {
+		errs = append(errs, errors.New("mcpbench: -duration and -call-timeout must be positive"))
+	}
+	if len(cfg.Worker) == 0 {
+		errs = append(errs, errors.New("mcpbench: -worker is empty"))
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// SystemResult is everything measured on one system.
+type SystemResult struct {
+	Name    string       `json:"name"`
+	Skipped string       `json:"skipped,omitempty"` // why the system did not run
+	Error   string       `json:"error,omitempty"`   // why it stopped early
+	Idle    *IdleResult  `json:"idle,omitempty"`
+	Start   *StartResult `json:"start,omitempty"`
+	Load    []LoadResult `json:"load,omitempty"`
+	Hold    *HoldResult  `json:"hold,omitempty"`
+}
+
+// load returns the closed-loop result for a tool label and concurrency.
+func (r *SystemResult) load(tool string, n int) *LoadResult {
+	for i := range r.Load {
+		if r.Load[i].Tool == tool && r.Load[i].Sessions == n {
+			return &r.Load[i]
+		}
+	}
+	return nil
+}
+
+// Run is one benchmark run: what it ran on, how, and what it found.
+type Run struct {
+	Started time.Time      `json:"started"`
+	Elapsed time.Duration  `json:"elapsed_ns"`
+	Machine Machine        `json:"machine"`
+	Command string         `json:"command"`
+	Config  Config         `json:"config"`
+	Systems []SystemResult `json:"systems"`
+}
+
+func (r *Run) system(name string) *SystemResult {
+	for i := range r.Systems {
+		if r.Systems[i].Name == name {
+			return &r.Systems[i]
+		}
+	}
+	return nil
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("mcpbench: find own executable: %w", err)
+	}
+	cfg, err := parseConfig(args, self, stderr)
+	if err != nil {
+		return err
+	}
+	r := &Run{Started: time.Now().UTC(), Machine: readMachine(), Config: cfg,
+		Command: strings.Join(append([]string{"mcpbench", "run"}, args...), " ")}
+	logDir := filepath.Join(cfg.Out, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("mcpbench: %w", err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "0.1.0"}, nil)
+	for _, name := range cfg.Systems {
+		res := SystemResult{Name: name, Skipped: cfg.Skip[name]}
+		if res.Skipped == "" {
+			progress(stderr, name, "start")
+			res = runSystem(ctx, cfg, client, name, logDir, stderr)
+		} else {
+			progress(stderr, name, "skipped: %s", res.Skipped)
+		}
+		r.Systems = append(r.Systems, res)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	r.Elapsed = time.Since(r.Started)
+	if err := writeResults(r, cfg.Out); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, Table(r))
+	fmt.Fprintf(stdout, "\nresults in %s (results.json, results.csv, table.md, latency.png); took %s\n",
+		cfg.Out, r.Elapsed.Round(time.Second))
+	return nil
+}
+
+func progress(w io.Writer, system, format string, args ...any) {
+	fmt.Fprintf(w, "%s [%s] %s\n", time.Now().Format("15:04:05"), system, fmt.Sprintf(format, args...))
+}
+
+// startTarget starts one system and returns it ready for sessions.
+func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logDir string) (target, error) {
+	env := os.Environ()
+	pfs := ProcFS{Root: "/proc"}
+	switch name {
+	case sysFloor:
+		logf, err := os.Create(filepath.Join(logDir, "floor.log"))
+		if err != nil {
+			return nil, err
+		}
+		// The log file stays open for the run; the process exit closes it.
+		return &stdioTarget{client: client, argv: cfg.Worker, env: sessionEnv(env, cfg.WorkerEnv),
+			stderr: logf, procfs: pfs, self: os.Getpid()}, nil
+	case sysSDK, sysMCPGate:
+		argv := cfg.SDKServer
+		if name == sysMCPGate {
+			argv = cfg.MCPGate
+		}
+		if len(argv) == 0 {
+			return nil, errors.New("mcpbench: no command given")
+		}
+		p, endpoint, err := startHTTP(ctx, name, argv, sessionEnv(env, cfg.WorkerEnv), logDir, "http")
+		if err != nil {
+			return nil, err
+		}
+		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs}, nil
+	case sysMCPGateTLS:
+		if len(cfg.MCPGateTLS) == 0 {
+			return nil, errors.New("mcpbench: no -mcpgate-tls command given")
+		}
+		pem, err := os.ReadFile(cfg.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("mcpbench: -tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("mcpbench: -tls-ca %s holds no PEM certificate", cfg.TLSCA)
+		}
+		tok, err := runTokenCmd(ctx, cfg.TokenCmd)
+		if err != nil {
+			return nil, err
+		}
+		p, endpoint, err := startHTTP(ctx, name, cfg.MCPGateTLS, sessionEnv(env, cfg.WorkerEnv), logDir, "https")
+		if err != nil {
+			return nil, err
+		}
+		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs,
+			tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, token: tok}, nil
+	case sysSupergateway:
+		if len(cfg.Supergateway) == 0 {
+			return nil, errors.New("mcpbench: no -supergateway program given")
+		}
+		// Stateful mode: one worker per session, as mcpgate does (stateless
+		// would start a worker per request).
+		argv := append(slices.Clone(cfg.Supergateway),
+			"--stdio", shellQuote(cfg.Worker),
+			"--outputTransport", "streamableHttp", "--stateful",
+			"--port", "{port}", "--logLevel", "none")
+		p, endpoint, err := startHTTP(ctx, name, argv, sessionEnv(env, cfg.WorkerEnv), logDir, "http")
+		if err != nil {
+			return nil, err
+		}
+		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs}, nil
+	}
+	return nil, fmt.Errorf("mcpbench: unknown system %q", name)
+}
+
+// runSystem starts a system, runs every phase on it and stops it. A phase
+// that fails leaves the others' figures in place.
+func runSystem(ctx context.Context, cfg Config, client *mcp.Client, name, logDir string, stderr io.Writer) SystemResult {
+	res := SystemResult{Name: name}
+	t, err := startTarget(ctx, cfg, client, name, logDir)
+	if err != nil {
+		res.Error = err.Error()
+		progress(stderr, name, "failed to start: %v", err)
+		return res
+	}
+	defer t.stop()
+	b := &bench{cfg: cfg, t: t, trivial: cfg.Trivial}
+
+	if cfg.Idle > 0 {
+		idle, err := b.idle(ctx, cfg.Idle)
+		res.Idle = &idle
+		if err != nil {
+			res.Error = err.Error()
+		}
+		progress(stderr, name, "idle: %d/%d sessions, %.2f MiB RSS (%.2f MiB PSS) each %s",
+			idle.Opened, idle.Sessions, mib(idle.PerSessionRSS), mib(idle.PerSessionPSS), errNote(idle.FirstError))
+	}
+	if cfg.Starts > 0 {
+		st := b.starts(ctx, cfg.Starts)
+		res.Start = &st
+		progress(stderr, name, "session start: p50 %s p99 %s (%d errors) %s",
+			fmtDur(st.Latency.P50), fmtDur(st.Latency.P99), st.Errors, errNote(st.FirstError))
+	}
+	tools := []Tool{cfg.Trivial}
+	if cfg.Realistic != nil {
+		tools = append(tools, *cfg.Realistic)
+	}
+	for _, tool := range tools {
+		for _, n := range cfg.Concurrency {
+			lr := b.load(ctx, tool, n)
+			res.Load = append(res.Load, lr)
+			progress(stderr, name, "%s @%d: p50 %s p99 %s, %.0f calls/s (%d errors) %s",
+				tool.Label, n, fmtDur(lr.Latency.P50), fmtDur(lr.Latency.P99), lr.CallsPerSec, lr.Errors, errNote(lr.FirstError))
+		}
+	}
+	if cfg.Hold > 0 && slices.Contains(cfg.HoldSystems, name) {
+		h, err := b.hold(ctx, cfg.Hold)
+		res.Hold = &h
+		if err != nil && res.Error == "" {
+			res.Error = err.Error()
+		}
+		progress(stderr, name, "hold: %d opened, %d answered of %d in %s; %.0f MiB RSS; call p50 %s %s",
+			h.Opened, h.Answered, h.Sessions, h.OpenTime.Round(time.Millisecond), mib(h.Memory.RSS),
+			fmtDur(h.Call.P50), errNote(h.FirstError))
+	}
+	return res
+}
+
+func errNote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "— first error: " + s
+}
