@@ -19,6 +19,23 @@ type Machine struct {
 	GoVersion string `json:"go_version"`
 	Kernel    string `json:"kernel"`
 	Node      string `json:"node,omitempty"`
+	// LoadStart and LoadEnd are /proc/loadavg before and after the run: the
+	// machine is shared, and a busy one makes every figure worse.
+	LoadStart string `json:"load_start"`
+	LoadEnd   string `json:"load_end"`
+}
+
+// readLoadAvg returns the 1, 5 and 15 minute load averages.
+func readLoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func readMachine() Machine {

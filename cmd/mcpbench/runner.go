@@ -248,18 +248,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("mcpbench: %w", err)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "0.1.0"}, nil)
-	for _, name := range cfg.Systems {
-		res := SystemResult{Name: name, Skipped: cfg.Skip[name]}
-		if res.Skipped == "" {
-			progress(stderr, name, "start")
-			res = runSystem(ctx, cfg, client, name, logDir, stderr)
-		} else {
-			progress(stderr, name, "skipped: %s", res.Skipped)
-		}
-		r.Systems = append(r.Systems, res)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	r.Machine.LoadStart = readLoadAvg()
+	runAll(ctx, r, client, logDir, stderr)
+	r.Machine.LoadEnd = readLoadAvg()
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	r.Elapsed = time.Since(r.Started)
 	if err := writeResults(r, cfg.Out); err != nil {
@@ -287,7 +280,7 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		}
 		// The log file stays open for the run; the process exit closes it.
 		return &stdioTarget{client: client, argv: cfg.Worker, env: sessionEnv(env, cfg.WorkerEnv),
-			stderr: logf, procfs: pfs, self: os.Getpid()}, nil
+			stderr: logf, procfs: pfs}, nil
 	case sysSDK, sysMCPGate:
 		argv := cfg.SDKServer
 		if name == sysMCPGate {
@@ -342,33 +335,59 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 	return nil, fmt.Errorf("mcpbench: unknown system %q", name)
 }
 
-// runSystem starts a system, runs every phase on it and stops it. A phase
-// that fails leaves the others' figures in place.
-func runSystem(ctx context.Context, cfg Config, client *mcp.Client, name, logDir string, stderr io.Writer) SystemResult {
-	res := SystemResult{Name: name}
-	t, err := startTarget(ctx, cfg, client, name, logDir)
-	if err != nil {
-		res.Error = err.Error()
-		progress(stderr, name, "failed to start: %v", err)
-		return res
-	}
-	defer t.stop()
-	b := &bench{cfg: cfg, t: t, trivial: cfg.Trivial}
+// live is a started system and the bench driving it.
+type live struct {
+	res *SystemResult
+	b   *bench
+}
 
-	if cfg.Idle > 0 {
-		idle, err := b.idle(ctx, cfg.Idle)
-		res.Idle = &idle
+// runAll starts every system, then runs each phase on every system before
+// the next phase, so that a change in the machine's background load during
+// the run (it is shared) spreads over all systems instead of landing on one.
+// A phase that fails on a system leaves its other figures in place.
+func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stderr io.Writer) {
+	cfg := r.Config
+	r.Systems = make([]SystemResult, len(cfg.Systems))
+	var systems []live
+	for i, name := range cfg.Systems {
+		res := &r.Systems[i]
+		*res = SystemResult{Name: name, Skipped: cfg.Skip[name]}
+		if res.Skipped != "" {
+			progress(stderr, name, "skipped: %s", res.Skipped)
+			continue
+		}
+		t, err := startTarget(ctx, cfg, client, name, logDir)
 		if err != nil {
 			res.Error = err.Error()
+			progress(stderr, name, "failed to start: %v", err)
+			continue
 		}
-		progress(stderr, name, "idle: %d/%d sessions, %.2f MiB RSS (%.2f MiB PSS) each %s",
-			idle.Opened, idle.Sessions, mib(idle.PerSessionRSS), mib(idle.PerSessionPSS), errNote(idle.FirstError))
+		defer t.stop()
+		progress(stderr, name, "started")
+		systems = append(systems, live{res: res, b: &bench{cfg: cfg, t: t, trivial: cfg.Trivial}})
+	}
+	fail := func(res *SystemResult, err error) {
+		if err != nil && res.Error == "" {
+			res.Error = err.Error()
+		}
+	}
+
+	if cfg.Idle > 0 {
+		for _, s := range systems {
+			idle, err := s.b.idle(ctx, cfg.Idle)
+			s.res.Idle = &idle
+			fail(s.res, err)
+			progress(stderr, s.res.Name, "idle: %d/%d sessions, %.2f MiB RSS (%.2f MiB PSS) each %s",
+				idle.Opened, idle.Sessions, mib(idle.PerSessionRSS), mib(idle.PerSessionPSS), errNote(idle.FirstError))
+		}
 	}
 	if cfg.Starts > 0 {
-		st := b.starts(ctx, cfg.Starts)
-		res.Start = &st
-		progress(stderr, name, "session start: p50 %s p99 %s (%d errors) %s",
-			fmtDur(st.Latency.P50), fmtDur(st.Latency.P99), st.Errors, errNote(st.FirstError))
+		for _, s := range systems {
+			st := s.b.starts(ctx, cfg.Starts)
+			s.res.Start = &st
+			progress(stderr, s.res.Name, "session start: p50 %s p99 %s (%d errors) %s",
+				fmtDur(st.Latency.P50), fmtDur(st.Latency.P99), st.Errors, errNote(st.FirstError))
+		}
 	}
 	tools := []Tool{cfg.Trivial}
 	if cfg.Realistic != nil {
@@ -376,23 +395,27 @@ func runSystem(ctx context.Context, cfg Config, client *mcp.Client, name, logDir
 	}
 	for _, tool := range tools {
 		for _, n := range cfg.Concurrency {
-			lr := b.load(ctx, tool, n)
-			res.Load = append(res.Load, lr)
-			progress(stderr, name, "%s @%d: p50 %s p99 %s, %.0f calls/s (%d errors) %s",
-				tool.Label, n, fmtDur(lr.Latency.P50), fmtDur(lr.Latency.P99), lr.CallsPerSec, lr.Errors, errNote(lr.FirstError))
+			for _, s := range systems {
+				lr := s.b.load(ctx, tool, n)
+				s.res.Load = append(s.res.Load, lr)
+				progress(stderr, s.res.Name, "%s %s @%d: p50 %s p99 %s, %.0f calls/s (%d errors) %s",
+					tool.Label, tool.Name, n, fmtDur(lr.Latency.P50), fmtDur(lr.Latency.P99), lr.CallsPerSec, lr.Errors, errNote(lr.FirstError))
+			}
 		}
 	}
-	if cfg.Hold > 0 && slices.Contains(cfg.HoldSystems, name) {
-		h, err := b.hold(ctx, cfg.Hold)
-		res.Hold = &h
-		if err != nil && res.Error == "" {
-			res.Error = err.Error()
+	if cfg.Hold > 0 {
+		for _, s := range systems {
+			if !slices.Contains(cfg.HoldSystems, s.res.Name) {
+				continue
+			}
+			h, err := s.b.hold(ctx, cfg.Hold)
+			s.res.Hold = &h
+			fail(s.res, err)
+			progress(stderr, s.res.Name, "hold: %d opened, %d answered of %d in %s; %.0f MiB RSS, %.0f MiB PSS; call p50 %s %s",
+				h.Opened, h.Answered, h.Sessions, h.OpenTime.Round(time.Millisecond), mib(h.Memory.RSS), mib(h.Memory.PSS),
+				fmtDur(h.Call.P50), errNote(h.FirstError))
 		}
-		progress(stderr, name, "hold: %d opened, %d answered of %d in %s; %.0f MiB RSS; call p50 %s %s",
-			h.Opened, h.Answered, h.Sessions, h.OpenTime.Round(time.Millisecond), mib(h.Memory.RSS),
-			fmtDur(h.Call.P50), errNote(h.FirstError))
 	}
-	return res
 }
 
 func errNote(s string) string {

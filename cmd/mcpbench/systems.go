@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -154,7 +155,9 @@ type stdioTarget struct {
 	env    []string
 	stderr io.Writer
 	procfs ProcFS
-	self   int
+
+	mu   sync.Mutex
+	live map[int]bool // pids of the workers of open sessions
 }
 
 func (t *stdioTarget) open(ctx context.Context) (*session, error) {
@@ -166,20 +169,41 @@ func (t *stdioTarget) open(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{ClientSession: cs}, nil
-}
-
-// memory counts the harness's descendants, which during the floor's run are
-// exactly its workers.
-func (t *stdioTarget) memory() (Memory, error) {
-	pids, err := t.procfs.Tree(t.self)
-	if err != nil {
-		return Memory{}, err
+	pid := cmd.Process.Pid
+	t.mu.Lock()
+	if t.live == nil {
+		t.live = make(map[int]bool)
 	}
-	return t.procfs.Memory(pids[1:]) // pids[0] is the harness itself
+	t.live[pid] = true
+	t.mu.Unlock()
+	return &session{ClientSession: cs, release: func() {
+		t.mu.Lock()
+		delete(t.live, pid)
+		t.mu.Unlock()
+	}}, nil
 }
 
-func (t *stdioTarget) stop() error { return nil }
+// memory counts the workers of the open sessions and their descendants.
+func (t *stdioTarget) memory() (Memory, error) {
+	t.mu.Lock()
+	roots := make([]int, 0, len(t.live))
+	for pid := range t.live {
+		roots = append(roots, pid)
+	}
+	t.mu.Unlock()
+	if len(roots) == 0 {
+		return Memory{}, nil
+	}
+	return t.procfs.TreeMemory(roots...)
+}
+
+// stop closes the workers' log; the workers end with their sessions.
+func (t *stdioTarget) stop() error {
+	if c, ok := t.stderr.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // httpTarget is a system reached over Streamable HTTP.
 type httpTarget struct {

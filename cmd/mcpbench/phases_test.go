@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary doubles as the stand-in worker, so the floor's stdio path
+// runs against a real subprocess without building anything.
+func TestMain(m *testing.M) {
+	if os.Getenv("MCPBENCH_TEST_STDIO_SERVER") == "1" {
+		if err := runStdioServer(context.Background(), nil); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testTargets(t *testing.T) map[string]target {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench-test", Version: "0"}, nil)
+	srv := newToolServer("test")
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	return map[string]target{
+		"http": &httpTarget{client: client, endpoint: hs.URL, procfs: ProcFS{Root: "/proc"}},
+		"stdio": &stdioTarget{client: client, argv: []string{os.Args[0]},
+			env: append(os.Environ(), "MCPBENCH_TEST_STDIO_SERVER=1"), stderr: os.Stderr, procfs: ProcFS{Root: "/proc"}},
+	}
+}
+
+func TestPhases(t *testing.T) {
+	cfg := Config{Duration: 200 * time.Millisecond, Warmup: 20 * time.Millisecond, CallTimeout: 10 * time.Second}
+	echo := Tool{Label: "trivial", Name: "echo", Args: json.RawMessage(`{"text":"hi"}`)}
+	for name, tg := range testTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := &bench{cfg: cfg, t: tg, trivial: echo}
+
+			lr := b.load(ctx, echo, 3)
+			if lr.Errors != 0 || lr.Calls == 0 || lr.Latency.Count != lr.Calls {
+				t.Errorf("load: got %d calls, %d errors (%s), want calls and no errors", lr.Calls, lr.Errors, lr.FirstError)
+			}
+
+			bad := b.load(ctx, Tool{Label: "bad", Name: "no-such-tool"}, 2)
+			if bad.Errors != 2 || bad.Calls != 0 {
+				t.Errorf("load of an unknown tool: got %d calls, %d errors, want 0 and 2", bad.Calls, bad.Errors)
+			}
+
+			st := b.starts(ctx, 3)
+			if st.Errors != 0 || st.Latency.Count != 3 {
+				t.Errorf("starts: got %d measured, %d errors (%s), want 3 and 0", st.Latency.Count, st.Errors, st.FirstError)
+			}
+
+			h, err := b.hold(ctx, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Opened != 5 || h.Answered != 5 || h.Call.Count == 0 {
+				t.Errorf("hold: got %d opened, %d answered, %d calls (%s), want 5, 5, some", h.Opened, h.Answered, h.Call.Count, h.FirstError)
+			}
+		})
+	}
+}
+
+func TestIdleCountsWorkers(t *testing.T) {
+	tg := testTargets(t)["stdio"]
+	b := &bench{cfg: Config{CallTimeout: 10 * time.Second}, t: tg,
+		trivial: Tool{Label: "trivial", Name: "echo", Args: json.RawMessage(`{"text":"x"}`)}}
+	res, err := b.idle(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Opened != 3 || res.After.Procs != 3 || res.Before.Procs != 0 || res.PerSessionRSS <= 0 {
+		t.Errorf("got %+v, want 3 workers counted and memory per session", res)
+	}
+	if m, _ := tg.memory(); m.Procs != 0 {
+		t.Errorf("after the sessions closed: got %d workers counted, want 0", m.Procs)
+	}
+}
