@@ -137,7 +137,11 @@ func Table(r *Run) string {
 					if s == floor || lr == nil || fl == nil || lr.Latency.Count == 0 || fl.Latency.Count == 0 {
 						return "—"
 					}
-					return fmt.Sprintf("%+.0f", float64(lr.Latency.P50-fl.Latency.P50)/float64(time.Microsecond))
+					d := (lr.Latency.P50 - fl.Latency.P50 + time.Microsecond/2) / time.Microsecond
+					if d >= 0 {
+						return "+" + thousands(int64(d))
+					}
+					return thousands(int64(d))
 				})
 			}
 			add(fmt.Sprintf("%s p99 @%d (µs)", tl, n), pct(func(s Summary) time.Duration { return s.P99 }))

@@ -107,6 +107,7 @@ func TestTable(t *testing.T) {
 		{"echo p50 @1 (µs)", 2, "220 (2.20×)"},
 		{"echo added p50 @1 over floor (µs)", 0, "—"},
 		{"echo added p50 @1 over floor (µs)", 2, "+120"},
+		{"echo added p50 @1 over floor (µs)", 1, "+50"},
 		{"echo p99 @64 (µs)", 1, "20,000 (2.22×)"},
 		{"echo calls/s @64", 2, "7,500 (0.75×)"},
 		{"echo calls/s @64 vs sdk", 2, "1.50×"},
