@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,11 @@ type LoadResult struct {
 	FirstError  string        `json:"first_error,omitempty"`
 	CallsPerSec float64       `json:"calls_per_sec"`
 	Latency     Summary       `json:"latency"`
+	// ServerCPU and ClientCPU are the CPU time the system (server and
+	// workers) and the harness spent per measured call. On a shared machine
+	// CPU per call moves much less than latency does.
+	ServerCPU time.Duration `json:"server_cpu_per_call_ns"`
+	ClientCPU time.Duration `json:"client_cpu_per_call_ns"`
 }
 
 // StartResult is session start: connect, initialize, initialized, and the
@@ -114,6 +120,37 @@ type bench struct {
 	cfg     Config
 	t       target
 	trivial Tool
+	procfs  ProcFS // default /proc
+}
+
+func (b *bench) proc() ProcFS {
+	if b.procfs.Root == "" {
+		return ProcFS{Root: "/proc"}
+	}
+	return b.procfs
+}
+
+// memory is the resident memory of everything the system runs.
+func (b *bench) memory() (Memory, error) {
+	pids, err := b.t.pids()
+	if err != nil {
+		return Memory{}, err
+	}
+	return b.proc().Memory(pids)
+}
+
+// cpu is the CPU time used so far by everything the system runs, and by the
+// harness itself.
+func (b *bench) cpu() (server, client time.Duration, err error) {
+	pids, err := b.t.pids()
+	if err != nil {
+		return 0, 0, err
+	}
+	if server, err = b.proc().CPUTime(pids); err != nil {
+		return 0, 0, err
+	}
+	client, err = b.proc().CPUTime([]int{os.Getpid()})
+	return server, client, err
 }
 
 // openMany opens n sessions, par at a time; each answers one call of the
@@ -193,6 +230,27 @@ func (b *bench) load(ctx context.Context, tool Tool, n int) LoadResult {
 	lats := make([]Latencies, n)
 	var callErrs errOnce
 	var wg sync.WaitGroup
+	// CPU is read at both ends of the measured window by a goroutine of its
+	// own, while the sessions (and so their workers) are all alive.
+	var cpuErr error
+	var srv0, srv1, cli0, cli1 time.Duration
+	wg.Go(func() {
+		wait := func(t time.Time) bool {
+			select {
+			case <-time.After(time.Until(t)):
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if !wait(measureFrom) {
+			return
+		}
+		if srv0, cli0, cpuErr = b.cpu(); cpuErr != nil || !wait(measureTo) {
+			return
+		}
+		srv1, cli1, cpuErr = b.cpu()
+	})
 	for i, s := range sessions {
 		wg.Go(func() {
 			l := make(Latencies, 0, 4096)
@@ -222,6 +280,10 @@ func (b *bench) load(ctx context.Context, tool Tool, n int) LoadResult {
 	res.FirstError = callErrs.String()
 	res.Latency = Summarize(all)
 	res.CallsPerSec = float64(res.Calls) / b.cfg.Duration.Seconds()
+	if cpuErr == nil && res.Calls > 0 && cli1 > 0 {
+		res.ServerCPU = (srv1 - srv0) / time.Duration(res.Calls)
+		res.ClientCPU = (cli1 - cli0) / time.Duration(res.Calls)
+	}
 	return res
 }
 
@@ -260,7 +322,7 @@ func (b *bench) starts(ctx context.Context, count int) StartResult {
 // idle measures what n idle sessions add to the system's memory.
 func (b *bench) idle(ctx context.Context, n int) (IdleResult, error) {
 	res := IdleResult{Sessions: n}
-	before, err := b.t.memory()
+	before, err := b.memory()
 	if err != nil {
 		return res, err
 	}
@@ -276,7 +338,7 @@ func (b *bench) idle(ctx context.Context, n int) (IdleResult, error) {
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-	after, err := b.t.memory()
+	after, err := b.memory()
 	if err != nil {
 		return res, err
 	}
@@ -326,7 +388,7 @@ func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
 	if res.FirstError == "" {
 		res.FirstError = callErrs.String()
 	}
-	mem, err := b.t.memory()
+	mem, err := b.memory()
 	if err != nil {
 		return res, err
 	}

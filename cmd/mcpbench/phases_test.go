@@ -49,6 +49,9 @@ func TestPhases(t *testing.T) {
 			if lr.Errors != 0 || lr.Calls == 0 || lr.Latency.Count != lr.Calls {
 				t.Errorf("load: got %d calls, %d errors (%s), want calls and no errors", lr.Calls, lr.Errors, lr.FirstError)
 			}
+			if lr.ClientCPU <= 0 || (name == "stdio" && lr.ServerCPU <= 0) {
+				t.Errorf("load: got CPU per call server %v client %v, want both measured", lr.ServerCPU, lr.ClientCPU)
+			}
 
 			bad := b.load(ctx, Tool{Label: "bad", Name: "no-such-tool"}, 2)
 			if bad.Errors != 2 || bad.Calls != 0 {
@@ -82,7 +85,7 @@ func TestIdleCountsWorkers(t *testing.T) {
 	if res.Opened != 3 || res.After.Procs != 3 || res.Before.Procs != 0 || res.PerSessionRSS <= 0 {
 		t.Errorf("got %+v, want 3 workers counted and memory per session", res)
 	}
-	if m, _ := tg.memory(); m.Procs != 0 {
+	if m, _ := b.memory(); m.Procs != 0 {
 		t.Errorf("after the sessions closed: got %d workers counted, want 0", m.Procs)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // Memory is the resident memory of a set of processes, in bytes.
@@ -158,4 +159,46 @@ func (p ProcFS) TreeMemory(roots ...int) (Memory, error) {
 		return Memory{}, err
 	}
 	return p.Memory(pids)
+}
+
+// parseSchedstat reads the first field of /proc/<pid>/task/<tid>/schedstat:
+// the nanoseconds the thread has run on a CPU. Unlike utime and stime in
+// stat it is not rounded to clock ticks, which matters when tens of worker
+// processes each run for a few milliseconds.
+func parseSchedstat(data []byte) (time.Duration, error) {
+	f := bytes.Fields(data)
+	if len(f) == 0 {
+		return 0, errors.New("mcpbench: empty schedstat")
+	}
+	ns, err := strconv.ParseInt(string(f[0]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("mcpbench: malformed schedstat: %w", err)
+	}
+	return time.Duration(ns), nil
+}
+
+// CPUTime sums the CPU time of every thread of pids. Threads and processes
+// that exit meanwhile are skipped, so measure across a window in which the
+// processes live.
+func (p ProcFS) CPUTime(pids []int) (time.Duration, error) {
+	var total time.Duration
+	for _, pid := range pids {
+		dir := filepath.Join(p.Root, strconv.Itoa(pid), "task")
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+			if err != nil {
+				continue
+			}
+			d, err := parseSchedstat(data)
+			if err != nil {
+				return 0, fmt.Errorf("%w (pid %d)", err, pid)
+			}
+			total += d
+		}
+	}
+	return total, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestParseStatPPID(t *testing.T) {
@@ -138,5 +139,51 @@ func TestTreeMemoryOfThisProcess(t *testing.T) {
 	}
 	if m.Procs < 1 || m.RSS <= 0 {
 		t.Errorf("got %+v, want at least this process with some RSS", m)
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"three fields", "1027868867 1823646495 841\n", 1027868867, false},
+		{"empty", "", 0, true},
+		{"garbage", "x 1 2", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseSchedstat([]byte(tt.data))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCPUTime(t *testing.T) {
+	root := t.TempDir()
+	for pid, threads := range map[int][]string{10: {"5 0 0", "7 0 0"}, 11: {"100 9 9"}} {
+		for i, st := range threads {
+			dir := filepath.Join(root, strconv.Itoa(pid), "task", strconv.Itoa(pid+i))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "schedstat"), []byte(st), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := ProcFS{Root: root}.CPUTime([]int{10, 11, 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Duration(112); got != want {
+		t.Errorf("got %v, want %v (every thread of every live process)", got, want)
 	}
 }

@@ -146,6 +146,24 @@ func Table(r *Run) string {
 			}
 			add(fmt.Sprintf("%s p99 @%d (µs)", tl, n), pct(func(s Summary) time.Duration { return s.P99 }))
 		}
+		for _, n := range []int{conc[0], top} {
+			add(fmt.Sprintf("%s server CPU per call @%d (µs)", tl, n), func(s *SystemResult) string {
+				lr := s.load(tool.Label, n)
+				if lr == nil || lr.ServerCPU <= 0 {
+					return "—"
+				}
+				var base float64
+				if floor != nil {
+					if fl := floor.load(tool.Label, n); fl != nil {
+						base = float64(fl.ServerCPU)
+					}
+				}
+				return withRatio(fmtMicros(lr.ServerCPU), float64(lr.ServerCPU), base, s == floor)
+			})
+			if n == top {
+				break
+			}
+		}
 		if top > 0 {
 			cps := func(s *SystemResult) float64 {
 				if s == nil {
@@ -335,6 +353,8 @@ func CSVRecords(r *Run) [][]string {
 			rec(s.Name, l.Tool, "p99", l.Sessions, us(l.Latency.P99), "us")
 			rec(s.Name, l.Tool, "calls_per_sec", l.Sessions, strconv.FormatFloat(l.CallsPerSec, 'f', 1, 64), "1/s")
 			rec(s.Name, l.Tool, "errors", l.Sessions, strconv.Itoa(l.Errors), "count")
+			rec(s.Name, l.Tool, "server_cpu_per_call", l.Sessions, us(l.ServerCPU), "us")
+			rec(s.Name, l.Tool, "client_cpu_per_call", l.Sessions, us(l.ClientCPU), "us")
 		}
 		if st := s.Start; st != nil {
 			rec(s.Name, r.Config.Trivial.Label, "session_start_p50", 1, us(st.Latency.P50), "us")

@@ -39,7 +39,7 @@ func TestFormatting(t *testing.T) {
 
 func load(tool string, n int, p50, p99 time.Duration, cps float64) LoadResult {
 	return LoadResult{Tool: tool, Sessions: n, Calls: 100, CallsPerSec: cps,
-		Latency: Summary{Count: 100, P50: p50, P99: p99}}
+		Latency: Summary{Count: 100, P50: p50, P99: p99}, ServerCPU: p50 / 4}
 }
 
 func testRun() *Run {
@@ -110,6 +110,9 @@ func TestTable(t *testing.T) {
 		{"echo added p50 @1 over floor (µs)", 1, "+50"},
 		{"echo p99 @64 (µs)", 1, "20,000 (2.22×)"},
 		{"echo calls/s @64", 2, "7,500 (0.75×)"},
+		{"echo server CPU per call @1 (µs)", 0, "25"},
+		{"echo server CPU per call @1 (µs)", 2, "55 (2.20×)"},
+		{"echo server CPU per call @64 (µs)", 1, "2,000 (1.60×)"},
 		{"echo calls/s @64 vs sdk", 2, "1.50×"},
 		{"echo calls/s @64 vs sdk", 1, "1×"},
 		{"session start p50 (ms)", 0, "4.00"},

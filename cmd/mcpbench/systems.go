@@ -42,9 +42,9 @@ func (s *session) Close() error {
 type target interface {
 	// open starts a new session: its own connection, initialize, initialized.
 	open(ctx context.Context) (*session, error)
-	// memory is the resident memory of everything the system runs: the
-	// server process and all its descendants (its workers).
-	memory() (Memory, error)
+	// pids lists every process the system runs: the server process and all
+	// its descendants (its workers), or the floor's workers.
+	pids() ([]int, error)
 	// stop ends the system and every process it started.
 	stop() error
 }
@@ -183,8 +183,8 @@ func (t *stdioTarget) open(ctx context.Context) (*session, error) {
 	}}, nil
 }
 
-// memory counts the workers of the open sessions and their descendants.
-func (t *stdioTarget) memory() (Memory, error) {
+// pids lists the workers of the open sessions and their descendants.
+func (t *stdioTarget) pids() ([]int, error) {
 	t.mu.Lock()
 	roots := make([]int, 0, len(t.live))
 	for pid := range t.live {
@@ -192,9 +192,9 @@ func (t *stdioTarget) memory() (Memory, error) {
 	}
 	t.mu.Unlock()
 	if len(roots) == 0 {
-		return Memory{}, nil
+		return nil, nil
 	}
-	return t.procfs.TreeMemory(roots...)
+	return t.procfs.Tree(roots...)
 }
 
 // stop closes the workers' log; the workers end with their sessions.
@@ -240,12 +240,15 @@ func (t *httpTarget) open(ctx context.Context) (*session, error) {
 	return &session{ClientSession: cs, release: tr.CloseIdleConnections}, nil
 }
 
-func (t *httpTarget) memory() (Memory, error) {
+func (t *httpTarget) pids() ([]int, error) {
+	if len(t.procs) == 0 {
+		return nil, nil
+	}
 	roots := make([]int, len(t.procs))
 	for i, p := range t.procs {
 		roots[i] = p.pid()
 	}
-	return t.procfs.TreeMemory(roots...)
+	return t.procfs.Tree(roots...)
 }
 
 func (t *httpTarget) stop() error {
