@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// originAllowed applies MCP 2025-11-25 §Transports (Security Warning): a
+// present Origin that is not allowed gets 403. Loopback origins are allowed;
+// others must be listed.
+func (g *Gateway) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true // not a browser, or a same-origin request without CORS
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false // includes the opaque "null" origin
+	}
+	if isLoopbackHost(u.Host) {
+		return true
+	}
+	for _, a := range g.opts.AllowedOrigins {
+		if strings.Contains(a, "://") {
+			if strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+				return true
+			}
+		} else if strings.EqualFold(a, u.Host) || strings.EqualFold(a, u.Hostname()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoopbackHost reports whether host (with or without port) names the
+// loopback interface: localhost, 127.0.0.0/8 or ::1.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// accepts reads the Accept header; an absent one accepts anything.
+func accepts(r *http.Request) (jsonOK, sseOK bool) {
+	values := r.Header.Values("Accept")
+	if len(values) == 0 {
+		return true, true
+	}
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			}
+		}
+	}
+	return jsonOK, sseOK
+}
+
+// isJSONContent reports whether the Content-Type is application/json.
+func isJSONContent(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// protocolVersion returns the request's MCP-Protocol-Version; absent means
+// 2025-03-26 (MCP 2025-06-18 §Protocol Version Header).
+func protocolVersion(r *http.Request) (version string, ok bool) {
+	v := r.Header.Get("MCP-Protocol-Version")
+	if v == "" {
+		return "2025-03-26", true
+	}
+	return v, slices.Contains(supportedVersions, v)
+}

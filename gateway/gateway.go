@@ -1,0 +1,251 @@
+// Package gateway is mcpgate's front end: the MCP Streamable HTTP transport
+// at /mcp (MCP 2025-11-25, 2025-06-18 and 2025-03-26 with batches). It
+// checks each request, keeps the session table, starts one worker process
+// per session and relays JSON-RPC between the client and that worker. It
+// never runs a tool itself.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// Gateway serves /mcp. It is an http.Handler; Close stops every worker.
+type Gateway struct {
+	opts    Options
+	log     *slog.Logger
+	command []string
+	safe    map[string]bool
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	perUser  map[string]int // live and starting sessions per user
+	starting int            // sessions whose worker is starting
+	closing  bool
+
+	stopReaper chan struct{}
+	reaperDone chan struct{}
+}
+
+// session is one MCP session and its worker.
+type session struct {
+	id       string
+	owner    string // auth.Principal.Owner(); empty in localhost mode
+	user     string
+	readOnly bool
+	conn     *worker.Conn
+	log      *slog.Logger
+
+	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
+	busy     atomic.Int32 // HTTP requests being served
+}
+
+// New returns a Gateway. It starts the idle reaper; Close stops it.
+func New(opts Options) (*Gateway, error) {
+	opts = opts.withDefaults()
+	g := &Gateway{
+		opts:       opts,
+		log:        opts.Logger,
+		command:    opts.WorkerCommand,
+		safe:       make(map[string]bool, len(opts.SafeTools)),
+		sessions:   make(map[string]*session),
+		perUser:    make(map[string]int),
+		stopReaper: make(chan struct{}),
+		reaperDone: make(chan struct{}),
+	}
+	if len(g.command) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("gateway: finding the built-in worker (this executable): %w", err)
+		}
+		g.command = []string{exe, "worker"}
+	}
+	for _, t := range opts.SafeTools {
+		g.safe[t] = true
+	}
+	go g.reaper()
+	return g, nil
+}
+
+// ServeHTTP serves the MCP endpoint.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// MCP 2025-11-25 §Security Warning: validate Origin on every request, and
+	// defend a loopback listener against DNS rebinding through Host.
+	if g.opts.LoopbackHostCheck && !isLoopbackHost(r.Host) {
+		g.log.Warn("gateway: refused a non-loopback Host", "host", r.Host, "remote", r.RemoteAddr)
+		errHostForbidden.write(w, nil)
+		return
+	}
+	if !g.originAllowed(r) {
+		g.log.Warn("gateway: refused an Origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+		errOriginForbidden.write(w, nil)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		g.servePOST(w, r)
+	case http.MethodGet:
+		g.serveGET(w, r)
+	case http.MethodDelete:
+		g.serveDELETE(w, r)
+	default:
+		errMethod.write(w, nil)
+	}
+}
+
+// Close ends every session, stopping its worker (SIGTERM, SIGKILL after the
+// grace period), and waits for them all, bounded by ctx. New sessions are
+// refused from the start of Close.
+func (g *Gateway) Close(ctx context.Context) error {
+	g.mu.Lock()
+	first := !g.closing
+	g.closing = true
+	sessions := make([]*session, 0, len(g.sessions))
+	for _, s := range g.sessions {
+		sessions = append(sessions, s)
+	}
+	g.mu.Unlock()
+	if first {
+		close(g.stopReaper)
+	}
+	<-g.reaperDone
+	return g.endSessions(ctx, sessions, "gateway: the gateway is shutting down")
+}
+
+// endSessions stops the workers of sessions concurrently and waits.
+func (g *Gateway) endSessions(ctx context.Context, sessions []*session, why string) error {
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() {
+			g.removeSession(s)
+			errs[i] = s.conn.Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Sessions returns the number of live sessions.
+func (g *Gateway) Sessions() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.sessions)
+}
+
+// WorkerPid returns the process id of a session's worker, for operators'
+// tooling and tests; false when the session does not exist.
+func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
+	g.mu.Lock()
+	s := g.sessions[sessionID]
+	g.mu.Unlock()
+	if s == nil {
+		return 0, false
+	}
+	return s.conn.Pid(), true
+}
+
+// lookup finds a live session for the request's principal. A session owned
+// by someone else is reported as missing (DESIGN decision 7), and logged.
+func (g *Gateway) lookup(r *http.Request, id string) *session {
+	g.mu.Lock()
+	s := g.sessions[id]
+	g.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	owner := ""
+	if p := auth.PrincipalFrom(r.Context()); p != nil {
+		owner = p.Owner()
+	}
+	if owner != s.owner {
+		user := ""
+		if p := auth.PrincipalFrom(r.Context()); p != nil {
+			user = p.UserID
+		}
+		s.log.Warn("gateway: a request named a session of another principal", "session_user", s.user, "request_user", user, "remote", r.RemoteAddr)
+		return nil
+	}
+	return s
+}
+
+// removeSession takes s out of the table; it is idempotent.
+func (g *Gateway) removeSession(s *session) {
+	g.mu.Lock()
+	if g.sessions[s.id] == s {
+		delete(g.sessions, s.id)
+		if g.perUser[s.user]--; g.perUser[s.user] <= 0 {
+			delete(g.perUser, s.user)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// newSessionID returns 128 bits from crypto/rand, hex-encoded (MCP: a
+// session id is globally unique and cryptographically secure).
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// reaper ends sessions idle for longer than SessionIdleTimeout.
+func (g *Gateway) reaper() {
+	defer close(g.reaperDone)
+	every := min(g.opts.SessionIdleTimeout/4, time.Minute)
+	t := time.NewTicker(max(every, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stopReaper:
+			return
+		case <-t.C:
+			g.reapIdle()
+		}
+	}
+}
+
+// reapIdle ends every session that serves no request and has been idle for
+// longer than SessionIdleTimeout by Options.Now.
+func (g *Gateway) reapIdle() {
+	now := g.opts.Now().UnixNano()
+	limit := g.opts.SessionIdleTimeout.Nanoseconds()
+	var idle []*session
+	g.mu.Lock()
+	for _, s := range g.sessions {
+		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit {
+			idle = append(idle, s)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range idle {
+		s.log.Info("gateway: reaping an idle session", "idle_timeout", g.opts.SessionIdleTimeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
+	defer cancel()
+	if err := g.endSessions(ctx, idle, "gateway: the session was idle too long"); err != nil {
+		g.log.Error("gateway: reaping", "err", err)
+	}
+}
+
+// enter marks s busy for one HTTP request; the returned func ends it.
+func (g *Gateway) enter(s *session) func() {
+	s.busy.Add(1)
+	s.lastUsed.Store(g.opts.Now().UnixNano())
+	return func() {
+		s.lastUsed.Store(g.opts.Now().UnixNano())
+		s.busy.Add(-1)
+	}
+}

@@ -1,0 +1,420 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
+)
+
+// callRaw posts one tools/call on session sid and returns the decoded answer.
+func callRaw(t testing.TB, url, sid, id, tool string, args map[string]any) (int, map[string]any) {
+	t.Helper()
+	params, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
+	resp, body := rawDo(t, http.MethodPost, url, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":%s}`, id, params),
+		sidHdr, sid, protoHdr, "2025-11-25", "Accept", "application/json")
+	var m map[string]any
+	_ = json.Unmarshal([]byte(body), &m)
+	return resp.StatusCode, m
+}
+
+func resultText(m map[string]any) string {
+	res, _ := m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		return ""
+	}
+	c, _ := content[0].(map[string]any)
+	s, _ := c["text"].(string)
+	return s
+}
+
+func TestTwoSessionsTwoWorkersAndACrash(t *testing.T) {
+	g, srv := newTestGateway(t, Options{})
+	a, b := rawSession(t, srv.URL), rawSession(t, srv.URL)
+	_, ra := callRaw(t, srv.URL, a, "1", "pid", nil)
+	_, rb := callRaw(t, srv.URL, b, "1", "pid", nil)
+	pa, _ := strconv.Atoi(resultText(ra))
+	pb, _ := strconv.Atoi(resultText(rb))
+	require.NotZero(t, pa)
+	require.NotEqual(t, pa, pb, "two sessions must run in two worker processes")
+	gpa, _ := g.WorkerPid(a)
+	require.Equal(t, pa, gpa)
+
+	// Kill a's worker from outside while a request is in flight: that
+	// request gets an error that says the worker exited.
+	sess := g.sessions[a]
+	inflight := make(chan map[string]any, 1)
+	go func() {
+		_, m := callRaw(t, srv.URL, a, "long", "crash", map[string]any{"code": 3})
+		inflight <- m
+	}()
+	m := <-inflight
+	errObj, _ := m["error"].(map[string]any)
+	require.NotNil(t, errObj, "got %v, want a JSON-RPC error", m)
+	assert.Equal(t, "long", m["id"])
+	assert.Contains(t, errObj["message"], "worker process exited (exit status 3)")
+	assert.Equal(t, map[string]any{"kind": "workerExited"}, errObj["data"])
+	<-sess.conn.Done()
+	requireReaped(t, pa)
+
+	status, _ := callRaw(t, srv.URL, a, "2", "echo", map[string]any{"text": "x"})
+	assert.Equal(t, http.StatusNotFound, status, "the crashed session")
+	status, m = callRaw(t, srv.URL, b, "2", "echo", map[string]any{"text": "still here"})
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "still here", resultText(m))
+
+	// A SIGKILL from outside, with no request in flight.
+	sb := g.sessions[b]
+	require.NoError(t, syscall.Kill(pb, syscall.SIGKILL))
+	<-sb.conn.Done()
+	status, _ = callRaw(t, srv.URL, b, "3", "echo", map[string]any{"text": "x"})
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Zero(t, g.Sessions())
+}
+
+func TestSDKClientSeesWorkerExit(t *testing.T) {
+	g, srv := newTestGateway(t, Options{})
+	sampling := make(chan struct{})
+	cs := connect(t, srv.URL, &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			close(sampling) // the call is in flight in the worker
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	})
+	pid, ok := g.WorkerPid(cs.ID())
+	require.True(t, ok)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"text": "x"}})
+		errc <- err
+	}()
+	<-sampling
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	err := <-errc
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "worker process exited (killed by signal killed)")
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+	require.Error(t, err, "the session has ended")
+}
+
+func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		byClose  bool
+		wantExit []string // the stub ends on EOF on stdin, or on SIGTERM, whichever comes first
+	}{
+		{name: "delete", wantExit: []string{"exit status 0", "killed by signal terminated"}},
+		{name: "delete ignoring SIGTERM", env: []string{"STUB_IGNORE_TERM=1"}, wantExit: []string{"killed by signal killed"}},
+		{name: "close", byClose: true, wantExit: []string{"exit status 0", "killed by signal terminated"}},
+		{name: "close ignoring SIGTERM", env: []string{"STUB_IGNORE_TERM=1"}, byClose: true, wantExit: []string{"killed by signal killed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, srv := newTestGateway(t, Options{WorkerEnv: tc.env, WorkerStopGrace: 300 * time.Millisecond})
+			type worker struct{ pid, child int }
+			var ws []worker
+			var sessions []*session
+			for range 2 {
+				sid := rawSession(t, srv.URL)
+				_, m := callRaw(t, srv.URL, sid, "1", "pid", nil)
+				pid, _ := strconv.Atoi(resultText(m))
+				_, m = callRaw(t, srv.URL, sid, "2", "spawn", nil)
+				child, _ := strconv.Atoi(resultText(m))
+				require.NotZero(t, child)
+				require.Contains(t, groupMembers(pid), child, "the worker's child is in its process group")
+				ws = append(ws, worker{pid: pid, child: child})
+				sessions = append(sessions, g.sessions[sid])
+				if !tc.byClose {
+					resp, _ := rawDo(t, http.MethodDelete, srv.URL, "", sidHdr, sid)
+					require.Equal(t, http.StatusOK, resp.StatusCode)
+				}
+			}
+			if tc.byClose {
+				require.NoError(t, g.Close(context.Background()))
+			}
+			for i, w := range ws {
+				requireReaped(t, w.pid)
+				requireGroupGone(t, w.pid)
+				assert.Contains(t, tc.wantExit, sessions[i].conn.ExitStatus())
+			}
+			assert.Zero(t, g.Sessions())
+		})
+	}
+	assert.Empty(t, stubProcesses())
+}
+
+func TestWorkerStartFailuresLeaveNoProcess(t *testing.T) {
+	for _, env := range [][]string{{"STUB_HANG_INIT=1"}, {"STUB_INIT_ERROR=1"}, {"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"}} {
+		t.Run(strings.Join(env, ","), func(t *testing.T) {
+			g, srv := newTestGateway(t, Options{WorkerEnv: env, WorkerStartTimeout: 200 * time.Millisecond, WorkerStopGrace: 200 * time.Millisecond})
+			resp, body := rawDo(t, http.MethodPost, srv.URL, initBody)
+			assert.Contains(t, []int{http.StatusOK, http.StatusGatewayTimeout}, resp.StatusCode, body)
+			assert.Empty(t, resp.Header.Get(sidHdr))
+			assert.Contains(t, body, `"error"`)
+			assert.Zero(t, g.Sessions())
+			assert.Empty(t, stubProcesses(), "a failed initialize leaves no worker")
+		})
+	}
+}
+
+func TestIdleReaper(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	g, srv := newTestGateway(t, Options{Now: clock, SessionIdleTimeout: 10 * time.Minute})
+
+	idle, listening := rawSession(t, srv.URL), rawSession(t, srv.URL)
+	idlePid, _ := g.WorkerPid(idle)
+	// An open GET stream keeps its session busy.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	req.Header.Set(sidHdr, listening)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	require.Equal(t, ": ok\n", line)
+
+	advance(9 * time.Minute)
+	g.reapIdle()
+	require.Equal(t, 2, g.Sessions(), "nothing idle for 10 minutes yet")
+
+	advance(2 * time.Minute)
+	g.reapIdle()
+	require.Equal(t, 1, g.Sessions())
+	requireReaped(t, idlePid)
+	status, _ := callRaw(t, srv.URL, idle, "1", "echo", map[string]any{"text": "x"})
+	assert.Equal(t, http.StatusNotFound, status)
+	_, ok := g.WorkerPid(listening)
+	assert.True(t, ok, "the session with an open stream stays")
+}
+
+func TestCancellationAndDisconnect(t *testing.T) {
+	_, srv := newTestGateway(t, Options{})
+	sid := rawSession(t, srv.URL)
+
+	// startSleep posts a long sleep and returns once the worker runs it
+	// (its first progress event has arrived).
+	startSleep := func(id string) (*http.Response, *bufio.Reader) {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":%q}}}`, id, id)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(sidHdr, sid)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			require.NoError(t, err)
+			if strings.HasPrefix(line, "data: ") {
+				require.Contains(t, line, "notifications/progress")
+				return resp, br
+			}
+		}
+	}
+	inflight := func() string {
+		_, m := callRaw(t, srv.URL, sid, "n", "inflight", nil)
+		return resultText(m)
+	}
+
+	t.Run("notifications/cancelled reaches the worker", func(t *testing.T) {
+		resp, br := startSleep("s1")
+		defer resp.Body.Close()
+		require.Equal(t, "1", inflight())
+		r, _ := rawDo(t, http.MethodPost, srv.URL, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1","reason":"test"}}`, sidHdr, sid)
+		require.Equal(t, http.StatusAccepted, r.StatusCode)
+		// The cancelled request's stream ends without an answer.
+		rest, _ := readRest(br)
+		assert.NotContains(t, rest, `"id":"s1"`)
+		assert.Equal(t, "0", inflight(), "the worker stopped the request: it got the rewritten id")
+	})
+	t.Run("a client disconnect does not cancel", func(t *testing.T) {
+		resp, _ := startSleep("s2")
+		resp.Body.Close()
+		// A ping round trip orders anything the gateway might have sent
+		// the worker before our next question.
+		r, _ := rawDo(t, http.MethodPost, srv.URL, `{"jsonrpc":"2.0","id":"p","method":"ping"}`, sidHdr, sid)
+		require.Equal(t, http.StatusOK, r.StatusCode)
+		assert.Equal(t, "1", inflight(), "the request still runs in the worker")
+	})
+}
+
+func readRest(br *bufio.Reader) (string, error) {
+	var b strings.Builder
+	_, err := br.WriteTo(&b)
+	return b.String(), err
+}
+
+func TestWorkerEnvironmentAndStderr(t *testing.T) {
+	t.Setenv("MCPGATE_TEST_SECRET", "do-not-leak")
+	lines := make(chan slog.Record, 16)
+	logger := slog.New(recordHandler{lines})
+	_, srv := newTestGateway(t, Options{
+		Logger: logger, WorkerEnv: []string{"DB_URL=sqlite://x"}, Toolsets: []string{"session"},
+		ServerTitle: "Test Gate", LocalUser: "alice",
+	})
+	sid := rawSession(t, srv.URL)
+	_, m := callRaw(t, srv.URL, sid, "1", "env", nil)
+	var env []string
+	require.NoError(t, json.Unmarshal([]byte(resultText(m)), &env))
+	assert.Contains(t, env, "DB_URL=sqlite://x")
+	assert.Contains(t, env, "MCPGATE_WORKER_USER=alice")
+	assert.Contains(t, env, "MCPGATE_WORKER_SESSION_ID="+sid)
+	assert.Contains(t, env, "MCPGATE_WORKER_READ_ONLY=false")
+	assert.Contains(t, env, "MCPGATE_WORKER_TOOLSETS=session")
+	assert.Contains(t, env, "MCPGATE_WORKER_SERVER_TITLE=Test Gate")
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "MCPGATE_WORKER_") && !slices.Contains([]string{"PATH", "HOME", "LANG", "TZ", "DB_URL"}, name) {
+			t.Errorf("worker environment: got %s, want only PATH, HOME, LANG, TZ, identity and WorkerEnv", name)
+		}
+	}
+
+	_, m = callRaw(t, srv.URL, sid, "2", "stderr", map[string]any{"text": "from-the-worker"})
+	require.Equal(t, "written to stderr", resultText(m))
+	for r := range lines {
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		if attrs["line"] == "from-the-worker" {
+			assert.Equal(t, sid[:8], attrs["session"], "stderr lines are tagged with the session")
+			break
+		}
+	}
+}
+
+// recordHandler sends every record, with its logger's attributes, to a
+// channel (dropping when full).
+type recordHandler struct{ c chan slog.Record }
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h.c <- r:
+	default:
+	}
+	return nil
+}
+func (h recordHandler) WithAttrs(as []slog.Attr) slog.Handler { return attrsHandler{h, as} }
+func (h recordHandler) WithGroup(string) slog.Handler         { return h }
+
+type attrsHandler struct {
+	recordHandler
+	attrs []slog.Attr
+}
+
+func (h attrsHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.AddAttrs(h.attrs...)
+	return h.recordHandler.Handle(ctx, r)
+}
+func (h attrsHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return attrsHandler{h.recordHandler, append(append([]slog.Attr{}, h.attrs...), as...)}
+}
+
+func TestPrincipalOwnsSession(t *testing.T) {
+	g, err := New(Options{WorkerCommand: []string{stubWorker}, Logger: testLogger(t), SafeTools: []string{"echo"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close(context.Background()) })
+	// A stand-in for auth's middleware: the principal comes from a header.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := r.Header.Get("X-Test-User"); u != "" {
+			ro := r.Header.Get("X-Test-Read-Only") == "1"
+			r = r.WithContext(auth.WithPrincipal(r.Context(), &auth.Principal{Issuer: "https://issuer", Subject: "sub-" + u, UserID: u, ReadOnly: ro}))
+		}
+		g.ServeHTTP(w, r)
+	})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	srv := hs.URL
+
+	resp, body := rawDo(t, http.MethodPost, srv, initBody, "X-Test-User", "alice")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	sid := resp.Header.Get(sidHdr)
+
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		name string
+		user string
+		want int
+	}{
+		{"owner", "alice", http.StatusOK},
+		{"another user", "bob", http.StatusNotFound},
+		{"no token", "", http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, _ := rawDo(t, http.MethodPost, srv, ping, sidHdr, sid, "X-Test-User", tc.user)
+			assert.Equal(t, tc.want, resp.StatusCode)
+		})
+	}
+	resp, _ = rawDo(t, http.MethodDelete, srv, "", sidHdr, sid, "X-Test-User", "bob")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "bob cannot end alice's session")
+
+	t.Run("read-only token", func(t *testing.T) {
+		resp, _ := rawDo(t, http.MethodPost, srv, initBody, "X-Test-User", "carol", "X-Test-Read-Only", "1")
+		sid := resp.Header.Get(sidHdr)
+		_, body := rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, sidHdr, sid, "X-Test-User", "carol")
+		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"inputSchema":{"type":"object"},"name":"echo"}]}}`, body)
+		_, body = rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}`, sidHdr, sid, "X-Test-User", "carol")
+		assert.Contains(t, body, `"code":-32601`)
+		assert.Contains(t, body, `"kind":"readOnly"`)
+	})
+}
+
+func TestManySessionsManyCalls(t *testing.T) {
+	const sessions, calls = 50, 100
+	_, srv := newTestGateway(t, Options{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for i := range sessions {
+		wg.Go(func() {
+			sid := rawSession(t, srv.URL)
+			for j := range calls {
+				want := fmt.Sprintf("s%d-c%d", i, j)
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, j, want)
+				req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set(sidHdr, sid)
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var m map[string]any
+				err = json.NewDecoder(resp.Body).Decode(&m)
+				resp.Body.Close()
+				if got := resultText(m); err != nil || got != want || m["id"] != float64(j) {
+					errs <- fmt.Errorf("session %d call %d: got %v (%v), want %q", i, j, m, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

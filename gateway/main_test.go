@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// stubWorker is the path of the stub stdio MCP server, built by TestMain.
+var stubWorker string
+
+var update = flag.Bool("update", false, "rewrite the golden transcripts under testdata/")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "mcpgate-stub-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stubWorker = filepath.Join(dir, "stubworker")
+	build := exec.Command("go", "build", "-o", stubWorker, "github.com/mcpgate/mcpgate/worker/internal/stubworker")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the stub worker:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testLogger sends the gateway's logs to the test log when -v, else nowhere.
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// newTestGateway serves a gateway with the stub worker on an httptest
+// server; both are closed when the test ends, and no worker may be left.
+func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
+	t.Helper()
+	if opts.WorkerCommand == nil {
+		opts.WorkerCommand = []string{stubWorker}
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	if opts.WorkerStopGrace == 0 {
+		opts.WorkerStopGrace = 2 * time.Second
+	}
+	g, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := g.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return g, srv
+}

@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"log/slog"
+	"os/user"
+	"time"
+)
+
+// Options configure a Gateway. The zero value is a safe default: the built-in
+// worker, every toolset, nothing read-only-safe, loopback origins only.
+type Options struct {
+	// WorkerCommand is the stdio MCP server started per session, program
+	// first. Empty means the built-in worker: this executable with "worker".
+	WorkerCommand []string
+	// WorkerEnv adds NAME=value pairs to a worker's environment (database
+	// settings, for instance). A worker never inherits the gateway's
+	// environment, which may hold secrets: it gets PATH, HOME, LANG and TZ,
+	// its identity (worker.Identity.Environ) and WorkerEnv.
+	WorkerEnv []string
+	// WorkerDir is the worker's working directory; empty means the gateway's.
+	WorkerDir string
+	// Toolsets names the built-in toolsets a worker registers; empty means
+	// every one. Passed to the worker in its identity.
+	Toolsets []string
+	// SafeTools names the tools a read-only session may see and call. It is
+	// fail-closed: a tool not listed is hidden from tools/list and refused by
+	// tools/call in a read-only session. Empty means no tool is safe.
+	SafeTools []string
+	// ReadOnly makes every session read-only (the router-wide switch).
+	ReadOnly bool
+
+	// ServerName, ServerVersion and ServerTitle are handed to the worker for
+	// its serverInfo. Name and version default to "mcpgate" and "dev".
+	ServerName    string
+	ServerVersion string
+	ServerTitle   string
+
+	// LocalUser is the user id of sessions opened without a verified
+	// principal (the unauthenticated localhost mode). Empty means the OS
+	// user running the gateway.
+	LocalUser string
+
+	// AllowedOrigins lists the Origin values accepted beyond loopback ones,
+	// each either a full origin ("https://app.example.com") or a host
+	// ("app.example.com", "app.example.com:8443").
+	AllowedOrigins []string
+	// LoopbackHostCheck rejects a request whose Host is not a loopback name
+	// (DNS-rebinding protection); set it when the listener is on loopback.
+	LoopbackHostCheck bool
+
+	// MaxBodyBytes bounds a POST body (default 8 MiB); more is a 413.
+	MaxBodyBytes int64
+	// BodyReadTimeout bounds the time to read one POST body (default 30s);
+	// a slower client gets 408.
+	BodyReadTimeout time.Duration
+	// SessionIdleTimeout ends a session idle this long (default 30 min).
+	SessionIdleTimeout time.Duration
+	// WorkerStartTimeout bounds the time from starting a worker to its
+	// answer to initialize (default 10s); a slower worker fails initialize
+	// with HTTP 504.
+	WorkerStartTimeout time.Duration
+	// WorkerStopGrace is the time between SIGTERM and SIGKILL (default 5s).
+	WorkerStopGrace time.Duration
+	// MaxSessions bounds live sessions (default 1024); beyond it initialize
+	// gets 503.
+	MaxSessions int
+	// MaxSessionsPerUser bounds one user's live sessions (default 256);
+	// beyond it initialize gets 429.
+	MaxSessionsPerUser int
+	// KeepAliveInterval is the time between SSE keep-alive comments
+	// (default 25s), so proxies do not close an idle stream.
+	KeepAliveInterval time.Duration
+
+	// Logger receives the gateway's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Now tells the time, for idle reaping; nil means time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.ServerName == "" {
+		o.ServerName = "mcpgate"
+	}
+	if o.ServerVersion == "" {
+		o.ServerVersion = "dev"
+	}
+	if o.LocalUser == "" {
+		if u, err := user.Current(); err == nil {
+			o.LocalUser = u.Username
+		} else {
+			o.LocalUser = "local"
+		}
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = 30 * time.Second
+	}
+	if o.SessionIdleTimeout <= 0 {
+		o.SessionIdleTimeout = 30 * time.Minute
+	}
+	if o.WorkerStartTimeout <= 0 {
+		o.WorkerStartTimeout = 10 * time.Second
+	}
+	if o.WorkerStopGrace <= 0 {
+		o.WorkerStopGrace = 5 * time.Second
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1024
+	}
+	if o.MaxSessionsPerUser <= 0 {
+		o.MaxSessionsPerUser = 256
+	}
+	if o.KeepAliveInterval <= 0 {
+		o.KeepAliveInterval = 25 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// workerBaseEnv names the only variables a worker inherits from the gateway;
+// the gateway's environment may hold secrets.
+var workerBaseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+
+// initialize opens a session for an initialize request: reserve a slot,
+// start the worker, forward the request and answer with the worker's
+// answer and a fresh MCP-Session-Id.
+func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.Message, jsonOK, sseOK bool) {
+	p := auth.PrincipalFrom(r.Context())
+	s := &session{id: newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
+	if p != nil {
+		s.owner, s.user, s.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || p.ReadOnly
+	}
+	s.log = g.log.With("session", s.id[:8], "user", s.user)
+
+	if f, ok := g.reserve(s.user); !ok {
+		s.log.Warn("gateway: refused a new session", "reason", f.msg)
+		f.write(w, m.ID)
+		return
+	}
+	reserved := true
+	release := func() {
+		if reserved {
+			g.unreserve(s.user)
+			reserved = false
+		}
+	}
+	defer release()
+
+	id := worker.Identity{
+		User: s.user, SessionID: s.id, ReadOnly: s.readOnly, Toolsets: g.opts.Toolsets,
+		ServerName: g.opts.ServerName, ServerVersion: g.opts.ServerVersion, ServerTitle: g.opts.ServerTitle,
+	}
+	env := make([]string, 0, len(workerBaseEnv)+8+len(g.opts.WorkerEnv))
+	for _, k := range workerBaseEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	env = append(append(env, id.Environ()...), g.opts.WorkerEnv...)
+	proc, err := worker.StartProcess(worker.ProcessConfig{Command: g.command, Env: env, Dir: g.opts.WorkerDir, Logger: s.log})
+	if err != nil {
+		s.log.Error("gateway: starting a worker", "err", err)
+		errWorkerStart.write(w, m.ID)
+		return
+	}
+	s.conn = worker.NewConn(proc, worker.ConnConfig{
+		Logger: s.log, StopGrace: g.opts.WorkerStopGrace,
+		OnExit: func() { g.removeSession(s) },
+	})
+	s.log.Info("gateway: worker started", "pid", proc.Pid(), "read_only", s.readOnly)
+
+	var initialized atomic.Bool
+	st := worker.NewStream(sseOK)
+	st.Expect(1)
+	_, token := worker.ParamsInfo(m.Params)
+	s.conn.Call(m, token, st, func(res json.RawMessage) json.RawMessage {
+		initialized.Store(true)
+		return res
+	})
+
+	timer := time.NewTimer(g.opts.WorkerStartTimeout)
+	defer timer.Stop()
+	select {
+	case <-st.Ready():
+	case <-timer.C:
+		st.Detach()
+		s.log.Error("gateway: the worker did not answer initialize in time", "timeout", g.opts.WorkerStartTimeout)
+		g.stopFailed(s)
+		errWorkerTimeout.write(w, m.ID)
+		return
+	}
+	select {
+	case <-s.conn.Done():
+		st.Detach()
+		s.log.Error("gateway: the worker exited during initialize")
+		errWorkerExited.write(w, m.ID)
+		return
+	default:
+	}
+
+	if st.Answered() && !initialized.Load() {
+		// The worker refused initialize (say, a protocol version it does not
+		// speak): pass its error on, without a session.
+		s.log.Info("gateway: the worker refused initialize; no session")
+		g.writeStream(w, r, st, jsonOK, false)
+		g.stopFailed(s)
+		return
+	}
+	// Register before the answer goes out, so the client's next request
+	// finds the session.
+	g.mu.Lock()
+	closing := g.closing
+	if !closing {
+		g.sessions[s.id] = s
+		g.starting--
+		reserved = false // the slot now belongs to the live session
+	}
+	g.mu.Unlock()
+	if closing {
+		st.Detach()
+		g.stopFailed(s)
+		errShuttingDown.write(w, m.ID)
+		return
+	}
+	done := g.enter(s)
+	w.Header().Set("MCP-Session-Id", s.id)
+	g.writeStream(w, r, st, jsonOK, false)
+	done()
+	if !initialized.Load() {
+		// The worker sent messages first and then refused initialize, or
+		// never answered: the client has the error; the session is of no
+		// use.
+		s.log.Info("gateway: initialize failed; ending the session")
+		g.removeSession(s)
+		g.stopFailed(s)
+	}
+}
+
+// stopFailed stops the worker of a session that never became usable.
+func (g *Gateway) stopFailed(s *session) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
+	defer cancel()
+	if err := s.conn.Close(ctx, worker.KindSessionEnded, "gateway: initialize failed"); err != nil {
+		s.log.Error("gateway: stopping a worker", "err", err)
+	}
+}
+
+// reserve takes a session slot for user, or says which limit refuses it.
+func (g *Gateway) reserve(user string) (failure, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closing:
+		return errShuttingDown, false
+	case len(g.sessions)+g.starting >= g.opts.MaxSessions:
+		return errTooManySessions, false
+	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
+		return errTooManyForUser, false
+	}
+	g.starting++
+	g.perUser[user]++
+	return failure{}, true
+}
+
+func (g *Gateway) unreserve(user string) {
+	g.mu.Lock()
+	g.starting--
+	if g.perUser[user]--; g.perUser[user] <= 0 {
+		delete(g.perUser, user)
+	}
+	g.mu.Unlock()
+}

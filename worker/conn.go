@@ -1,0 +1,451 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// JSON-RPC error codes the gateway itself produces for a worker's requests.
+const (
+	CodeInternalError  = -32603
+	CodeInvalidRequest = -32600
+)
+
+// Error kinds in error.data.kind of the errors a Conn produces.
+const (
+	KindWorkerExited = "workerExited" // the worker process died
+	KindSessionEnded = "sessionEnded" // DELETE, idle reaping or shutdown
+	KindNoStream     = "noStream"     // no client stream to deliver a worker request to
+)
+
+// ErrUnknownResponse is returned by Respond for a client response whose id
+// names no request the worker sent.
+var ErrUnknownResponse = errors.New("worker: response to a request the worker did not send or already answered")
+
+// ErrClosed is returned for messages sent to a Conn whose worker has gone.
+var ErrClosed = errors.New("worker: the session's worker has stopped")
+
+// Conn is the gateway's JSON-RPC connection to one worker process. Many
+// requests may be in flight at once: every client request id is replaced by
+// a number unique for this worker and restored on the answer, and every
+// request the worker sends the client gets a gateway id too, so answers route
+// back. No lock is held while waiting for the worker.
+type Conn struct {
+	proc  *Process
+	log   *slog.Logger
+	grace time.Duration
+
+	mu         sync.Mutex
+	nextID     int64
+	calls      map[int64]*call            // gateway id → client request in flight
+	byClient   map[string]int64           // client id key → gateway id, for notifications/cancelled
+	progress   map[string]int64           // progress token key → gateway id
+	outReqs    map[string]json.RawMessage // id key shown to the client → the worker's own id
+	workerOut  map[string]string          // the worker's id key → id key shown to the client
+	standalone *Stream
+	closed     bool
+	endKind    string // why the Conn ended, once closed
+	endMsg     string
+
+	done   chan struct{}
+	onExit func()
+}
+
+type call struct {
+	clientID json.RawMessage
+	key      string // Key(clientID)
+	token    string // progress token key, if any
+	stream   *Stream
+	rewrite  func(result json.RawMessage) json.RawMessage
+}
+
+// ConnConfig configures NewConn.
+type ConnConfig struct {
+	Logger    *slog.Logger  // protocol problems; nil means slog.Default()
+	StopGrace time.Duration // SIGTERM to SIGKILL; 0 means 5s
+	OnExit    func()        // called once, when the worker has gone, before its requests are settled
+}
+
+// NewConn starts reading p's messages. The Conn owns p from now on.
+func NewConn(p *Process, cfg ConnConfig) *Conn {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 5 * time.Second
+	}
+	c := &Conn{
+		proc:      p,
+		log:       cfg.Logger,
+		grace:     cfg.StopGrace,
+		calls:     make(map[int64]*call),
+		byClient:  make(map[string]int64),
+		progress:  make(map[string]int64),
+		outReqs:   make(map[string]json.RawMessage),
+		workerOut: make(map[string]string),
+		done:      make(chan struct{}),
+		onExit:    cfg.OnExit,
+	}
+	go c.run()
+	return c
+}
+
+// Pid returns the worker's process id.
+func (c *Conn) Pid() int { return c.proc.Pid() }
+
+// Done is closed once the worker has gone and every request was settled.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// ExitStatus says how the worker process ended ("exit status 3", "killed by
+// signal killed"); it waits for the end.
+func (c *Conn) ExitStatus() string {
+	<-c.done
+	return ExitDescription(c.proc.ExitErr())
+}
+
+// Call forwards request m to the worker. Its answer, with the client's id
+// restored and passed through rewrite when that is non-nil and the answer is
+// a result, goes to s, as do messages the router picks s for. The caller has
+// counted the request with s.Expect. progressToken is the Key of
+// params._meta.progressToken, or empty.
+func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(json.RawMessage) json.RawMessage) {
+	cl := &call{clientID: m.ID, key: Key(m.ID), token: progressToken, stream: s, rewrite: rewrite}
+	c.mu.Lock()
+	if c.closed {
+		kind, msg := c.endKind, c.endMsg
+		c.mu.Unlock()
+		s.push(Outgoing{ErrorResponse(m.ID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}), true})
+		return
+	}
+	c.nextID++
+	gid := c.nextID
+	c.calls[gid] = cl
+	c.byClient[cl.key] = gid
+	if progressToken != "" {
+		c.progress[progressToken] = gid
+	}
+	c.mu.Unlock()
+
+	out := *m
+	out.ID = strconv.AppendInt(nil, gid, 10)
+	data, err := json.Marshal(&out)
+	if err == nil {
+		err = c.proc.Send(data)
+	}
+	// A failed send means the worker is going; run settles the call then.
+	if err != nil {
+		c.log.Debug("worker: send failed", "pid", c.Pid(), "err", err)
+	}
+}
+
+// Notify forwards a client notification. notifications/cancelled has its
+// requestId rewritten to the gateway's id, and the cancelled request is
+// settled without an answer (MCP §Cancellation: the receiver should not
+// answer it).
+func (c *Conn) Notify(m *Message) error {
+	if m.Method == "notifications/cancelled" {
+		var ok bool
+		if m, ok = c.rewriteCancel(m); !ok {
+			return nil // nothing in flight by that id: nothing to cancel
+		}
+	}
+	return c.send(m)
+}
+
+func (c *Conn) rewriteCancel(m *Message) (*Message, bool) {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil || params["requestId"] == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	gid, ok := c.byClient[Key(params["requestId"])]
+	var cl *call
+	if ok {
+		cl = c.calls[gid]
+		c.forgetLocked(gid, cl)
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	cl.stream.forget()
+	params["requestId"] = strconv.AppendInt(nil, gid, 10)
+	out := *m
+	out.Params, _ = json.Marshal(params)
+	return &out, true
+}
+
+// Respond forwards a client's answer to a request the worker sent it
+// (sampling, elicitation, roots), with the worker's own id restored.
+func (c *Conn) Respond(m *Message) error {
+	key := Key(m.ID)
+	c.mu.Lock()
+	wid, ok := c.outReqs[key]
+	if ok {
+		delete(c.outReqs, key)
+		delete(c.workerOut, Key(wid))
+	}
+	c.mu.Unlock()
+	if !ok {
+		return ErrUnknownResponse
+	}
+	out := *m
+	out.ID = wid
+	return c.send(&out)
+}
+
+func (c *Conn) send(m *Message) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("worker: encode: %w", err)
+	}
+	if err := c.proc.Send(data); err != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Listen makes s the session's standalone stream. It reports false when
+// another live standalone stream exists (the go-sdk answers that with 409).
+func (c *Conn) Listen(s *Stream) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		s.end()
+		return true
+	}
+	if c.standalone != nil && c.standalone.live() {
+		return false
+	}
+	c.standalone = s
+	return true
+}
+
+// Unlisten removes s as the standalone stream, if it still is.
+func (c *Conn) Unlisten(s *Stream) {
+	c.mu.Lock()
+	if c.standalone == s {
+		c.standalone = nil
+	}
+	c.mu.Unlock()
+	s.Detach()
+}
+
+// InFlight returns the number of client requests awaiting an answer.
+func (c *Conn) InFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
+}
+
+// Close stops the worker (SIGTERM, then SIGKILL after the grace period) and
+// waits until every request has been settled; kind and msg say why, to the
+// clients whose requests were still in flight.
+func (c *Conn) Close(ctx context.Context, kind, msg string) error {
+	c.mu.Lock()
+	if c.endKind == "" {
+		c.endKind, c.endMsg = kind, msg
+	}
+	c.mu.Unlock()
+	err := c.proc.Stop(ctx, c.grace)
+	select {
+	case <-c.done:
+		return err
+	case <-ctx.Done():
+		return errors.Join(err, fmt.Errorf("worker: pid %d: %w", c.Pid(), ctx.Err()))
+	}
+}
+
+func (c *Conn) forgetLocked(gid int64, cl *call) {
+	delete(c.calls, gid)
+	if c.byClient[cl.key] == gid {
+		delete(c.byClient, cl.key)
+	}
+	if cl.token != "" && c.progress[cl.token] == gid {
+		delete(c.progress, cl.token)
+	}
+}
+
+// run reads the worker's messages until its stdout ends, then settles every
+// request still in flight and reports the exit.
+func (c *Conn) run() {
+	if err := c.proc.ReadLoop(c.handle); err != nil {
+		c.log.Warn("worker: protocol error, stopping", "pid", c.Pid(), "err", err)
+	}
+	// Stdout is gone: a worker that closed it but lives on is of no use.
+	ctx, cancel := context.WithTimeout(context.Background(), c.grace+10*time.Second)
+	if err := c.proc.Stop(ctx, c.grace); err != nil {
+		c.log.Error("worker: stop", "pid", c.Pid(), "err", err)
+	}
+	cancel()
+	exit := c.proc.ExitErr()
+
+	c.mu.Lock()
+	c.closed = true
+	if c.endKind == "" {
+		c.endKind = KindWorkerExited
+		c.endMsg = fmt.Sprintf("gateway: the worker process exited (%s) before answering; the session has ended, initialize a new one", ExitDescription(exit))
+	}
+	calls, standalone := c.calls, c.standalone
+	c.calls, c.byClient, c.progress, c.standalone = nil, nil, nil, nil
+	kind, msg := c.endKind, c.endMsg
+	c.mu.Unlock()
+
+	c.log.Info("worker exited", "pid", c.Pid(), "status", ExitDescription(exit), "reason", kind)
+	// Report the exit first, so that a client that reads the error below
+	// and tries again finds the session gone.
+	if c.onExit != nil {
+		c.onExit()
+	}
+	for _, cl := range calls {
+		cl.stream.push(Outgoing{ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}), true})
+	}
+	if standalone != nil {
+		standalone.end()
+	}
+	close(c.done)
+}
+
+// handle takes one line from the worker.
+func (c *Conn) handle(line []byte) {
+	var m Message
+	if err := json.Unmarshal(line, &m); err != nil || m.Validate() != nil {
+		c.log.Warn("worker: dropped a line that is not JSON-RPC 2.0", "pid", c.Pid(), "bytes", len(line))
+		return
+	}
+	switch {
+	case m.IsResponse():
+		c.answer(&m)
+	case m.IsRequest():
+		c.request(&m)
+	default:
+		c.notification(&m)
+	}
+}
+
+// answer delivers the worker's answer to a client request.
+func (c *Conn) answer(m *Message) {
+	gid, err := strconv.ParseInt(string(m.ID), 10, 64)
+	c.mu.Lock()
+	cl := c.calls[gid]
+	if err == nil && cl != nil {
+		c.forgetLocked(gid, cl)
+	}
+	c.mu.Unlock()
+	if err != nil || cl == nil {
+		// A late answer to a cancelled request, or a worker error with a
+		// null id (e.g. a parse error): no client request to pin it to.
+		c.log.Debug("worker: dropped an answer to no request in flight", "pid", c.Pid(), "id", string(m.ID))
+		return
+	}
+	out := *m
+	out.ID = cl.clientID
+	if cl.rewrite != nil && out.Result != nil {
+		out.Result = cl.rewrite(out.Result)
+	}
+	data, err := json.Marshal(&out)
+	if err != nil {
+		data = ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, "gateway: the worker's answer could not be encoded", nil})
+	}
+	cl.stream.push(Outgoing{data, true})
+}
+
+// request routes a request the worker sends the client.
+func (c *Conn) request(m *Message) {
+	c.mu.Lock()
+	c.nextID++
+	key := strconv.FormatInt(c.nextID, 10)
+	c.outReqs[key] = m.ID
+	c.workerOut[Key(m.ID)] = key
+	s := c.routeLocked("")
+	c.mu.Unlock()
+
+	out := *m
+	out.ID = json.RawMessage(key)
+	data, err := json.Marshal(&out)
+	if err == nil && s != nil && s.push(Outgoing{Data: data}) {
+		return
+	}
+	// Nowhere to deliver it: tell the worker, rather than leave it waiting.
+	c.mu.Lock()
+	delete(c.outReqs, key)
+	delete(c.workerOut, Key(m.ID))
+	c.mu.Unlock()
+	_ = c.proc.Send(ErrorResponse(m.ID, ErrorObject{CodeInternalError,
+		"gateway: no client stream is open to carry this request", map[string]string{"kind": KindNoStream}}))
+}
+
+// notification routes a notification the worker sends the client.
+func (c *Conn) notification(m *Message) {
+	var token string
+	switch m.Method {
+	case "notifications/progress":
+		var p struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && p.ProgressToken != nil {
+			token = Key(p.ProgressToken)
+		}
+	case "notifications/cancelled":
+		// The worker gives up on its own request: name it by the id the
+		// client saw.
+		var params map[string]json.RawMessage
+		if json.Unmarshal(m.Params, &params) == nil && params["requestId"] != nil {
+			c.mu.Lock()
+			key, ok := c.workerOut[Key(params["requestId"])]
+			c.mu.Unlock()
+			if ok {
+				params["requestId"] = json.RawMessage(key)
+				out := *m
+				out.Params, _ = json.Marshal(params)
+				m = &out
+			}
+		}
+	}
+	c.mu.Lock()
+	s := c.routeLocked(token)
+	c.mu.Unlock()
+	data, err := json.Marshal(m)
+	if err != nil || s == nil || !s.push(Outgoing{Data: data}) {
+		c.log.Debug("worker: dropped a notification with no stream to carry it", "pid", c.Pid(), "method", m.Method)
+	}
+}
+
+// routeLocked picks the one stream for a message of the worker's own (DESIGN,
+// "Protocol facts"): the stream of the request whose progress token it
+// carries; else the stream of the only request in flight; else the
+// standalone GET stream; else the oldest request's stream. Never two
+// streams (MCP 2025-11-25 §Multiple Connections). nil means none can take it.
+func (c *Conn) routeLocked(token string) *Stream {
+	if token != "" {
+		if gid, ok := c.progress[token]; ok && c.calls[gid].stream.live() {
+			return c.calls[gid].stream
+		}
+	}
+	if len(c.calls) == 1 {
+		for _, cl := range c.calls {
+			if cl.stream.live() {
+				return cl.stream
+			}
+		}
+	}
+	if c.standalone != nil && c.standalone.live() {
+		return c.standalone
+	}
+	var oldest int64
+	for gid, cl := range c.calls {
+		if (oldest == 0 || gid < oldest) && cl.stream.live() {
+			oldest = gid
+		}
+	}
+	if oldest != 0 {
+		return c.calls[oldest].stream
+	}
+	return nil
+}

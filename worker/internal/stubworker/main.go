@@ -1,0 +1,263 @@
+// Command stubworker is a tiny stdio MCP server for the gateway's tests: it
+// stands in for an external worker and can misbehave on demand. It speaks
+// newline-delimited JSON-RPC by hand, so each test controls exactly what is
+// on the wire.
+//
+// Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
+// inflight, write (the one "gated" tool). Environment: STUB_IGNORE_TERM=1 ignores
+// SIGTERM; STUB_HANG_INIT=1 never answers initialize; STUB_INIT_ERROR=1
+// refuses it.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+type stub struct {
+	outMu sync.Mutex
+	out   *bufio.Writer
+
+	mu        sync.Mutex
+	nextID    int
+	waiting   map[string]chan message // our requests to the client
+	cancelled map[string]chan struct{}
+}
+
+func main() {
+	if os.Getenv("STUB_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	s := &stub{out: bufio.NewWriter(os.Stdout), waiting: map[string]chan message{}, cancelled: map[string]chan struct{}{}}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			s.send(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "parse error"}})
+			continue
+		}
+		switch {
+		case m.Method == "" && m.ID != nil: // an answer to our request
+			s.mu.Lock()
+			ch := s.waiting[string(m.ID)]
+			delete(s.waiting, string(m.ID))
+			s.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+		case m.Method == "notifications/cancelled":
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			s.mu.Lock()
+			if ch := s.cancelled[string(p.RequestID)]; ch != nil {
+				close(ch)
+				delete(s.cancelled, string(p.RequestID))
+			}
+			s.mu.Unlock()
+		case m.ID == nil: // other notifications
+		default:
+			cancel := make(chan struct{})
+			s.mu.Lock()
+			s.cancelled[string(m.ID)] = cancel
+			s.mu.Unlock()
+			go s.handle(m, cancel)
+		}
+	}
+	// stdin closed: the gateway wants us gone. With SIGTERM ignored, linger
+	// so that the gateway must kill us.
+	if os.Getenv("STUB_IGNORE_TERM") == "1" {
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+}
+
+func (s *stub) send(v any) {
+	b, _ := json.Marshal(v)
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+func (s *stub) reply(id json.RawMessage, result any) {
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *stub) fail(id json.RawMessage, code int, msg string) {
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}
+
+func text(t string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": t}}}
+}
+
+// request sends the client a request and waits for its answer.
+func (s *stub) request(method string, params any) message {
+	s.mu.Lock()
+	s.nextID++
+	id := strconv.Itoa(s.nextID)
+	ch := make(chan message, 1)
+	s.waiting[id] = ch
+	s.mu.Unlock()
+	s.send(map[string]any{"jsonrpc": "2.0", "id": s.nextIDRaw(id), "method": method, "params": params})
+	return <-ch
+}
+
+func (s *stub) nextIDRaw(id string) json.RawMessage { return json.RawMessage(id) }
+
+var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write"}
+
+func (s *stub) handle(m message, cancel chan struct{}) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.cancelled, string(m.ID))
+		s.mu.Unlock()
+	}()
+	switch m.Method {
+	case "initialize":
+		if os.Getenv("STUB_HANG_INIT") == "1" {
+			<-cancel
+			return
+		}
+		if os.Getenv("STUB_INIT_ERROR") == "1" {
+			s.fail(m.ID, -32602, "stub: initialize refused")
+			return
+		}
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		v := "2025-11-25"
+		switch p.ProtocolVersion {
+		case "2025-06-18", "2025-03-26":
+			v = p.ProtocolVersion
+		}
+		s.reply(m.ID, map[string]any{
+			"protocolVersion": v,
+			"capabilities":    map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
+			"serverInfo":      map[string]any{"name": "stub", "version": "1"},
+		})
+	case "ping":
+		s.reply(m.ID, map[string]any{})
+	case "tools/list":
+		list := make([]any, 0, len(tools))
+		for _, t := range tools {
+			list = append(list, map[string]any{"name": t, "inputSchema": map[string]any{"type": "object"}})
+		}
+		s.reply(m.ID, map[string]any{"tools": list})
+	case "tools/call":
+		s.call(m, cancel)
+	default:
+		s.fail(m.ID, -32601, "stub: method not found: "+m.Method)
+	}
+}
+
+func (s *stub) call(m message, cancel chan struct{}) {
+	var p struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Text  string `json:"text"`
+			MS    int    `json:"ms"`
+			Steps int    `json:"steps"`
+			Code  int    `json:"code"`
+		} `json:"arguments"`
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		s.fail(m.ID, -32602, "stub: bad params")
+		return
+	}
+	a := p.Arguments
+	switch p.Name {
+	case "echo":
+		s.reply(m.ID, text(a.Text))
+	case "sleep":
+		if p.Meta.ProgressToken != nil { // tells the test the call is running
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 0}})
+		}
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			s.reply(m.ID, text("slept"))
+		case <-cancel: // MCP §Cancellation: no answer to a cancelled request
+		}
+	case "progress":
+		for i := 1; i <= a.Steps; i++ {
+			if p.Meta.ProgressToken != nil {
+				s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+					"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i, "total": a.Steps}})
+			}
+		}
+		s.reply(m.ID, text(fmt.Sprintf("%d steps", a.Steps)))
+	case "log":
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message",
+			"params": map[string]any{"level": "info", "logger": "stub", "data": a.Text}})
+		s.reply(m.ID, text("logged"))
+	case "sample":
+		ans := s.request("sampling/createMessage", map[string]any{
+			"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": a.Text}}},
+			"maxTokens": 10,
+		})
+		if ans.Error != nil {
+			s.reply(m.ID, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": string(ans.Error)}}})
+			return
+		}
+		var r struct {
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(ans.Result, &r)
+		s.reply(m.ID, text("sampled: "+r.Content.Text))
+	case "crash":
+		os.Exit(a.Code)
+	case "stderr":
+		fmt.Fprintln(os.Stderr, a.Text)
+		s.reply(m.ID, text("written to stderr"))
+	case "pid":
+		s.reply(m.ID, text(strconv.Itoa(os.Getpid())))
+	case "spawn":
+		cmd := exec.Command("sleep", "1000")
+		if err := cmd.Start(); err != nil {
+			s.fail(m.ID, -32603, err.Error())
+			return
+		}
+		s.reply(m.ID, text(strconv.Itoa(cmd.Process.Pid)))
+	case "env":
+		b, _ := json.Marshal(os.Environ())
+		s.reply(m.ID, text(string(b)))
+	case "inflight": // requests being handled, besides this one
+		s.mu.Lock()
+		n := len(s.cancelled) - 1
+		s.mu.Unlock()
+		s.reply(m.ID, text(strconv.Itoa(n)))
+	case "write":
+		s.reply(m.ID, text("written"))
+	default:
+		s.fail(m.ID, -32602, "stub: unknown tool "+p.Name)
+	}
+}

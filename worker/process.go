@@ -1,0 +1,220 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MaxLineBytes bounds one JSON-RPC message a worker writes on stdout; a
+// longer line is a protocol violation and stops the worker.
+const MaxLineBytes = 64 << 20
+
+// maxStderrLine bounds one stderr line copied into the gateway log.
+const maxStderrLine = 4096
+
+// ProcessConfig says how to start one worker process.
+type ProcessConfig struct {
+	Command []string     // program and arguments; required
+	Env     []string     // the whole environment (NAME=value); never the gateway's own
+	Dir     string       // working directory; empty means the gateway's
+	Logger  *slog.Logger // receives stderr lines; nil means slog.Default()
+}
+
+// Process is one running worker: a child in its own process group whose
+// stdin and stdout carry newline-delimited JSON-RPC.
+type Process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	log    *slog.Logger
+
+	writeMu sync.Mutex
+
+	done    chan struct{} // closed once the process has been reaped
+	exitErr error         // set before done is closed
+}
+
+// ErrExited is returned by Send after the worker process has exited.
+var ErrExited = errors.New("worker: process has exited")
+
+// StartProcess starts a worker. The child gets its own process group
+// (Setpgid), so that Stop can kill whatever it spawned too.
+func StartProcess(cfg ProcessConfig) (*Process, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("worker: no command to start")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	// Pipes we own rather than cmd.StdoutPipe: Wait then only waits for the
+	// process, never for a grandchild that inherited a pipe end.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("worker: stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("worker: stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("worker: stderr pipe: %w", err)
+	}
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	cmd.Env = cfg.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would mean the gateway's environment
+	}
+	cmd.Dir = cfg.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("worker: start %s: %w", cfg.Command[0], err)
+	}
+	closeAll(inR, outW, errW) // the child's ends
+	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, done: make(chan struct{})}
+	go p.copyStderr(errR)
+	go p.wait()
+	return p, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// Pid returns the worker's process id, which is also its process group id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitErr returns how the process ended (nil for exit status 0); valid after
+// Done is closed.
+func (p *Process) ExitErr() error {
+	<-p.done
+	return p.exitErr
+}
+
+// wait reaps the process, so that no zombie is left, then kills what is left
+// of its process group, so that no orphan is left either.
+func (p *Process) wait() {
+	err := p.cmd.Wait()
+	// Any child still in the group would outlive its worker: kill it. The
+	// group id cannot be reused while a member lives, so this cannot hit an
+	// unrelated process.
+	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	p.stdin.Close()
+	p.exitErr = err
+	close(p.done)
+}
+
+// copyStderr sends the worker's stderr to the log, a line at a time.
+func (p *Process) copyStderr(r *os.File) {
+	defer r.Close()
+	br := bufio.NewReaderSize(r, maxStderrLine)
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if len(line) > 0 {
+			p.log.Info("worker stderr", "pid", p.Pid(), "line", string(line))
+		}
+		for isPrefix && err == nil { // drop the rest of an over-long line
+			_, isPrefix, err = br.ReadLine()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Send writes one message and its newline to the worker's stdin. It blocks
+// only while the pipe is full; a write to an exited worker fails.
+func (p *Process) Send(msg []byte) error {
+	select {
+	case <-p.done:
+		return ErrExited
+	default:
+	}
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if _, err := p.stdin.Write(buf); err != nil {
+		return fmt.Errorf("%w: %v", ErrExited, err)
+	}
+	return nil
+}
+
+// ReadLoop calls fn with each line the worker writes on stdout, until the
+// stream ends. It returns nil at end of file.
+func (p *Process) ReadLoop(fn func(line []byte)) error {
+	defer p.stdout.Close()
+	sc := bufio.NewScanner(p.stdout)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	for sc.Scan() {
+		if line := sc.Bytes(); len(line) > 0 {
+			fn(line)
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("worker: reading stdout: %w", err)
+	}
+	return nil
+}
+
+// Stop ends the process: SIGTERM to its process group, then SIGKILL after
+// grace, and waits until it has been reaped. ctx bounds the whole wait.
+func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	// Closing stdin first lets a well-behaved stdio server end by itself.
+	p.stdin.Close()
+	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("worker: pid %d not reaped: %w", p.Pid(), ctx.Err())
+	}
+}
+
+// ExitDescription says in words how a process ended, for error messages.
+func ExitDescription(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exit status %d", ee.ExitCode())
+	}
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
