@@ -52,7 +52,11 @@ fi
 
 # mcpgate, localhost mode.
 if has_command bin/mcpgate serve; then
-	args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr}")
+	if has_command bin/mcpgate worker; then
+		args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr}")
+	else
+		args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} --worker-command '$worker'")
+	fi
 else
 	skip mcpgate "this checkout's mcpgate has no serve command yet (gateway core not merged)"
 fi

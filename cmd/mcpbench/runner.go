@@ -60,8 +60,8 @@ type Config struct {
 	Notes        []string          `json:"notes"`        // free text for the report
 }
 
-// stringList is a flag holding a list: split on commas, or on spaces for
-// commands (no shell quoting: arguments with spaces are not supported).
+// stringList is a flag holding a list: split on commas, or, for commands
+// (sep " "), into words the way a shell would, with '…' and "…" quoting.
 type stringList struct {
 	v   *[]string
 	sep string
@@ -76,7 +76,11 @@ func (s stringList) String() string {
 
 func (s stringList) Set(v string) error {
 	if s.sep == " " {
-		*s.v = strings.Fields(v)
+		words, err := splitWords(v)
+		if err != nil {
+			return err
+		}
+		*s.v = words
 		return nil
 	}
 	*s.v = nil
@@ -86,6 +90,63 @@ func (s stringList) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// splitWords splits a command line into words: blanks separate words,
+// single quotes keep everything literally, double quotes keep everything but
+// a backslash-escaped " or \\, and a backslash outside quotes escapes the next
+// character. No expansion of any kind.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			inWord = true
+			j := i + 1
+			for j < len(rs) && rs[j] != '\'' {
+				j++
+			}
+			if j == len(rs) {
+				return nil, errors.New("mcpbench: unterminated ' in command")
+			}
+			cur.WriteString(string(rs[i+1 : j]))
+			i = j
+		case c == '"':
+			inWord = true
+			j := i + 1
+			for ; j < len(rs) && rs[j] != '"'; j++ {
+				if rs[j] == '\\' && j+1 < len(rs) && (rs[j+1] == '"' || rs[j+1] == '\\') {
+					j++
+				}
+				cur.WriteRune(rs[j])
+			}
+			if j == len(rs) {
+				return nil, errors.New("mcpbench: unterminated \" in command")
+			}
+			i = j
+		case c == '\\' && i+1 < len(rs):
+			inWord = true
+			i++
+			cur.WriteRune(rs[i])
+		default:
+			inWord = true
+			cur.WriteRune(c)
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
 }
 
 // parseTool reads "name" or "name:{json args}".
@@ -131,7 +192,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	realistic := ""
 	fs.StringVar(&realistic, "realistic", "", "the realistic tool, e.g. query:{\"sql\":\"…\"} (empty: none)")
 	fs.Var(stringList{&cfg.Worker, " "}, "worker", "the stdio worker command (floor, and behind supergateway)")
-	fs.Var(stringList{&cfg.WorkerEnv, " "}, "worker-env", "KEY=value pairs added to the worker's environment")
+	fs.Var(stringList{&cfg.WorkerEnv, " "}, "worker-env", "KEY=value pairs added to the environment of the workers the harness or supergateway start")
 	fs.Var(stringList{&cfg.SDKServer, " "}, "sdk-server", "the sdk system's command")
 	fs.Var(stringList{&cfg.MCPGate, " "}, "mcpgate", "mcpgate in localhost mode")
 	fs.Var(stringList{&cfg.MCPGateTLS, " "}, "mcpgate-tls", "mcpgate with TLS and JWT (empty: skipped)")
@@ -289,7 +350,9 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		if len(argv) == 0 {
 			return nil, errors.New("mcpbench: no command given")
 		}
-		p, endpoint, err := startHTTP(ctx, name, argv, sessionEnv(env, cfg.WorkerEnv), logDir, "http")
+		// The worker environment is not for these: the sdk server is no
+		// worker, and mcpgate gives its workers an environment of its own.
+		p, endpoint, err := startHTTP(ctx, name, argv, env, logDir, "http")
 		if err != nil {
 			return nil, err
 		}
@@ -310,7 +373,7 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		if err != nil {
 			return nil, err
 		}
-		p, endpoint, err := startHTTP(ctx, name, cfg.MCPGateTLS, sessionEnv(env, cfg.WorkerEnv), logDir, "https")
+		p, endpoint, err := startHTTP(ctx, name, cfg.MCPGateTLS, env, logDir, "https")
 		if err != nil {
 			return nil, err
 		}
