@@ -121,6 +121,9 @@ type bench struct {
 	t       target
 	trivial Tool
 	procfs  ProcFS // default /proc
+	// profile, when set, starts recording a CPU profile of the system's
+	// pids before a closed loop and returns the function that ends it.
+	profile func(tool Tool, sessions int, pids []int) (stop func())
 }
 
 func (b *bench) proc() ProcFS {
@@ -139,18 +142,19 @@ func (b *bench) memory() (Memory, error) {
 	return b.proc().Memory(pids)
 }
 
-// cpu is the CPU time used so far by everything the system runs, and by the
-// harness itself.
-func (b *bench) cpu() (server, client time.Duration, err error) {
-	pids, err := b.t.pids()
+// cpuSample is the CPU time used so far by the system's processes and by
+// the harness.
+type cpuSample struct {
+	server, client time.Duration
+}
+
+func (b *bench) cpu(pids []int) (cpuSample, error) {
+	server, err := b.proc().CPUTime(pids)
 	if err != nil {
-		return 0, 0, err
+		return cpuSample{}, err
 	}
-	if server, err = b.proc().CPUTime(pids); err != nil {
-		return 0, 0, err
-	}
-	client, err = b.proc().CPUTime([]int{os.Getpid()})
-	return server, client, err
+	client, err := b.proc().CPUTime([]int{os.Getpid()})
+	return cpuSample{server: server, client: client}, err
 }
 
 // openMany opens n sessions, par at a time; each answers one call of the
@@ -224,33 +228,27 @@ func (b *bench) load(ctx context.Context, tool Tool, n int) LoadResult {
 		res.FirstError = errs.String()
 		return res
 	}
+	// CPU is read while the sessions are quiet, just before the loop starts
+	// and just after every call has returned: reading /proc for tens of
+	// workers while 64 goroutines compete for the harness's CPUs takes
+	// seconds, which would smear a reading taken mid-run. Between the two
+	// readings the load runs without a pause, so CPU per call is the
+	// difference over every call made, warm-up included.
+	pids, cpuErr := b.t.pids()
+	var cpu0, cpu1 cpuSample
+	if b.profile != nil && cpuErr == nil {
+		defer b.profile(tool, n, pids)()
+	}
+	if cpuErr == nil {
+		cpu0, cpuErr = b.cpu(pids)
+	}
 	start := time.Now()
 	measureFrom := start.Add(b.cfg.Warmup)
 	measureTo := measureFrom.Add(b.cfg.Duration)
 	lats := make([]Latencies, n)
+	total := make([]int, n) // every answered call, warm-up included
 	var callErrs errOnce
 	var wg sync.WaitGroup
-	// CPU is read at both ends of the measured window by a goroutine of its
-	// own, while the sessions (and so their workers) are all alive.
-	var cpuErr error
-	var srv0, srv1, cli0, cli1 time.Duration
-	wg.Go(func() {
-		wait := func(t time.Time) bool {
-			select {
-			case <-time.After(time.Until(t)):
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		if !wait(measureFrom) {
-			return
-		}
-		if srv0, cli0, cpuErr = b.cpu(); cpuErr != nil || !wait(measureTo) {
-			return
-		}
-		srv1, cli1, cpuErr = b.cpu()
-	})
 	for i, s := range sessions {
 		wg.Go(func() {
 			l := make(Latencies, 0, 4096)
@@ -266,6 +264,7 @@ func (b *bench) load(ctx context.Context, tool Tool, n int) LoadResult {
 					// A broken session would spin; it has said what it had to.
 					break
 				}
+				total[i]++
 				if !t0.Before(measureFrom) {
 					l = append(l, d)
 				}
@@ -274,15 +273,22 @@ func (b *bench) load(ctx context.Context, tool Tool, n int) LoadResult {
 		})
 	}
 	wg.Wait()
+	if cpuErr == nil {
+		cpu1, cpuErr = b.cpu(pids)
+	}
 	all := Merge(lats...)
 	res.Calls = len(all)
 	res.Errors = int(callErrs.n.Load())
 	res.FirstError = callErrs.String()
 	res.Latency = Summarize(all)
 	res.CallsPerSec = float64(res.Calls) / b.cfg.Duration.Seconds()
-	if cpuErr == nil && res.Calls > 0 && cli1 > 0 {
-		res.ServerCPU = (srv1 - srv0) / time.Duration(res.Calls)
-		res.ClientCPU = (cli1 - cli0) / time.Duration(res.Calls)
+	calls := 0
+	for _, c := range total {
+		calls += c
+	}
+	if cpuErr == nil && calls > 0 {
+		res.ServerCPU = (cpu1.server - cpu0.server) / time.Duration(calls)
+		res.ClientCPU = (cpu1.client - cpu0.client) / time.Duration(calls)
 	}
 	return res
 }

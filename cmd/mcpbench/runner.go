@@ -47,17 +47,18 @@ type Config struct {
 	Trivial     Tool          `json:"trivial"`
 	Realistic   *Tool         `json:"realistic,omitempty"`
 
-	Worker       []string          `json:"worker"`       // the stdio worker
-	WorkerEnv    []string          `json:"worker_env"`   // added to the worker's environment
-	SDKServer    []string          `json:"sdk_server"`   // the sdk system
-	MCPGate      []string          `json:"mcpgate"`      // localhost mode
-	MCPGateTLS   []string          `json:"mcpgate_tls"`  // TLS and JWT
-	TLSCA        string            `json:"tls_ca"`       // PEM file the TLS system's certificate chains to
-	TokenCmd     []string          `json:"token_cmd"`    // prints a bearer token for the TLS system
-	Supergateway []string          `json:"supergateway"` // the supergateway program
-	Skip         map[string]string `json:"skip"`         // system → why it is skipped
-	Out          string            `json:"out"`          // results directory
-	Notes        []string          `json:"notes"`        // free text for the report
+	Worker       []string          `json:"worker"`         // the stdio worker
+	WorkerEnv    []string          `json:"worker_env"`     // added to the worker's environment
+	SDKServer    []string          `json:"sdk_server"`     // the sdk system
+	MCPGate      []string          `json:"mcpgate"`        // localhost mode
+	MCPGateTLS   []string          `json:"mcpgate_tls"`    // TLS and JWT
+	TLSCA        string            `json:"tls_ca"`         // PEM file the TLS system's certificate chains to
+	TokenCmd     []string          `json:"token_cmd"`      // prints a bearer token for the TLS system
+	Supergateway []string          `json:"supergateway"`   // the supergateway program
+	Skip         map[string]string `json:"skip"`           // system → why it is skipped
+	Out          string            `json:"out"`            // results directory
+	Perf         []string          `json:"perf,omitempty"` // systems recorded with perf(1) during closed loops
+	Notes        []string          `json:"notes"`          // free text for the report
 }
 
 // stringList is a flag holding a list: split on commas, or, for commands
@@ -212,6 +213,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		return nil
 	})
 	fs.StringVar(&cfg.Out, "out", "bench/results", "results directory")
+	fs.Var(stringList{&cfg.Perf, ","}, "perf", "systems to record with perf(1) during each closed loop, into OUT/perf/ (perturbs the figures: for finding hot spots, not for the table)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -427,7 +429,11 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 		}
 		defer t.stop()
 		progress(stderr, name, "started")
-		systems = append(systems, live{res: res, b: &bench{cfg: cfg, t: t, trivial: cfg.Trivial}})
+		b := &bench{cfg: cfg, t: t, trivial: cfg.Trivial}
+		if slices.Contains(cfg.Perf, name) {
+			b.profile = perfRecorder(filepath.Join(cfg.Out, "perf"), name, stderr)
+		}
+		systems = append(systems, live{res: res, b: b})
 	}
 	fail := func(res *SystemResult, err error) {
 		if err != nil && res.Error == "" {
