@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/tools/db/postgres"
+	"github.com/mcpgate/mcpgate/tools/db/sqlite"
+	"github.com/mcpgate/mcpgate/worker"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func init() {
+	commands["worker"] = runWorker
+}
+
+// engines maps a db.Config driver name to its engine.
+var engines = map[string]db.Engine{
+	db.SQLite:   sqlite.Engine{},
+	db.Postgres: postgres.Engine{},
+}
+
+// runWorker is `mcpgate worker`: the built-in worker, an MCP server over
+// stdin/stdout for one session. The gateway starts it with the session's
+// identity (package worker's variables) and database settings (package
+// db's); it serves until stdin closes or ctx ends. Its log goes to stderr
+// only: stdout carries the protocol.
+func runWorker(ctx context.Context, m *Main, args []string) error {
+	if len(args) > 0 {
+		fmt.Fprintf(m.Stderr, "mcpgate worker takes no arguments (got %q); the gateway configures it through the environment\n", args)
+		return errUsage
+	}
+	logger := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	id, err := worker.IdentityFromEnv(m.Getenv)
+	if err != nil {
+		return err
+	}
+	opts := tools.Options{
+		User:          id.User,
+		SessionID:     id.SessionID,
+		ReadOnly:      id.ReadOnly,
+		Toolsets:      id.Toolsets,
+		ServerName:    id.ServerName,
+		ServerVersion: id.ServerVersion,
+		ServerTitle:   id.ServerTitle,
+		Logger:        logger,
+	}
+	if _, err := tools.Lookup(id.Toolsets); err != nil {
+		return err // before touching the database
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = Version
+	}
+	// A worker with no database settings serves only the tools that need
+	// none; naming a database toolset then fails with a clear error.
+	if m.Getenv(db.EnvDSN) != "" || m.Getenv(db.EnvDriver) != "" {
+		session, err := openDB(ctx, m.Getenv, id)
+		if err != nil {
+			return err
+		}
+		defer session.Close()
+		opts.DB = session
+	}
+	srv, err := tools.NewServer(opts)
+	if err != nil {
+		return err
+	}
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}})
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
+		return nil // stdin closed, or the gateway stopped the worker
+	default:
+		return fmt.Errorf("mcpgate worker: %w", err)
+	}
+}
+
+// openDB opens the session's database as the session's user.
+func openDB(ctx context.Context, getenv func(string) string, id worker.Identity) (*db.Session, error) {
+	cfg, err := db.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Driver == db.SQLite {
+		// The first worker to find no database file creates it with the
+		// demo schema, so that a fresh `make run` shows something real.
+		if _, err := sqlite.Ensure(ctx, cfg.DSN); err != nil {
+			return nil, err
+		}
+	}
+	return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+}
+
+// nopWriteCloser keeps the server's Close from closing the process's stdout.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

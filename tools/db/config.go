@@ -1,0 +1,143 @@
+// Package db is the database side of the built-in worker: one connection and
+// one open transaction per MCP session, over an Engine (tools/db/sqlite,
+// tools/db/postgres) that supplies what differs between databases — how to
+// connect read-only and as the user, the catalog queries, error mapping and
+// which objects belong to the system.
+package db
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment variables through which the gateway hands mcpgate worker its
+// database settings, beside the identity variables of package worker. The
+// gateway's config builds them with Config.Environ.
+const (
+	EnvDriver           = "MCPGATE_WORKER_DB_DRIVER"            // sqlite (default) or postgres
+	EnvDSN              = "MCPGATE_WORKER_DB_DSN"               // sqlite: the database file's path; postgres: a connection string
+	EnvSetRole          = "MCPGATE_WORKER_DB_SET_ROLE"          // postgres: true to SET ROLE to the session's user
+	EnvStatementTimeout = "MCPGATE_WORKER_DB_STATEMENT_TIMEOUT" // a Go duration; default 30s
+	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
+	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
+)
+
+// Driver names.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Defaults for the zero Config.
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultLockTimeout      = 5 * time.Second
+	DefaultMaxRows          = 500
+)
+
+// Config is a worker's database settings. Its zero value (after the DSN is
+// set) is a SQLite database with the default limits.
+type Config struct {
+	Driver string // SQLite (default) or Postgres
+	DSN    string // SQLite: file path (the gateway defaults it under its data directory); Postgres: a pgx connection string
+
+	// SetRole makes a PostgreSQL session SET ROLE to its user, so grants
+	// and row-level security apply per user.
+	SetRole bool
+
+	// StatementTimeout stops a statement that runs longer (0: the default).
+	StatementTimeout time.Duration
+
+	// LockTimeout bounds the wait for another session's lock (SQLite busy
+	// timeout, PostgreSQL lock_timeout); a statement that waits longer fails
+	// with kind conflict (0: the default).
+	LockTimeout time.Duration
+
+	// MaxRows caps the rows of one result (0: the default).
+	MaxRows int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Driver == "" {
+		c.Driver = SQLite
+	}
+	if c.StatementTimeout <= 0 {
+		c.StatementTimeout = DefaultStatementTimeout
+	}
+	if c.LockTimeout <= 0 {
+		c.LockTimeout = DefaultLockTimeout
+	}
+	if c.MaxRows <= 0 {
+		c.MaxRows = DefaultMaxRows
+	}
+	return c
+}
+
+// Environ returns c as NAME=value pairs for a worker's environment. Zero
+// fields are left out, so the worker applies its defaults.
+func (c Config) Environ() []string {
+	env := []string{EnvDriver + "=" + c.Driver, EnvDSN + "=" + c.DSN, EnvSetRole + "=" + strconv.FormatBool(c.SetRole)}
+	if c.StatementTimeout > 0 {
+		env = append(env, EnvStatementTimeout+"="+c.StatementTimeout.String())
+	}
+	if c.LockTimeout > 0 {
+		env = append(env, EnvLockTimeout+"="+c.LockTimeout.String())
+	}
+	if c.MaxRows > 0 {
+		env = append(env, EnvMaxRows+"="+strconv.Itoa(c.MaxRows))
+	}
+	return env
+}
+
+// ConfigFromEnv reads a Config written by Environ; getenv is usually
+// os.Getenv. It reports every malformed variable at once. Defaults are
+// applied.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{Driver: strings.TrimSpace(getenv(EnvDriver)), DSN: getenv(EnvDSN)}
+	var problems []string
+	switch c.Driver {
+	case "", SQLite, Postgres:
+	default:
+		problems = append(problems, fmt.Sprintf("%s=%q: want %s or %s", EnvDriver, c.Driver, SQLite, Postgres))
+	}
+	if v := getenv(EnvSetRole); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q: want true or false", EnvSetRole, v))
+		}
+		c.SetRole = b
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}} {
+		if v := getenv(d.name); v != "" {
+			t, err := time.ParseDuration(v)
+			if err != nil || t <= 0 {
+				problems = append(problems, fmt.Sprintf("%s=%q: want a positive duration such as 30s", d.name, v))
+			}
+			*d.dst = t
+		}
+	}
+	if v := getenv(EnvMaxRows); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			problems = append(problems, fmt.Sprintf("%s=%q: want a positive integer", EnvMaxRows, v))
+		}
+		c.MaxRows = n
+	}
+	c = c.WithDefaults()
+	if c.DSN == "" {
+		problems = append(problems, fmt.Sprintf("%s is empty: set it to the SQLite file's path or a PostgreSQL connection string", EnvDSN))
+	}
+	if c.SetRole && c.Driver != Postgres {
+		problems = append(problems, fmt.Sprintf("%s=true needs %s=%s", EnvSetRole, EnvDriver, Postgres))
+	}
+	if len(problems) > 0 {
+		return c, fmt.Errorf("db: bad worker database settings: %s", strings.Join(problems, "; "))
+	}
+	return c, nil
+}

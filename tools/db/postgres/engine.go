@@ -1,0 +1,144 @@
+// Package postgres is the PostgreSQL engine of the built-in worker
+// (tools/db), over pgx. A session's transactions are REPEATABLE READ, so it
+// sees other sessions' commits only after a refresh; a read-only session's
+// are READ ONLY in the server; with Config.SetRole the session runs as the
+// role named by its user, so grants and row-level security apply per user.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/mcpgate/mcpgate/tools/db"
+)
+
+// Engine is the PostgreSQL db.Engine. Its zero value is ready to use.
+type Engine struct{}
+
+var _ db.Engine = Engine{}
+
+// Name returns db.Postgres.
+func (Engine) Name() string { return db.Postgres }
+
+// Open parses the DSN and opens a pool. A cancelled statement is stopped
+// with a cancel request to the server rather than by closing the
+// connection, so that the session and its transaction survive it.
+func (Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
+	pc, err := pgx.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: the connection string does not parse: %w", err)
+	}
+	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
+	}
+	return stdlib.OpenDB(*pc), nil
+}
+
+// Setup sets the session's timeouts, its read-only characteristic and, with
+// cfg.SetRole, its role.
+func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string, readOnly bool) error {
+	if err := c.PingContext(ctx); err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	stmts := []string{
+		fmt.Sprintf("SET statement_timeout = %d", cfg.StatementTimeout.Milliseconds()),
+		fmt.Sprintf("SET lock_timeout = %d", cfg.LockTimeout.Milliseconds()),
+	}
+	if readOnly {
+		stmts = append(stmts, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+	}
+	if cfg.SetRole {
+		stmts = append(stmts, "SET ROLE "+pgx.Identifier{user}.Sanitize())
+	}
+	for _, s := range stmts {
+		if _, err := c.ExecContext(ctx, s); err != nil {
+			var pe *pgconn.PgError
+			if cfg.SetRole && errors.As(err, &pe) && (pe.Code == "22023" || pe.Code == "42704" || pe.Code == "42501") {
+				return fmt.Errorf("postgres: user %q cannot run as a database role of that name (%s); ask the operator to create the role and grant it to the gateway's login role", user, pe.Message)
+			}
+			return fmt.Errorf("postgres: set up the session: %w", err)
+		}
+	}
+	return nil
+}
+
+// Begin starts a REPEATABLE READ transaction, READ ONLY in a read-only
+// session whatever its settings say.
+func (Engine) Begin(readOnly bool) string {
+	if readOnly {
+		return "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	}
+	return "BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE"
+}
+
+// Mark takes the transaction's snapshot (its first statement) and records
+// the role the session runs as.
+func (Engine) Mark(ctx context.Context, q db.Querier) (any, error) {
+	var role string
+	err := q.QueryRowContext(ctx, "SELECT current_user").Scan(&role)
+	return role, err
+}
+
+// Dirty reports whether the transaction has written: it has a transaction
+// id only once it has.
+func (Engine) Dirty(ctx context.Context, q db.Querier, _ any) (bool, error) {
+	var dirty bool
+	err := q.QueryRowContext(ctx, "SELECT pg_current_xact_id_if_assigned() IS NOT NULL").Scan(&dirty)
+	return dirty, err
+}
+
+// Check makes sure the session still runs as the role it began with. The
+// gateway's login role is a member of every user's role (it must be, to SET
+// ROLE), so a statement that changes the role (SET ROLE, RESET ROLE,
+// set_config('role', …), SET SESSION AUTHORIZATION) could act as another
+// user: the session then rolls back everything and closes, before any
+// result of that statement is returned.
+func (Engine) Check(ctx context.Context, q db.Querier, mark any) error {
+	var role string
+	if err := q.QueryRowContext(ctx, "SELECT current_user").Scan(&role); err != nil {
+		return err
+	}
+	if role != mark.(string) {
+		return db.Errorf(db.KindRefused, "postgres: a statement changed the session's role from %q to %q; the transaction was rolled back and the session closed: start a new session, and do not change roles", mark, role)
+	}
+	return nil
+}
+
+// Classify maps SQLSTATEs to kinds.
+func (Engine) Classify(err error) *db.Error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	msg := "postgres: " + pe.Message
+	if pe.Detail != "" {
+		msg += " (" + pe.Detail + ")"
+	}
+	switch {
+	case pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "55P03":
+		return &db.Error{Kind: db.KindConflict, Code: pe.Code, Err: err, Message: msg + "; another session changed or locked the same rows: abort and retry"}
+	case pe.Code == "25006":
+		return &db.Error{Kind: db.KindReadOnly, Code: pe.Code, Err: err, Message: msg + "; this session is read-only"}
+	case pe.Code == "57014":
+		return &db.Error{Kind: db.KindOther, Code: pe.Code, Err: err, Message: msg + "; the statement was stopped (statement timeout or cancel)"}
+	case pe.Code == "42P01" || pe.Code == "3F000" || pe.Code == "42883":
+		return &db.Error{Kind: db.KindNotFound, Code: pe.Code, Err: err, Message: msg}
+	case pe.Code == "42501":
+		return &db.Error{Kind: db.KindRefused, Code: pe.Code, Err: err, Message: msg + "; the session's role lacks the privilege"}
+	}
+	return &db.Error{Kind: db.KindSQLError, Code: pe.Code, Err: err, Message: msg}
+}
+
+// DatabaseName returns the current database's name.
+func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
+	var name string
+	err := q.QueryRowContext(ctx, "SELECT current_database()").Scan(&name)
+	return name, err
+}

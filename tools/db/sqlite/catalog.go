@@ -1,0 +1,359 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/tools/db"
+)
+
+// notInternal filters out SQLite's own objects (sqlite_schema,
+// sqlite_sequence, sqlite_autoindex_*, sqlite_stat*).
+const notInternal = `name NOT LIKE 'sqlite\_%' ESCAPE '\'`
+
+// DefaultSchema is main.
+func (Engine) DefaultSchema(context.Context, db.Querier) (string, error) { return "main", nil }
+
+// Schemas lists main and any attached database (temp is per connection).
+func (Engine) Schemas(ctx context.Context, q db.Querier) ([]string, error) {
+	return strs(ctx, q, "SELECT name FROM pragma_database_list WHERE name <> 'temp' ORDER BY seq")
+}
+
+// schema resolves a schema name ("" is main) to its canonical spelling.
+func schema(ctx context.Context, q db.Querier, name string) (string, error) {
+	if name == "" {
+		return "main", nil
+	}
+	var got string
+	err := q.QueryRowContext(ctx, "SELECT name FROM pragma_database_list WHERE name = ? COLLATE NOCASE AND name <> 'temp'", name).Scan(&got)
+	if err != nil {
+		return "", db.Errorf(db.KindNotFound, "sqlite: no schema %q; list_schemas shows what there is", name)
+	}
+	return got, nil
+}
+
+// Objects lists tables, views, indexes and triggers.
+func (e Engine) Objects(ctx context.Context, q db.Querier, s string) ([]db.Object, error) {
+	var schemas []string
+	if s == "*" {
+		var err error
+		if schemas, err = e.Schemas(ctx, q); err != nil {
+			return nil, err
+		}
+	} else {
+		got, err := schema(ctx, q, s)
+		if err != nil {
+			return nil, err
+		}
+		schemas = []string{got}
+	}
+	out := []db.Object{}
+	for _, sc := range schemas {
+		rows, err := q.QueryContext(ctx, "SELECT type, name, tbl_name FROM "+db.Quote(sc)+".sqlite_schema WHERE "+notInternal+" ORDER BY type, name")
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			o := db.Object{Schema: sc}
+			if err := rows.Scan(&o.Type, &o.Name, &o.Table); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if o.Type == "table" || o.Type == "view" {
+				o.Table = ""
+			}
+			out = append(out, o)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// relation resolves a table or view to its schema, canonical name, type and
+// source.
+func relation(ctx context.Context, q db.Querier, s, name string) (sc, canon, typ, sql string, err error) {
+	if sc, err = schema(ctx, q, s); err != nil {
+		return
+	}
+	var src *string
+	err = q.QueryRowContext(ctx, "SELECT name, type, sql FROM "+db.Quote(sc)+".sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE", name).Scan(&canon, &typ, &src)
+	if err != nil {
+		return "", "", "", "", db.Errorf(db.KindNotFound, "sqlite: no table or view %q in schema %q; list_tables shows what there is", name, sc)
+	}
+	if src != nil {
+		sql = *src
+	}
+	return
+}
+
+// Table describes a table or view from the table_info, index_list and
+// foreign_key_list pragmas; the row estimate is an exact count.
+func (Engine) Table(ctx context.Context, q db.Querier, s, name string) (*db.Table, error) {
+	sc, canon, typ, _, err := relation(ctx, q, s, name)
+	if err != nil {
+		return nil, err
+	}
+	t := &db.Table{Schema: sc, Name: canon, Type: typ, Columns: []db.Column{}, PrimaryKey: []string{}, Indexes: []db.Index{}, ForeignKeys: []db.ForeignKey{}, RowEstimate: -1}
+	rows, err := q.QueryContext(ctx, `SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?, ?) ORDER BY cid`, canon, sc)
+	if err != nil {
+		return nil, err
+	}
+	type pkcol struct {
+		name string
+		pos  int
+	}
+	var pks []pkcol
+	for rows.Next() {
+		var c db.Column
+		var notNull, pk int
+		if err := rows.Scan(&c.Name, &c.Type, &notNull, &c.Default, &pk); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Nullable = notNull == 0 && pk == 0
+		c.PrimaryKey = pk > 0
+		if pk > 0 {
+			pks = append(pks, pkcol{c.Name, pk})
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	rows.Close()
+	for i := 1; i <= len(pks); i++ {
+		for _, p := range pks {
+			if p.pos == i {
+				t.PrimaryKey = append(t.PrimaryKey, p.name)
+			}
+		}
+	}
+	if typ == "view" {
+		return t, rows.Err()
+	}
+	idx, err := q.QueryContext(ctx, `SELECT l.name, l."unique", COALESCE(m.sql, ''), (SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_index_info(l.name, ?) ORDER BY seqno))
+		FROM pragma_index_list(?, ?) l LEFT JOIN `+db.Quote(sc)+`.sqlite_schema m ON m.name = l.name ORDER BY l.name`, sc, canon, sc)
+	if err != nil {
+		return nil, err
+	}
+	for idx.Next() {
+		var ix db.Index
+		var cols *string
+		if err := idx.Scan(&ix.Name, &ix.Unique, &ix.Definition, &cols); err != nil {
+			idx.Close()
+			return nil, err
+		}
+		if cols != nil {
+			ix.Columns = strings.Split(*cols, ",")
+		}
+		t.Indexes = append(t.Indexes, ix)
+	}
+	idx.Close()
+	fks, err := foreignKeys(ctx, q, sc, `SELECT ?, f.id, f."table", f."from", f."to", f.on_delete FROM pragma_foreign_key_list(?, ?) f ORDER BY f.id, f.seq`, canon, canon, sc)
+	if err != nil {
+		return nil, err
+	}
+	t.ForeignKeys = fks
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+db.Qualify(sc, canon)).Scan(&t.RowEstimate); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// foreignKeys runs a query yielding (child, id, parent, from, to, on_delete)
+// ordered by child, id, seq and groups it into keys. A NULL "to" means the
+// parent's primary key.
+func foreignKeys(ctx context.Context, q db.Querier, sc, query string, args ...any) ([]db.ForeignKey, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := []db.ForeignKey{}
+	lastChild, lastID := "", -1
+	for rows.Next() {
+		var child, parent, from, onDelete string
+		var to *string
+		var id int
+		if err := rows.Scan(&child, &id, &parent, &from, &to, &onDelete); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if child != lastChild || id != lastID {
+			out = append(out, db.ForeignKey{Schema: sc, Table: child, ParentSchema: sc, ParentTable: parent, OnDelete: onDelete})
+			lastChild, lastID = child, id
+		}
+		fk := &out[len(out)-1]
+		fk.Columns = append(fk.Columns, from)
+		if to != nil {
+			fk.ParentColumns = append(fk.ParentColumns, *to)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if len(out[i].ParentColumns) == 0 {
+			pk, err := strs(ctx, q, "SELECT name FROM pragma_table_info(?, ?) WHERE pk > 0 ORDER BY pk", out[i].ParentTable, sc)
+			if err != nil {
+				return nil, err
+			}
+			out[i].ParentColumns = pk
+		}
+	}
+	return out, nil
+}
+
+// Children lists the foreign keys of every table of the schema that point
+// at the table.
+func (Engine) Children(ctx context.Context, q db.Querier, s, name string) ([]db.ForeignKey, error) {
+	sc, canon, _, _, err := relation(ctx, q, s, name)
+	if err != nil {
+		return nil, err
+	}
+	return foreignKeys(ctx, q, sc, `SELECT m.name, f.id, f."table", f."from", f."to", f.on_delete
+		FROM `+db.Quote(sc)+`.sqlite_schema m, pragma_foreign_key_list(m.name, ?) f
+		WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE ORDER BY m.name, f.id, f.seq`, sc, canon)
+}
+
+// TableDDL returns the table's CREATE statement as SQLite keeps it, then
+// its indexes' and triggers'.
+func (Engine) TableDDL(ctx context.Context, q db.Querier, s, name string) (string, error) {
+	sc, canon, typ, src, err := relation(ctx, q, s, name)
+	if err != nil {
+		return "", err
+	}
+	if typ != "table" {
+		return "", db.Errorf(db.KindInvalidParams, "sqlite: %q is a view; get_view_definition shows its SQL", canon)
+	}
+	rest, err := strs(ctx, q, "SELECT sql FROM "+db.Quote(sc)+".sqlite_schema WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name", canon)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(append([]string{src}, rest...), ";\n") + ";\n", nil
+}
+
+// Definitions lists the source of every view and trigger.
+func (e Engine) Definitions(ctx context.Context, q db.Querier) ([]db.Definition, error) {
+	schemas, err := e.Schemas(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := []db.Definition{}
+	for _, sc := range schemas {
+		rows, err := q.QueryContext(ctx, "SELECT type, name, tbl_name, sql FROM "+db.Quote(sc)+".sqlite_schema WHERE type IN ('view', 'trigger') AND sql IS NOT NULL AND "+notInternal+" ORDER BY type, name")
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			d := db.Definition{Schema: sc}
+			if err := rows.Scan(&d.Type, &d.Name, &d.Table, &d.Source); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if d.Type == "view" {
+				d.Table = ""
+			}
+			out = append(out, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Columns lists every column of every table and view.
+func (e Engine) Columns(ctx context.Context, q db.Querier) ([]db.ColumnRef, error) {
+	schemas, err := e.Schemas(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := []db.ColumnRef{}
+	for _, sc := range schemas {
+		rows, err := q.QueryContext(ctx, "SELECT m.name, p.name, p.type FROM "+db.Quote(sc)+".sqlite_schema m, pragma_table_info(m.name, ?) p WHERE m.type IN ('table', 'view') AND m."+notInternal+" ORDER BY m.name, p.cid", sc)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			c := db.ColumnRef{Schema: sc}
+			if err := rows.Scan(&c.Table, &c.Column, &c.Type); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SystemSchema is false: SQLite's schemas (main, temp, attached files)
+// hold the user's objects; its own objects are told apart by name.
+func (Engine) SystemSchema(context.Context, db.Querier, string) (bool, error) { return false, nil }
+
+// SystemRelation reports whether name is one of SQLite's internal objects.
+// SQLite reserves the sqlite_ prefix (in any case) for them and refuses to
+// create a user object so named, so on SQLite the name is the identity.
+func (Engine) SystemRelation(_ context.Context, _ db.Querier, _, name string) (bool, error) {
+	return strings.HasPrefix(strings.ToLower(name), "sqlite_"), nil
+}
+
+// Literal renders v as an SQLite literal.
+func (Engine) Literal(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	case []byte:
+		return "X'" + hex.EncodeToString(x) + "'"
+	case time.Time:
+		return "'" + x.Format(time.RFC3339Nano) + "'"
+	case string:
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+	default:
+		return "'" + strings.ReplaceAll(fmt.Sprint(x), "'", "''") + "'"
+	}
+}
+
+// Features: SQLite has no schemas to create, no stored routines, no
+// comments and no DROP … CASCADE.
+func (Engine) Features() db.Features { return db.Features{} }
+
+// strs runs a query that yields one text column.
+func strs(ctx context.Context, q db.Querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Fold keeps an identifier as written: SQLite matches names
+// case-insensitively.
+func (Engine) Fold(ident string) string { return ident }

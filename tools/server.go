@@ -1,0 +1,228 @@
+// Package tools is the worker's side of mcpgate: the toolset framework and
+// the built-in toolsets, served by `mcpgate worker` as an MCP server over
+// stdio (github.com/modelcontextprotocol/go-sdk).
+//
+// A toolset registers its tools on the worker's mcp.Server. Every input
+// schema is closed, arguments are checked here rather than by the SDK (whose
+// typed AddTool reports a schema failure without a machine-readable kind),
+// and every failure is an isError result whose structuredContent.error.kind
+// says what went wrong.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProductName is the default serverInfo.name.
+const ProductName = "mcpgate"
+
+// DefaultMaxResultBytes caps the text of a tool result.
+const DefaultMaxResultBytes = 256 << 10
+
+// Options configure a worker's MCP server. The zero value serves every
+// built-in toolset that needs no database, read-write, as "mcpgate".
+type Options struct {
+	User      string // the user the session runs as
+	SessionID string // the gateway's MCP session id
+	ReadOnly  bool   // register only read-only-safe tools
+
+	// Toolsets names the built-in toolsets to serve; empty means every one.
+	Toolsets []string
+
+	// Server identity (MCP 2025-11-25 serverInfo). Name and Version default
+	// to the product's; Title is the operator's label for this instance and
+	// is left out of serverInfo when empty, so a client falls back to Name.
+	ServerName, ServerVersion, ServerTitle string
+
+	// DB is the session's database; nil serves only the tools that need
+	// none, and naming a database toolset is then an error.
+	DB *db.Session
+
+	// MaxResultBytes caps a result's text; 0 means DefaultMaxResultBytes.
+	MaxResultBytes int
+
+	// Logger receives the worker's own log lines (stderr in mcpgate
+	// worker, never stdout, which carries the protocol); nil discards.
+	Logger *slog.Logger
+}
+
+// Env is what a tool handler may use: the session's identity and database.
+type Env struct {
+	User      string
+	SessionID string
+	ReadOnly  bool
+	Server    mcp.Implementation
+	DB        *db.Session // nil when the worker has no database
+}
+
+// NewServer returns the worker's MCP server with the selected toolsets
+// registered. A read-only server never registers a gated tool.
+func NewServer(opts Options) (*mcp.Server, error) {
+	sets, err := Lookup(opts.Toolsets)
+	if err != nil {
+		return nil, err
+	}
+	return newServer(opts, sets)
+}
+
+// newServer serves the given toolsets; tests pass toolsets of their own.
+func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	impl := mcp.Implementation{Name: opts.ServerName, Version: opts.ServerVersion, Title: opts.ServerTitle}
+	if impl.Name == "" {
+		impl.Name = ProductName
+	}
+	if impl.Version == "" {
+		impl.Version = moduleVersion()
+	}
+	env := &Env{User: opts.User, SessionID: opts.SessionID, ReadOnly: opts.ReadOnly, Server: impl, DB: opts.DB}
+	maxBytes := opts.MaxResultBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResultBytes
+	}
+
+	srv := mcp.NewServer(&impl, &mcp.ServerOptions{
+		Logger: logger,
+		// Tools only: no logging capability is advertised, because the
+		// worker sends no log notifications.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	engine := ""
+	if opts.DB != nil {
+		engine = opts.DB.Engine()
+	}
+	for _, ts := range sets {
+		if opts.DB == nil && len(opts.Toolsets) > 0 && !slices.ContainsFunc(ts.Tools, func(t Tool) bool { return !t.NeedsDB }) {
+			return nil, fmt.Errorf("tools: toolset %q needs a database, and the worker has none (set %s)", ts.Name, db.EnvDSN)
+		}
+		for i := range ts.Tools {
+			t := &ts.Tools[i]
+			if opts.ReadOnly && !t.Safe {
+				continue
+			}
+			if t.NeedsDB && opts.DB == nil {
+				continue // a worker without a database serves the rest
+			}
+			if len(t.Engines) > 0 && !slices.Contains(t.Engines, engine) {
+				continue
+			}
+			srv.AddTool(t.mcpTool(), handler(t, env, maxBytes, logger))
+		}
+	}
+	return srv, nil
+}
+
+// mcpTool describes the tool for tools/list.
+func (t *Tool) mcpTool() *mcp.Tool {
+	destructive := t.Destructive && !t.ReadOnly
+	openWorld := false // every tool acts on the session's own database
+	return &mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: t.InputSchema(),
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint:    t.ReadOnly,
+			DestructiveHint: &destructive,
+			IdempotentHint:  t.Idempotent || t.ReadOnly,
+			OpenWorldHint:   &openWorld,
+		},
+	}
+}
+
+// handler adapts a Tool to the SDK: it checks the arguments, runs the tool,
+// turns any failure into an isError result with a kind, caps the text, and
+// keeps a panicking handler from taking the worker down.
+func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Error("tools: handler panicked", "tool", t.Name, "panic", r, "stack", string(debug.Stack()))
+				res = errorResult(Errorf(KindOther, "%s failed with an internal error; the worker log has the details", t.Name))
+			}
+		}()
+		var raw json.RawMessage
+		if req.Params != nil {
+			raw = req.Params.Arguments
+		}
+		args, err := t.checkArgs(raw)
+		if err != nil {
+			return errorResult(err), nil
+		}
+		out, err := t.Handler(ctx, env, args)
+		if err != nil {
+			te := AsError(err)
+			if te.Kind == KindOther && te.Err != nil {
+				logger.Warn("tools: tool failed", "tool", t.Name, "error", te.Err)
+			}
+			return errorResult(te), nil
+		}
+		if out == nil {
+			out = &Result{}
+		}
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: capText(out.Text, maxBytes)}},
+			StructuredContent: out.Structured,
+		}, nil
+	}
+}
+
+// errorResult is a tool execution error (MCP 2025-11-25 §Tools, error
+// handling): isError, the message as text, and the kind as structured
+// content.
+func errorResult(err error) *mcp.CallToolResult {
+	te := AsError(err)
+	e := map[string]any{"kind": string(te.Kind), "message": te.Message}
+	if te.Code != "" {
+		e["code"] = te.Code
+	}
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: te.Message}},
+		StructuredContent: map[string]any{"error": e},
+	}
+}
+
+// capText cuts text to at most max bytes, on a line boundary where one is
+// near, and says how much there was.
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	if nl := lastNewline(s[:cut]); nl > max/2 {
+		cut = nl
+	}
+	return s[:cut] + fmt.Sprintf("\n… output truncated: showing %d of %d bytes", cut, len(s))
+}
+
+func lastNewline(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// moduleVersion is the version the binary was built as, for a server whose
+// operator named none.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,92 @@
+package tools
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Toolset is a named family of tools that a deployment switches on or off as
+// a whole. It vouches, tool by tool (Tool.Safe), for which of its tools are
+// safe in a read-only session; the default is none.
+type Toolset struct {
+	Name        string
+	Description string
+	Tools       []Tool
+}
+
+// SafeToolNames returns the names of the toolset's read-only-safe tools.
+func (ts *Toolset) SafeToolNames() []string {
+	var names []string
+	for _, t := range ts.Tools {
+		if t.Safe {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// ToolNames returns the names of every tool of the toolset.
+func (ts *Toolset) ToolNames() []string {
+	names := make([]string, 0, len(ts.Tools))
+	for _, t := range ts.Tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// builtin returns the built-in toolsets in their documented order. They are
+// plain values: listing them needs no database, so the gateway can ask for
+// the safe set without starting a worker.
+func builtin() []*Toolset {
+	return []*Toolset{
+		sessionToolset(), executionToolset(), listingToolset(), browsingToolset(),
+		searchToolset(), mutationToolset(), testingToolset(),
+	}
+}
+
+// Builtin returns the names of the built-in toolsets, the default selection.
+func Builtin() []string {
+	var names []string
+	for _, ts := range builtin() {
+		names = append(names, ts.Name)
+	}
+	return names
+}
+
+// Lookup returns the built-in toolsets with the given names, in the given
+// order; no names means every built-in toolset. An unknown name is an error
+// that lists the known ones.
+func Lookup(names []string) ([]*Toolset, error) {
+	all := builtin()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []*Toolset
+	for _, name := range names {
+		i := slices.IndexFunc(all, func(ts *Toolset) bool { return ts.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("tools: unknown toolset %q (built-in toolsets: %s)", name, strings.Join(Builtin(), ", "))
+		}
+		if !slices.Contains(out, all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+// SafeToolNames returns the sorted names of the read-only-safe tools of the
+// named toolsets (no names: every built-in toolset), for the gateway's
+// read-only filter. It needs no database.
+func SafeToolNames(toolsets []string) ([]string, error) {
+	sets, err := Lookup(toolsets)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ts := range sets {
+		names = append(names, ts.SafeToolNames()...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
