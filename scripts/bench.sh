@@ -40,23 +40,32 @@ has_command() {
 	[[ $out != *"unknown command"* ]]
 }
 
-# The worker: the built-in one when this checkout has it, else mcpbench's
-# stand-in serving an echo tool through the same go-sdk server code.
+# The worker: the built-in one over the SQLite demo database when this
+# checkout has it, else mcpbench's stand-in serving an echo tool through the
+# same go-sdk server code.
+db="$PWD/$OUT/demo.db"
+rm -f "$db" "$db"-wal "$db"-shm
 if has_command bin/mcpgate worker; then
 	worker="$PWD/bin/mcpgate worker"
-	args+=(-worker "$worker" -trivial 'status' -realistic "${BENCH_QUERY:-query:{\"sql\":\"select 1\"\}}")
+	# The floor's workers and supergateway's get the identity and database
+	# the gateway would give them.
+	args+=(-db "$db" -worker "$worker"
+		-worker-env "MCPGATE_WORKER_USER=bench MCPGATE_WORKER_READ_ONLY=false MCPGATE_WORKER_DB_DSN=$db"
+		-sdk-server "$PWD/bin/mcpbench sdk-server --listen {addr} --db $db"
+		-trivial status
+		-realistic "${BENCH_QUERY:-query:{\"sql\":\"SELECT * FROM order_totals ORDER BY order_id\"\}}")
+	# serve has no database setting yet: env(1) adds it to the identity the
+	# gateway hands the worker, then execs the worker (no extra process).
+	gateway_worker="/usr/bin/env MCPGATE_WORKER_DB_DSN=$db $worker"
 else
 	worker="$PWD/bin/mcpbench stdio-server"
+	gateway_worker=$worker
 	args+=(-worker "$worker" -note "worker: mcpbench's stand-in (echo tool); this checkout has no built-in worker yet")
 fi
 
 # mcpgate, localhost mode.
 if has_command bin/mcpgate serve; then
-	if has_command bin/mcpgate worker; then
-		args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr}")
-	else
-		args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} --worker-command '$worker'")
-	fi
+	args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} --worker-command '$gateway_worker'")
 else
 	skip mcpgate "this checkout's mcpgate has no serve command yet (gateway core not merged)"
 fi

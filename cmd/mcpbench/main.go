@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "run":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "sdk-server":
-		return runSDKServer(ctx, args[1:], stdout)
+		return runSDKServer(ctx, args[1:], stdout, stderr)
 	case "stdio-server":
 		return runStdioServer(ctx, args[1:])
 	default:

@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/tools/db/sqlite"
 )
 
 // The test binary doubles as the stand-in worker, so the floor's stdio path
@@ -87,5 +92,48 @@ func TestIdleCountsWorkers(t *testing.T) {
 	}
 	if m, _ := b.memory(); m.Procs != 0 {
 		t.Errorf("after the sessions closed: got %d workers counted, want 0", m.Procs)
+	}
+}
+
+// The go-sdk handler asks for a server on every request; a per-session
+// server (and database session) must still be made once per session.
+func TestPerSessionServers(t *testing.T) {
+	var made atomic.Int64
+	get := perSessionServers(func() (*mcp.Server, error) {
+		made.Add(1)
+		return newToolServer("test"), nil
+	}, slog.New(slog.DiscardHandler))
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(get, nil))
+	t.Cleanup(hs.Close)
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench-test", Version: "0"}, nil)
+	b := &bench{cfg: Config{Duration: 100 * time.Millisecond, CallTimeout: 10 * time.Second},
+		t: &httpTarget{client: client, endpoint: hs.URL}, trivial: Tool{Label: "trivial", Name: "echo", Args: json.RawMessage(`{"text":"x"}`)}}
+	lr := b.load(context.Background(), b.trivial, 3)
+	if lr.Errors != 0 || lr.Calls == 0 {
+		t.Fatalf("got %d calls, %d errors (%s)", lr.Calls, lr.Errors, lr.FirstError)
+	}
+	if got := made.Load(); got != 3 {
+		t.Errorf("got %d servers made for 3 sessions and %d calls, want 3", got, lr.Calls)
+	}
+}
+
+func TestBuiltinServerOverSQLite(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "demo.db")
+	if _, err := sqlite.Ensure(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	get := perSessionServers(func() (*mcp.Server, error) {
+		return newBuiltinServer(context.Background(), dsn, "bench", slog.New(slog.DiscardHandler))
+	}, slog.New(slog.DiscardHandler))
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(get, nil))
+	t.Cleanup(hs.Close)
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench-test", Version: "0"}, nil)
+	b := &bench{cfg: Config{Duration: 100 * time.Millisecond, CallTimeout: 10 * time.Second},
+		t: &httpTarget{client: client, endpoint: hs.URL}, trivial: Tool{Label: "trivial", Name: "status", Args: json.RawMessage(`{}`)}}
+	q := Tool{Label: "realistic", Name: "query", Args: json.RawMessage(`{"sql":"SELECT * FROM order_totals ORDER BY order_id"}`)}
+	for _, tool := range []Tool{b.trivial, q} {
+		if lr := b.load(context.Background(), tool, 2); lr.Errors != 0 || lr.Calls == 0 {
+			t.Errorf("%s: got %d calls, %d errors (%s)", tool.Name, lr.Calls, lr.Errors, lr.FirstError)
+		}
 	}
 }

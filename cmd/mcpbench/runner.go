@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/tools/db/sqlite"
 )
 
 // System names, in the order a run measures and a table shows them.
@@ -57,6 +59,7 @@ type Config struct {
 	Supergateway []string          `json:"supergateway"`   // the supergateway program
 	Skip         map[string]string `json:"skip"`           // system → why it is skipped
 	Out          string            `json:"out"`            // results directory
+	DB           string            `json:"db,omitempty"`   // SQLite demo database, made before any system starts
 	Perf         []string          `json:"perf,omitempty"` // systems recorded with perf(1) during closed loops
 	Notes        []string          `json:"notes"`          // free text for the report
 }
@@ -213,6 +216,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		return nil
 	})
 	fs.StringVar(&cfg.Out, "out", "bench/results", "results directory")
+	fs.StringVar(&cfg.DB, "db", "", "SQLite demo database to create (if missing) before the systems start, so no worker pays for it")
 	fs.Var(stringList{&cfg.Perf, ","}, "perf", "systems to record with perf(1) during each closed loop, into OUT/perf/ (perturbs the figures: for finding hot spots, not for the table)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -309,6 +313,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logDir := filepath.Join(cfg.Out, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("mcpbench: %w", err)
+	}
+	if cfg.DB != "" {
+		if _, err := sqlite.Ensure(ctx, cfg.DB); err != nil {
+			return err
+		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench", Version: "0.1.0"}, nil)
 	r.Machine.LoadStart = readLoadAvg()
