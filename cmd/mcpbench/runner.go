@@ -53,9 +53,12 @@ type Config struct {
 	WorkerEnv    []string          `json:"worker_env"`     // added to the worker's environment
 	SDKServer    []string          `json:"sdk_server"`     // the sdk system
 	MCPGate      []string          `json:"mcpgate"`        // localhost mode
+	MCPGateEnv   []string          `json:"mcpgate_env"`    // added to mcpgate's environment (config: MCPGATE_SECTION_KEY)
 	MCPGateTLS   []string          `json:"mcpgate_tls"`    // TLS and JWT
+	TLSEnv       []string          `json:"tls_env"`        // added to the TLS system's environment
+	TLSIssuer    []string          `json:"tls_issuer"`     // the test issuer, started before the TLS system
 	TLSCA        string            `json:"tls_ca"`         // PEM file the TLS system's certificate chains to
-	TokenCmd     []string          `json:"token_cmd"`      // prints a bearer token for the TLS system
+	TokenFile    string            `json:"token_file"`     // the bearer token the issuer writes
 	Supergateway []string          `json:"supergateway"`   // the supergateway program
 	Skip         map[string]string `json:"skip"`           // system → why it is skipped
 	Out          string            `json:"out"`            // results directory
@@ -199,9 +202,12 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	fs.Var(stringList{&cfg.WorkerEnv, " "}, "worker-env", "KEY=value pairs added to the environment of the workers the harness or supergateway start")
 	fs.Var(stringList{&cfg.SDKServer, " "}, "sdk-server", "the sdk system's command")
 	fs.Var(stringList{&cfg.MCPGate, " "}, "mcpgate", "mcpgate in localhost mode")
-	fs.Var(stringList{&cfg.MCPGateTLS, " "}, "mcpgate-tls", "mcpgate with TLS and JWT (empty: skipped)")
-	fs.StringVar(&cfg.TLSCA, "tls-ca", "", "CA certificate (PEM) for the TLS system")
-	fs.Var(stringList{&cfg.TokenCmd, " "}, "token-cmd", "command printing a bearer token for the TLS system")
+	fs.Var(stringList{&cfg.MCPGateEnv, " "}, "mcpgate-env", "KEY=value pairs added to mcpgate's environment ({addr} etc. expanded)")
+	fs.Var(stringList{&cfg.MCPGateTLS, " "}, "mcpgate-tls", "mcpgate with TLS and JWT; {issuer} is the issuer's address (empty: skipped)")
+	fs.Var(stringList{&cfg.TLSEnv, " "}, "mcpgate-tls-env", "KEY=value pairs added to the TLS system's environment ({addr}, {issuer} expanded)")
+	fs.Var(stringList{&cfg.TLSIssuer, " "}, "tls-issuer", "the test issuer, started first; {issuer} is its address, {addr} the gateway's")
+	fs.StringVar(&cfg.TLSCA, "tls-ca", "", "CA certificate (PEM) the TLS system's certificate chains to")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "file the issuer writes the bearer token into; waited for")
 	fs.Var(stringList{&cfg.Supergateway, " "}, "supergateway", "the supergateway program (empty: skipped)")
 	fs.Func("skip", "system=reason: skip a system with a note (repeatable)", func(v string) error {
 		name, reason, ok := strings.Cut(v, "=")
@@ -343,7 +349,6 @@ func progress(w io.Writer, system, format string, args ...any) {
 // startTarget starts one system and returns it ready for sessions.
 func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logDir string) (target, error) {
 	env := os.Environ()
-	pfs := ProcFS{Root: "/proc"}
 	switch name {
 	case sysFloor:
 		logf, err := os.Create(filepath.Join(logDir, "floor.log"))
@@ -352,44 +357,24 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		}
 		// The log file stays open for the run; the process exit closes it.
 		return &stdioTarget{client: client, argv: cfg.Worker, env: sessionEnv(env, cfg.WorkerEnv),
-			stderr: logf, procfs: pfs}, nil
+			stderr: logf, procfs: pfs()}, nil
 	case sysSDK, sysMCPGate:
-		argv := cfg.SDKServer
+		argv, extra := cfg.SDKServer, []string(nil)
 		if name == sysMCPGate {
-			argv = cfg.MCPGate
+			argv, extra = cfg.MCPGate, cfg.MCPGateEnv
 		}
 		if len(argv) == 0 {
 			return nil, errors.New("mcpbench: no command given")
 		}
 		// The worker environment is not for these: the sdk server is no
 		// worker, and mcpgate gives its workers an environment of its own.
-		p, endpoint, err := startHTTP(ctx, name, argv, env, logDir, "http")
+		p, endpoint, err := startHTTP(ctx, name, "", nil, argv, sessionEnv(env, extra), logDir, "http")
 		if err != nil {
 			return nil, err
 		}
-		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs}, nil
+		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs()}, nil
 	case sysMCPGateTLS:
-		if len(cfg.MCPGateTLS) == 0 {
-			return nil, errors.New("mcpbench: no -mcpgate-tls command given")
-		}
-		pem, err := os.ReadFile(cfg.TLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("mcpbench: -tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("mcpbench: -tls-ca %s holds no PEM certificate", cfg.TLSCA)
-		}
-		tok, err := runTokenCmd(ctx, cfg.TokenCmd)
-		if err != nil {
-			return nil, err
-		}
-		p, endpoint, err := startHTTP(ctx, name, cfg.MCPGateTLS, env, logDir, "https")
-		if err != nil {
-			return nil, err
-		}
-		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs,
-			tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, token: tok}, nil
+		return startTLS(ctx, cfg, client, env, logDir)
 	case sysSupergateway:
 		if len(cfg.Supergateway) == 0 {
 			return nil, errors.New("mcpbench: no -supergateway program given")
@@ -400,14 +385,62 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 			"--stdio", shellQuote(cfg.Worker),
 			"--outputTransport", "streamableHttp", "--stateful",
 			"--port", "{port}", "--logLevel", "none")
-		p, endpoint, err := startHTTP(ctx, name, argv, sessionEnv(env, cfg.WorkerEnv), logDir, "http")
+		p, endpoint, err := startHTTP(ctx, name, "", nil, argv, sessionEnv(env, cfg.WorkerEnv), logDir, "http")
 		if err != nil {
 			return nil, err
 		}
-		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs}, nil
+		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs()}, nil
 	}
 	return nil, fmt.Errorf("mcpbench: unknown system %q", name)
 }
+
+// startTLS starts the test issuer, waits for its token, then starts mcpgate
+// with TLS and auth against it. Both addresses are picked first: the
+// issuer's tokens name the gateway's resource URI as their audience.
+func startTLS(ctx context.Context, cfg Config, client *mcp.Client, env []string, logDir string) (target, error) {
+	if len(cfg.MCPGateTLS) == 0 || len(cfg.TLSIssuer) == 0 || cfg.TokenFile == "" || cfg.TLSCA == "" {
+		return nil, errors.New("mcpbench: the TLS system needs -mcpgate-tls, -tls-issuer, -token-file and -tls-ca")
+	}
+	gwAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	issAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	v := addrVars(gwAddr)
+	v["issuer"] = issAddr
+	_ = os.Remove(v.expand([]string{cfg.TokenFile})[0])
+	iss, err := startProc("tls-issuer", v.expand(cfg.TLSIssuer), env, filepath.Join(logDir, "tls-issuer.log"))
+	if err != nil {
+		return nil, err
+	}
+	tok, err := waitFile(ctx, iss, v.expand([]string{cfg.TokenFile})[0], 30*time.Second)
+	if err != nil {
+		_ = iss.stop(time.Second)
+		return nil, err
+	}
+	pem, err := os.ReadFile(cfg.TLSCA)
+	if err != nil {
+		_ = iss.stop(time.Second)
+		return nil, fmt.Errorf("mcpbench: -tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		_ = iss.stop(time.Second)
+		return nil, fmt.Errorf("mcpbench: -tls-ca %s holds no PEM certificate", cfg.TLSCA)
+	}
+	p, endpoint, err := startHTTP(ctx, sysMCPGateTLS, gwAddr, vars{"issuer": issAddr}, cfg.MCPGateTLS, sessionEnv(env, cfg.TLSEnv), logDir, "https")
+	if err != nil {
+		_ = iss.stop(time.Second)
+		return nil, err
+	}
+	return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, helpers: []*proc{iss}, procfs: pfs(),
+		tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, token: string(tok)}, nil
+}
+
+func pfs() ProcFS { return ProcFS{Root: "/proc"} }
 
 // live is a started system and the bench driving it.
 type live struct {

@@ -67,8 +67,10 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestExpand(t *testing.T) {
-	got := expand([]string{"serve", "--listen", "{addr}", "--port={port}", "{host}"}, "127.0.0.1:8123")
-	want := []string{"serve", "--listen", "127.0.0.1:8123", "--port=8123", "127.0.0.1"}
+	v := addrVars("127.0.0.1:8123")
+	v["issuer"] = "127.0.0.1:9443"
+	got := v.expand([]string{"serve", "--listen", "{addr}", "--port={port}", "{host}", "MCPGATE_AUTH_ISSUER=https://{issuer}", "{unknown}"})
+	want := []string{"serve", "--listen", "127.0.0.1:8123", "--port=8123", "127.0.0.1", "MCPGATE_AUTH_ISSUER=https://127.0.0.1:9443", "{unknown}"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}

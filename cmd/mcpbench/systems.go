@@ -1,15 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -211,7 +212,8 @@ type httpTarget struct {
 	endpoint string
 	tls      *tls.Config // nil for plain HTTP
 	token    string      // bearer token; empty for none
-	procs    []*proc
+	procs    []*proc     // the system: measured
+	helpers  []*proc     // what the system needs but is not (a test issuer): not measured
 	procfs   ProcFS
 }
 
@@ -252,7 +254,7 @@ func (t *httpTarget) pids() ([]int, error) {
 }
 
 func (t *httpTarget) stop() error {
-	for _, p := range t.procs {
+	for _, p := range append(t.procs, t.helpers...) {
 		_ = p.stop(10 * time.Second)
 	}
 	return nil
@@ -270,10 +272,23 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(req)
 }
 
-// expand replaces {addr}, {port} and {host} in each argument.
-func expand(args []string, addr string) []string {
+// vars are the placeholders of a server's arguments and environment:
+// {addr}, {host} and {port} of the address the harness picked for it, and
+// {issuer}, the test issuer's address, for the TLS system.
+type vars map[string]string
+
+func addrVars(addr string) vars {
 	host, port, _ := net.SplitHostPort(addr)
-	r := strings.NewReplacer("{addr}", addr, "{port}", port, "{host}", host)
+	return vars{"addr": addr, "host": host, "port": port}
+}
+
+// expand replaces every {name} of v in each argument.
+func (v vars) expand(args []string) []string {
+	pairs := make([]string, 0, 2*len(v))
+	for k, val := range v {
+		pairs = append(pairs, "{"+k+"}", val)
+	}
+	r := strings.NewReplacer(pairs...)
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = r.Replace(a)
@@ -297,14 +312,21 @@ func shellQuote(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// startHTTP starts argv (after expanding {addr}) as a server on a free port
-// and waits until it listens.
-func startHTTP(ctx context.Context, name string, argv, env []string, logDir, scheme string) (*proc, string, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, "", err
+// startHTTP starts argv as a server on addr (a fresh free port when empty),
+// with {addr} and the other placeholders of v expanded in argv and env, and
+// waits until it listens.
+func startHTTP(ctx context.Context, name, addr string, v vars, argv, env []string, logDir, scheme string) (*proc, string, error) {
+	if addr == "" {
+		var err error
+		if addr, err = freeAddr(); err != nil {
+			return nil, "", err
+		}
 	}
-	p, err := startProc(name, expand(argv, addr), env, logDir+"/"+name+".log")
+	all := addrVars(addr)
+	for k, val := range v {
+		all[k] = val
+	}
+	p, err := startProc(name, all.expand(argv), all.expand(env), filepath.Join(logDir, name+".log"))
 	if err != nil {
 		return nil, "", err
 	}
@@ -315,20 +337,25 @@ func startHTTP(ctx context.Context, name string, argv, env []string, logDir, sch
 	return p, scheme + "://" + addr + "/mcp", nil
 }
 
-// runTokenCmd runs a command that prints a bearer token on stdout.
-func runTokenCmd(ctx context.Context, argv []string) (string, error) {
-	if len(argv) == 0 {
-		return "", errors.New("mcpbench: no token command")
+// waitFile waits until path exists and is not empty while p runs: how a
+// test issuer says its tokens are written.
+func waitFile(ctx context.Context, p *proc, path string, timeout time.Duration) ([]byte, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return bytes.TrimSpace(b), nil
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("mcpbench: %s exited before writing %s (%v); see %s", p.name, path, p.err, p.log.Name())
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("mcpbench: %s did not write %s within %v; see %s", p.name, path, timeout, p.log.Name())
+		}
 	}
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
-	if err != nil {
-		return "", fmt.Errorf("mcpbench: token command: %w", err)
-	}
-	tok := strings.TrimSpace(string(out))
-	if tok == "" {
-		return "", errors.New("mcpbench: token command printed nothing")
-	}
-	return tok, nil
 }
 
 // sessionEnv is the environment of a worker started by the harness or by a
