@@ -2,14 +2,14 @@
 GO      ?= go
 BIN     := bin
 ADDR    ?= 127.0.0.1:8000
-export CGO_ENABLED ?= 0
+
 
 .PHONY: all build run test test-go test-tls conformance bench lint clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/mcpgate ./cmd/mcpgate
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/mcpgate ./cmd/mcpgate-testissuer
 
 ## run: the gateway on http://127.0.0.1:8000/mcp, localhost mode, built-in worker on SQLite.
 run: build

@@ -26,6 +26,7 @@ import (
 type Gateway struct {
 	opts    Options
 	log     *slog.Logger
+	handler http.Handler // guard, then Options.Middleware, then serveMCP
 	command []string
 	safe    map[string]bool
 
@@ -75,24 +76,23 @@ func New(opts Options) (*Gateway, error) {
 	for _, t := range opts.SafeTools {
 		g.safe[t] = true
 	}
+	var inner http.Handler = http.HandlerFunc(g.serveMCP)
+	if opts.Middleware != nil {
+		inner = opts.Middleware(inner)
+	}
+	g.handler = g.guard(inner)
 	go g.reaper()
 	return g, nil
 }
 
-// ServeHTTP serves the MCP endpoint.
+// ServeHTTP serves the MCP endpoint: the Host and Origin checks, then
+// Options.Middleware, then the transport.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// MCP 2025-11-25 §Security Warning: validate Origin on every request, and
-	// defend a loopback listener against DNS rebinding through Host.
-	if g.opts.LoopbackHostCheck && !isLoopbackHost(r.Host) {
-		g.log.Warn("gateway: refused a non-loopback Host", "host", r.Host, "remote", r.RemoteAddr)
-		errHostForbidden.write(w, nil)
-		return
-	}
-	if !g.originAllowed(r) {
-		g.log.Warn("gateway: refused an Origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
-		errOriginForbidden.write(w, nil)
-		return
-	}
+	g.handler.ServeHTTP(w, r)
+}
+
+// serveMCP is the transport proper, reached once every check has passed.
+func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 		g.servePOST(w, r)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"log/slog"
+	"net/http"
 	"os/user"
 	"time"
 )
@@ -70,6 +71,12 @@ type Options struct {
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.
 	KeepAliveInterval time.Duration
+
+	// Middleware wraps the transport after the Host and Origin checks and
+	// before anything else: the place for authentication
+	// (auth.Authenticator.Middleware), so that a forbidden Origin gets 403
+	// rather than a challenge. Nil means none (the localhost mode).
+	Middleware func(http.Handler) http.Handler
 
 	// Logger receives the gateway's logs; nil means slog.Default().
 	Logger *slog.Logger

@@ -2,104 +2,202 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/certs"
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/tools/db/sqlite"
 )
 
 func init() { commands["serve"] = serve }
 
-// serveConfig is what `mcpgate serve` needs; serveFlags fills it from the
-// command line for now (config/ will take over, with a file and env).
-type serveConfig struct {
-	Listen  string
-	Gateway gateway.Options
-}
-
-// serveFlags parses serve's flags into a serveConfig.
-func serveFlags(m *Main, args []string) (serveConfig, error) {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+// serve is `mcpgate serve`: load and check the configuration (defaults, the
+// file, MCPGATE_ variables, flags), then run the gateway until ctx ends.
+func serve(ctx context.Context, m *Main, args []string) error {
+	fs := config.Flags()
 	fs.SetOutput(m.Stderr)
-	listen := fs.String("listen", "127.0.0.1:8000", "address to listen on (loopback only for now)")
-	readOnly := fs.Bool("read-only", false, "make every session read-only")
-	workerCommand := fs.String("worker-command", "", "stdio MCP server to run per session, split on spaces (default: the built-in worker)")
-	title := fs.String("title", "", "serverInfo.title the workers announce")
 	if err := fs.Parse(args); err != nil {
-		return serveConfig{}, err
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return errUsage
 	}
 	if fs.NArg() > 0 {
-		return serveConfig{}, fmt.Errorf("mcpgate: serve takes no arguments, got %q", fs.Args())
+		fmt.Fprintf(m.Stderr, "mcpgate serve: takes no arguments, got %q\n", fs.Args())
+		return errUsage
 	}
-	return serveConfig{
-		Listen: *listen,
-		Gateway: gateway.Options{
-			WorkerCommand: strings.Fields(*workerCommand),
-			ReadOnly:      *readOnly,
-			ServerVersion: Version,
-			ServerTitle:   *title,
-		},
-	}, nil
-}
-
-func serve(ctx context.Context, m *Main, args []string) error {
-	cfg, err := serveFlags(m, args)
-	switch {
-	case errors.Is(err, pflag.ErrHelp):
-		return nil
-	case err != nil:
+	cfg, err := config.Loader{Getenv: m.Getenv}.Load("", fs)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintln(m.Stderr, "mcpgate serve: the configuration has problems:")
 		fmt.Fprintln(m.Stderr, err)
 		return errUsage
 	}
-	return runGateway(ctx, m, cfg)
+	log := newLogger(cfg, m.Stderr)
+	for _, name := range config.UnknownEnv(os.Environ()) {
+		log.Warn("mcpgate: unknown configuration variable ignored; see docs/configuration.md", "name", name)
+	}
+	return runGateway(ctx, cfg, log)
 }
 
-// runGateway serves /mcp on cfg.Listen until ctx is cancelled, then stops
-// every worker and the server.
-func runGateway(ctx context.Context, m *Main, cfg serveConfig) error {
-	host, _, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("mcpgate: --listen %q: %w", cfg.Listen, err)
+// newLogger builds the gateway's log from log.level and log.format.
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel()}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		// Until authentication and TLS are in place, the gateway serves
-		// only this machine (MCP §Security Warning: bind to localhost).
-		return fmt.Errorf("mcpgate: --listen %q is not a loopback address; use 127.0.0.1 or ::1", cfg.Listen)
-	}
-	cfg.Gateway.LoopbackHostCheck = true
-	if cfg.Gateway.Logger == nil {
-		cfg.Gateway.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
-	}
-	log := cfg.Gateway.Logger
+	return slog.New(slog.NewTextHandler(w, opts))
+}
 
-	g, err := gateway.New(cfg.Gateway)
+// gatewayOptions maps the configuration to the gateway's options. For the
+// built-in worker it also prepares the database: the SQLite file (with the
+// demo schema) is created here, once, so that every worker, read-only ones
+// included, finds it.
+func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (gateway.Options, error) {
+	l := cfg.Limits
+	opts := gateway.Options{
+		WorkerCommand:      cfg.Worker.Command,
+		WorkerEnv:          cfg.Worker.Env,
+		WorkerDir:          cfg.Worker.Dir,
+		Toolsets:           cfg.Worker.Toolsets,
+		SafeTools:          cfg.Worker.SafeTools,
+		ReadOnly:           cfg.Server.ReadOnly,
+		ServerName:         cfg.Server.Name,
+		ServerVersion:      Version,
+		ServerTitle:        cfg.Server.Title,
+		LocalUser:          cfg.Server.LocalUser,
+		AllowedOrigins:     cfg.Server.AllowedOrigins,
+		LoopbackHostCheck:  cfg.Loopback(),
+		MaxBodyBytes:       int64(l.MaxBodyBytes),
+		BodyReadTimeout:    l.ReadTimeout,
+		SessionIdleTimeout: l.SessionIdleTimeout,
+		WorkerStartTimeout: l.WorkerStartTimeout,
+		WorkerStopGrace:    l.WorkerStopGrace,
+		MaxSessions:        l.MaxSessions,
+		MaxSessionsPerUser: l.MaxSessionsPerUser,
+		Logger:             log,
+	}
+	if len(cfg.Worker.Command) > 0 {
+		return opts, nil // an external worker: its safe tools come from config
+	}
+	safe, err := tools.SafeToolNames(cfg.Worker.Toolsets)
+	if err != nil {
+		return opts, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+	}
+	opts.SafeTools = safe
+	d := db.Config{
+		Driver:           cfg.Database.Driver,
+		DSN:              cfg.Database.DSN,
+		SetRole:          cfg.Database.SetRole,
+		StatementTimeout: cfg.Database.StatementTimeout,
+	}
+	if d.Driver == "" || d.Driver == db.SQLite {
+		d.Driver = db.SQLite
+		path, err := filepath.Abs(cfg.Database.Path)
+		if err != nil {
+			return opts, fmt.Errorf("mcpgate: database.path: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return opts, fmt.Errorf("mcpgate: database.path: %w", err)
+		}
+		created, err := sqlite.Ensure(ctx, path)
+		if err != nil {
+			return opts, fmt.Errorf("mcpgate: database.path: %w", err)
+		}
+		if created {
+			log.Info("mcpgate: created the SQLite database with the demo schema", "path", path)
+		}
+		d.DSN = path
+	}
+	opts.WorkerEnv = append(d.Environ(), opts.WorkerEnv...)
+	return opts, nil
+}
+
+// runGateway serves /mcp (and, with auth, the RFC 9728 metadata) until ctx
+// is cancelled, then stops every worker and the server.
+func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	if cfg.Server.Insecure && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
+		log.Warn("mcpgate: INSECURE: serving a non-loopback address without TLS and authentication; anyone who can reach it can run tools", "listen", cfg.Server.Listen)
+	}
+	gopts, err := gatewayOptions(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		_ = g.Close(context.Background())
-		return fmt.Errorf("mcpgate: listen: %w", err)
-	}
 	mux := http.NewServeMux()
+	if cfg.Authenticated() {
+		authn, err := newAuthenticator(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer authn.Close()
+		// The gateway runs it after its Host and Origin checks, so that a
+		// forbidden browser request gets 403 rather than a challenge.
+		gopts.Middleware = authn.Middleware
+		for _, p := range authn.MetadataPaths() {
+			mux.Handle(p, authn.MetadataHandler())
+		}
+	}
+	g, err := gateway.New(gopts)
+	if err != nil {
+		return err
+	}
+	stopCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 30*time.Second)
+	}
 	mux.Handle("/mcp", g)
+
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		sctx, cancel := stopCtx()
+		defer cancel()
+		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), g.Close(sctx))
+	}
+	ln = gateway.LimitListener(ln, cfg.Limits.MaxConnections)
+	scheme := "http"
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	if cfg.TLSEnabled() {
+		r, err := certs.NewReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
+		if err != nil {
+			ln.Close()
+			sctx, cancel := stopCtx()
+			defer cancel()
+			return errors.Join(err, g.Close(sctx))
+		}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go r.Watch(watchCtx)
+		srv.TLSConfig = certs.ServerTLSConfig(r)
+		ln = tls.NewListener(ln, srv.TLSConfig)
+		scheme = "https"
+	}
+
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("mcpgate: serving", "url", "http://"+ln.Addr().String()+"/mcp")
+	log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+"/mcp",
+		"resource", cfg.Resource(), "auth", cfg.Authenticated(), "read_only", cfg.Server.ReadOnly)
 
 	select {
 	case err = <-served:
@@ -107,14 +205,49 @@ func runGateway(ctx context.Context, m *Main, cfg serveConfig) error {
 	}
 	// Workers first: that ends their streams, so Shutdown need not wait on
 	// SSE responses that would never finish.
-	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := stopCtx()
 	defer cancel()
-	cerr := g.Close(stopCtx)
-	if serr := srv.Shutdown(stopCtx); serr != nil {
+	cerr := g.Close(sctx)
+	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close()
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
 	return errors.Join(err, cerr)
+}
+
+// newAuthenticator maps the configuration to the token checker.
+func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth.Authenticator, error) {
+	a := cfg.Auth
+	opts := auth.Options{
+		Issuer:               a.Issuer,
+		Resource:             cfg.Resource(),
+		AuthorizationServers: a.AuthorizationServers,
+		RequiredScopes:       a.RequiredScopes,
+		WriteScope:           a.WriteScope,
+		ExtraScopes:          a.ExtraScopes,
+		UserClaim:            a.UserClaim,
+		Algorithms:           a.Algorithms,
+		RequireATJWT:         a.RequireATJWT,
+		Leeway:               a.Leeway,
+		MaxTokenBytes:        int(a.MaxTokenBytes),
+		ResourceName:         cfg.Server.Title,
+		Logger:               log,
+	}
+	if a.HMACSecretFile != "" {
+		secret, err := cfg.HMACSecret()
+		if err != nil {
+			return nil, err
+		}
+		opts.HMACSecret = secret
+	}
+	if a.IssuerCAFile != "" {
+		c, err := certs.ClientTrusting(a.IssuerCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("mcpgate: auth.issuer_ca_file: %w", err)
+		}
+		opts.HTTPClient = c
+	}
+	return auth.New(ctx, opts)
 }

@@ -1,0 +1,159 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+)
+
+// Authenticator verifies bearer tokens for one protected resource.
+type Authenticator struct {
+	opts        Options
+	algs        map[string]jwa.SignatureAlgorithm
+	keys        *keySource // nil when only HMAC is allowed
+	supported   []string
+	scopeParam  string
+	metadataURL string
+	metadata    []byte
+}
+
+// New returns an Authenticator for opts. It refuses incomplete or unsafe
+// options, reporting every problem at once. It does not wait for the
+// issuer: discovery and the first key fetch run in the background, retried
+// with backoff, and until they succeed Authenticate answers ErrUnavailable
+// (503 with Retry-After). Cancelling ctx, or Close, stops that work.
+func New(ctx context.Context, opts Options) (*Authenticator, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	a := &Authenticator{opts: opts, algs: map[string]jwa.SignatureAlgorithm{}}
+	for _, name := range opts.Algorithms {
+		alg, _ := jwa.LookupSignatureAlgorithm(name)
+		a.algs[name] = alg
+	}
+	a.supported = supportedScopes(opts)
+	a.scopeParam = strings.Join(a.supported, " ")
+	a.metadataURL = metadataURL(opts.Resource)
+	if a.metadata, err = a.buildMetadata(); err != nil {
+		return nil, err
+	}
+	if opts.hasAsymmetric() {
+		if a.keys, err = startKeys(ctx, &a.opts); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// Close stops the background key work and waits for it to end.
+func (a *Authenticator) Close() error {
+	if a.keys == nil {
+		return nil
+	}
+	return a.keys.close()
+}
+
+// Ready is closed once the issuer's signing keys have been loaded (at
+// once when only HMAC is configured). Readiness probes and tests wait on it.
+func (a *Authenticator) Ready() <-chan struct{} {
+	if a.keys == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return a.keys.ready
+}
+
+// Supported is the derived scope set advertised in metadata and
+// challenges: the required scopes, then the write scope, then the extra
+// scopes, without duplicates (DESIGN 6).
+func (a *Authenticator) Supported() []string { return append([]string(nil), a.supported...) }
+
+func supportedScopes(o Options) []string {
+	var out []string
+	for _, s := range append(append(append([]string(nil), o.RequiredScopes...), o.WriteScope), o.ExtraScopes...) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Resource is the canonical resource URI tokens must name in aud.
+func (a *Authenticator) Resource() string { return a.opts.Resource }
+
+// Authenticate finds the bearer token of r and verifies it. Every error
+// matches one kind (ErrNoToken, ErrInvalidRequest, ErrInvalidToken,
+// ErrInsufficientScope, ErrUnavailable) and usually a specific check
+// (ErrExpired, ErrAudience, …). It logs the outcome with the user, client
+// id, kid and token tag, never the token.
+func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
+	token, err := bearerToken(r)
+	if err != nil {
+		if !errors.Is(err, ErrNoToken) {
+			a.opts.Logger.Info("auth: request refused", "reason", description(err), "remote", r.RemoteAddr)
+		}
+		return nil, err
+	}
+	p := &Principal{TokenTag: tokenTag(token)}
+	if err := a.verify(r.Context(), token, p); err != nil {
+		a.opts.Logger.Info("auth: token refused", "reason", description(err), "err", err,
+			"user", p.UserID, "client_id", p.ClientID, "kid", p.KeyID, "token", p.TokenTag, "remote", r.RemoteAddr)
+		return nil, err
+	}
+	a.opts.Logger.Debug("auth: token accepted", "user", p.UserID, "client_id", p.ClientID,
+		"kid", p.KeyID, "token", p.TokenTag, "read_only", p.ReadOnly)
+	return p, nil
+}
+
+// bearerToken applies RFC 6750 §2: the token travels only in one
+// Authorization header (§2.1); the form body (§2.2) and the query (§2.3)
+// are refused, as MCP 2025-11-25 §Token Requirements demands.
+func bearerToken(r *http.Request) (string, error) {
+	if strings.Contains(r.URL.RawQuery, "access_token") && r.URL.Query().Has("access_token") {
+		return "", ErrTokenInQuery
+	}
+	// Reading a form body to look for a token would consume it; MCP never
+	// sends forms, so any form-encoded request is refused outright.
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, _ := mime.ParseMediaType(ct); mt == "application/x-www-form-urlencoded" {
+			return "", ErrFormBody
+		}
+	}
+	vals := r.Header.Values("Authorization")
+	switch len(vals) {
+	case 0:
+		return "", ErrNoToken
+	case 1:
+	default:
+		return "", ErrManyAuthorization
+	}
+	scheme, rest, _ := strings.Cut(vals[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		// RFC 6750 §3.1: another scheme counts as no credentials.
+		return "", ErrNoToken
+	}
+	return strings.TrimLeft(rest, " "), nil
+}
+
+// Middleware authenticates every request. On success it puts the
+// principal in the context (see PrincipalFrom) and deletes the
+// Authorization header, so the token can never travel further (DESIGN 3);
+// on failure it answers with WriteError and next does not run.
+func (a *Authenticator) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r)
+		if err != nil {
+			a.WriteError(w, err)
+			return
+		}
+		r.Header.Del("Authorization")
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}

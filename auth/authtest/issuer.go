@@ -1,0 +1,448 @@
+// Package authtest is a real OpenID Connect issuer for tests: discovery and
+// a JWKS over HTTPS, keys made per issuer, and tokens signed with jwx in the
+// shapes Keycloak and Ory Hydra issue. It can rotate its keys and go down
+// and come back, to test what a resource server does then. Its token
+// endpoint grants client credentials to anyone (golang.org/x/oauth2 clients
+// can use it); the advertised authorization endpoint is not served.
+package authtest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/mcpgate/mcpgate/certs"
+)
+
+// Config says where an Issuer listens and with which certificate.
+type Config struct {
+	// Addr is the listen address; default "127.0.0.1:0" (a free port).
+	Addr string
+	// CertPEM and KeyPEM are the server certificate; default a fresh
+	// self-signed one for 127.0.0.1, localhost and ::1.
+	CertPEM, KeyPEM []byte
+	// Host names the issuer in its URL; default the listener's IP.
+	Host string
+}
+
+// Issuer is a running test issuer.
+type Issuer struct {
+	// URL is the issuer identifier, https://HOST:PORT, no trailing slash.
+	URL string
+	// Now is the clock for iat, nbf and exp of minted tokens; default
+	// time.Now. Set it before minting.
+	Now func() time.Time
+	// Audience is the aud of tokens from the token endpoint when the
+	// request names no RFC 8707 resource. Set it before use.
+	Audience string
+
+	addr    string
+	tlsConf *tls.Config
+	certPEM []byte
+	client  *http.Client
+
+	mu      sync.Mutex
+	srv     *http.Server
+	served  chan struct{}
+	rsaKey  *rsa.PrivateKey
+	rsaKid  string
+	ecKey   *ecdsa.PrivateKey
+	ecKid   string
+	jwks    []byte
+	rotated int
+
+	fetches   atomic.Int64
+	discovers atomic.Int64
+}
+
+// New starts an issuer for a test on a free loopback port and stops it when
+// the test ends.
+func New(t testing.TB) *Issuer {
+	t.Helper()
+	i, err := Start(Config{})
+	if err != nil {
+		t.Fatalf("authtest: %v", err)
+	}
+	t.Cleanup(i.Close)
+	return i
+}
+
+// Start makes keys and a certificate and starts serving.
+func Start(cfg Config) (*Issuer, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.CertPEM == nil {
+		var err error
+		if cfg.CertPEM, cfg.KeyPEM, err = certs.SelfSigned(nil, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	cert, err := tls.X509KeyPair(cfg.CertPEM, cfg.KeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("authtest: certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cfg.CertPEM) {
+		return nil, errors.New("authtest: certificate PEM holds no certificate")
+	}
+	i := &Issuer{
+		Now:     time.Now,
+		tlsConf: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		certPEM: cfg.CertPEM,
+		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		}},
+		addr: cfg.Addr,
+	}
+	if err := i.newKeys(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("authtest: %w", err)
+	}
+	i.addr = ln.Addr().String()
+	host, port, _ := net.SplitHostPort(i.addr)
+	if cfg.Host != "" {
+		host = cfg.Host
+	}
+	i.URL = "https://" + net.JoinHostPort(host, port)
+	i.serve(ln)
+	return i, nil
+}
+
+func (i *Issuer) serve(ln net.Listener) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", i.discovery)
+	mux.HandleFunc("GET /jwks", i.keys)
+	mux.HandleFunc("POST /token", i.token)
+	i.srv = &http.Server{Handler: mux, TLSConfig: i.tlsConf, ReadHeaderTimeout: 10 * time.Second}
+	i.served = make(chan struct{})
+	srv, done := i.srv, i.served
+	go func() {
+		defer close(done)
+		srv.ServeTLS(ln, "", "")
+	}()
+}
+
+// Stop takes the issuer down: the port refuses connections until Start.
+func (i *Issuer) Stop() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.srv == nil {
+		return
+	}
+	i.srv.Close()
+	<-i.served
+	i.srv = nil
+	i.client.CloseIdleConnections()
+}
+
+// Start brings a stopped issuer back on the same address.
+func (i *Issuer) Start() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.srv != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", i.addr)
+	if err != nil {
+		return fmt.Errorf("authtest: restarting on %s: %w", i.addr, err)
+	}
+	i.serve(ln)
+	return nil
+}
+
+// Close stops the issuer for good.
+func (i *Issuer) Close() { i.Stop() }
+
+// Client is an HTTP client that trusts the issuer's certificate.
+func (i *Issuer) Client() *http.Client { return i.client }
+
+// CertPEM is the issuer's certificate, its own CA.
+func (i *Issuer) CertPEM() []byte { return i.certPEM }
+
+// JWKSURL is where the keys are published.
+func (i *Issuer) JWKSURL() string { return i.URL + "/jwks" }
+
+// JWKSFetches counts JWKS requests served, to test refetch bounds.
+func (i *Issuer) JWKSFetches() int { return int(i.fetches.Load()) }
+
+func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
+	i.discovers.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"issuer":                                i.URL,
+		"jwks_uri":                              i.JWKSURL(),
+		"authorization_endpoint":                i.URL + "/authorize",
+		"token_endpoint":                        i.URL + "/token",
+		"grant_types_supported":                 []string{"client_credentials"},
+		"response_types_supported":              []string{"code"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
+		"code_challenge_methods_supported":      []string{"S256"},
+	})
+}
+
+// token is a client-credentials token endpoint (RFC 6749 §4.4) that trusts
+// every client: it mints a Keycloak-shaped token for the form's scope, with
+// aud from the resource parameter (RFC 8707) or Audience, and the user
+// "service-account-CLIENT" (Keycloak's naming) unless the form's username
+// extension names one. Only for tests and benchmarks.
+func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
+	fail := func(code string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": code})
+	}
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+		fail("unsupported_grant_type")
+		return
+	}
+	client, _, ok := r.BasicAuth()
+	if !ok {
+		client = r.PostForm.Get("client_id")
+	}
+	aud := r.PostForm.Get("resource")
+	if aud == "" {
+		aud = i.Audience
+	}
+	if client == "" || aud == "" {
+		fail("invalid_request")
+		return
+	}
+	user := r.PostForm.Get("username")
+	if user == "" {
+		user = "service-account-" + client
+	}
+	scopes := strings.Fields(r.PostForm.Get("scope"))
+	c := i.KeycloakClaims(user, aud, scopes...)
+	c["azp"] = client
+	tok, err := i.Sign(c, SignOptions{})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]any{
+		"access_token": tok, "token_type": "Bearer", "expires_in": 300, "scope": strings.Join(scopes, " "),
+	})
+}
+
+func (i *Issuer) keys(w http.ResponseWriter, _ *http.Request) {
+	i.fetches.Add(1)
+	i.mu.Lock()
+	body := i.jwks
+	i.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+// newKeys makes a fresh RSA and EC key pair with new kids and publishes
+// only them. The caller holds mu or is the constructor.
+func (i *Issuer) newKeys() error {
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fmt.Errorf("authtest: %w", err)
+	}
+	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("authtest: %w", err)
+	}
+	i.rotated++
+	i.rsaKey, i.rsaKid = rk, fmt.Sprintf("rsa-%d", i.rotated)
+	i.ecKey, i.ecKid = ek, fmt.Sprintf("ec-%d", i.rotated)
+	set := jwk.NewSet()
+	for _, k := range []struct {
+		pub      any
+		kid, alg string
+	}{{&rk.PublicKey, i.rsaKid, "RS256"}, {&ek.PublicKey, i.ecKid, "ES256"}} {
+		key, err := jwk.Import(k.pub)
+		if err != nil {
+			return fmt.Errorf("authtest: %w", err)
+		}
+		key.Set(jwk.KeyIDKey, k.kid)
+		key.Set(jwk.KeyUsageKey, "sig")
+		key.Set(jwk.AlgorithmKey, k.alg) // as Keycloak publishes them
+		set.AddKey(key)
+	}
+	i.jwks, err = json.Marshal(set)
+	return err
+}
+
+// Rotate replaces both keys with new ones (new kids); the old keys are no
+// longer published, so tokens they signed stop verifying once a resource
+// server refetches.
+func (i *Issuer) Rotate() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.newKeys()
+}
+
+// KeyIDs are the kids of the current RSA and EC keys.
+func (i *Issuer) KeyIDs() (rsaKid, ecKid string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.rsaKid, i.ecKid
+}
+
+// RSAPublicKeyPEM is the current RSA public key as PEM, the bytes an
+// attacker would use as an HMAC secret in an algorithm-confusion attack.
+func (i *Issuer) RSAPublicKeyPEM() []byte {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	der, _ := x509.MarshalPKIXPublicKey(&i.rsaKey.PublicKey)
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// KeycloakClaims are claims shaped like a Keycloak access token: sub a
+// UUID, the user in preferred_username, scopes in a space-separated scope
+// string, the client in azp, a single audience as a string, valid for five
+// minutes.
+func (i *Issuer) KeycloakClaims(user, audience string, scopes ...string) map[string]any {
+	now := i.Now()
+	sum := sha256.Sum256([]byte(user))
+	h := hex.EncodeToString(sum[:16])
+	return map[string]any{
+		"iss":                i.URL,
+		"sub":                h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32],
+		"aud":                audience,
+		"exp":                now.Add(5 * time.Minute).Unix(),
+		"iat":                now.Unix(),
+		"jti":                randomID(),
+		"typ":                "Bearer",
+		"azp":                "mcp-client",
+		"sid":                randomID(),
+		"acr":                "1",
+		"scope":              joinScopes(scopes),
+		"email_verified":     false,
+		"preferred_username": user,
+	}
+}
+
+// OryClaims are claims shaped like an Ory Hydra JWT access token: sub the
+// user, scopes in an scp array, the client in client_id, aud an array.
+func (i *Issuer) OryClaims(user, audience string, scopes ...string) map[string]any {
+	now := i.Now()
+	return map[string]any{
+		"iss":       i.URL,
+		"sub":       user,
+		"aud":       []string{audience},
+		"exp":       now.Add(5 * time.Minute).Unix(),
+		"iat":       now.Unix(),
+		"nbf":       now.Unix(),
+		"jti":       randomID(),
+		"client_id": "mcp-client",
+		"scp":       append([]string{}, scopes...),
+		"ext":       map[string]any{},
+	}
+}
+
+// SignOptions choose how Sign signs.
+type SignOptions struct {
+	// Alg is the JWS algorithm: RS*/PS* use the RSA key (published for
+	// RS256 only, so others fail to verify), ES256 the EC key,
+	// HS* need HMACKey, "none" makes an unsigned token. Default RS256.
+	Alg string
+	// Typ is the typ header; default "JWT". NoTyp omits it.
+	Typ   string
+	NoTyp bool
+	// KeyID overrides the kid header; default the signing key's kid
+	// (none for HMAC and "none").
+	KeyID string
+	// HMACKey is the secret for HS* algorithms.
+	HMACKey []byte
+}
+
+// Sign serializes claims as a compact JWS.
+func (i *Issuer) Sign(claims map[string]any, o SignOptions) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("authtest: %w", err)
+	}
+	if o.Alg == "" {
+		o.Alg = "RS256"
+	}
+	alg, ok := jwa.LookupSignatureAlgorithm(o.Alg)
+	if !ok {
+		return "", fmt.Errorf("authtest: unknown algorithm %q", o.Alg)
+	}
+	i.mu.Lock()
+	var key any
+	kid := ""
+	switch {
+	case o.Alg == "none":
+	case alg.IsSymmetric():
+		key = o.HMACKey
+	case o.Alg[:2] == "ES":
+		key, kid = i.ecKey, i.ecKid
+	default:
+		key, kid = i.rsaKey, i.rsaKid
+	}
+	i.mu.Unlock()
+	if o.KeyID != "" {
+		kid = o.KeyID
+	}
+	hdr := jws.NewHeaders()
+	if !o.NoTyp {
+		typ := o.Typ
+		if typ == "" {
+			typ = "JWT"
+		}
+		hdr.Set(jws.TypeKey, typ)
+	}
+	if kid != "" {
+		hdr.Set(jws.KeyIDKey, kid)
+	}
+	var opt jws.SignOption
+	if o.Alg == "none" {
+		opt = jws.WithInsecureNoSignature(jws.WithProtectedHeaders(hdr))
+	} else {
+		opt = jws.WithKey(alg, key, jws.WithProtectedHeaders(hdr))
+	}
+	tok, err := jws.Sign(payload, opt)
+	if err != nil {
+		return "", fmt.Errorf("authtest: signing: %w", err)
+	}
+	return string(tok), nil
+}
+
+// Keycloak mints a Keycloak-shaped RS256 token with typ JWT.
+func (i *Issuer) Keycloak(user, audience string, scopes ...string) (string, error) {
+	return i.Sign(i.KeycloakClaims(user, audience, scopes...), SignOptions{})
+}
+
+// Ory mints an Ory-shaped ES256 token with typ at+jwt (RFC 9068).
+func (i *Issuer) Ory(user, audience string, scopes ...string) (string, error) {
+	return i.Sign(i.OryClaims(user, audience, scopes...), SignOptions{Alg: "ES256", Typ: "at+jwt"})
+}
+
+func joinScopes(s []string) string { return strings.Join(s, " ") }
+
+func randomID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,73 @@
+package auth_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/auth/authtest"
+)
+
+const wantMetadataURL = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp"
+
+func TestChallenges(t *testing.T) {
+	e := setup(t, nil)
+	expired := e.iss.KeycloakClaims("alice", resource, full...)
+	expired["exp"] = e.clock.Now().Add(-time.Minute).Unix()
+	wrongAud := mint(t)(e.iss.Keycloak("alice", "https://127.0.0.1:9999/mcp", full...))
+	low := mint(t)(e.iss.Keycloak("alice", resource, "profile"))
+
+	const scope = `scope="mcp:use mcp:write profile offline_access"`
+	const meta = `resource_metadata="` + wantMetadataURL + `"`
+	for _, tc := range []struct {
+		name      string
+		authz     []string
+		status    int
+		challenge string
+		body      string
+	}{
+		{"missing token", nil, 401,
+			`Bearer ` + meta + `, ` + scope,
+			`{"error":"unauthorized","error_description":"a bearer token is required in the Authorization header"}`},
+		{"expired token", []string{"Bearer " + mint(t)(e.iss.Sign(expired, authtest.SignOptions{}))}, 401,
+			`Bearer error="invalid_token", error_description="token has expired", ` + meta + `, ` + scope,
+			`{"error":"invalid_token","error_description":"token has expired"}`},
+		{"wrong audience", []string{"Bearer " + wrongAud}, 401,
+			`Bearer error="invalid_token", error_description="token audience does not include this resource", ` + meta + `, ` + scope,
+			`{"error":"invalid_token","error_description":"token audience does not include this resource"}`},
+		{"two headers", []string{"Bearer a.b.c", "Bearer a.b.c"}, 401,
+			`Bearer error="invalid_request", error_description="more than one Authorization header", ` + meta + `, ` + scope,
+			`{"error":"invalid_request","error_description":"more than one Authorization header"}`},
+		{"insufficient scope", []string{"Bearer " + low}, 403,
+			`Bearer error="insufficient_scope", error_description="token lacks a required scope", ` + meta + `, ` + scope,
+			`{"error":"insufficient_scope","error_description":"token lacks a required scope"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			e.a.Middleware(http.NotFoundHandler()).ServeHTTP(rec, request(tc.authz...))
+			assert.Equal(t, tc.status, rec.Code)
+			assert.Equal(t, tc.challenge, rec.Header().Get("WWW-Authenticate"))
+			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+			assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+			assert.JSONEq(t, tc.body, rec.Body.String())
+		})
+	}
+}
+
+func TestChallengeWithoutScopes(t *testing.T) {
+	e := setup(t, func(o *auth.Options) {
+		o.RequiredScopes, o.WriteScope, o.ExtraScopes = nil, "", nil
+	})
+	rec := httptest.NewRecorder()
+	e.a.Middleware(http.NotFoundHandler()).ServeHTTP(rec, request())
+	assert.Equal(t, `Bearer resource_metadata="`+wantMetadataURL+`"`, rec.Header().Get("WWW-Authenticate"))
+
+	// Without a write scope every session is read-write.
+	p, err := e.a.Authenticate(request("Bearer " + mint(t)(e.iss.Keycloak("alice", resource))))
+	assert.NoError(t, err)
+	assert.False(t, p.ReadOnly)
+}

@@ -1,0 +1,168 @@
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Kinds of refusal. Every error Authenticate returns matches exactly one of
+// them with errors.Is; the middleware maps kinds to answers in one table
+// (see answers).
+var (
+	// ErrNoToken: the request carries no bearer credentials at all.
+	ErrNoToken = errors.New("auth: no bearer token")
+	// ErrInvalidRequest: credentials in the wrong place or repeated
+	// (RFC 6750 §3.1 invalid_request).
+	ErrInvalidRequest = errors.New("auth: malformed authorization")
+	// ErrInvalidToken: the token failed a check (RFC 6750 §3.1 invalid_token).
+	ErrInvalidToken = errors.New("auth: invalid token")
+	// ErrInsufficientScope: a valid token lacks a required scope
+	// (RFC 6750 §3.1 insufficient_scope).
+	ErrInsufficientScope = errors.New("auth: insufficient scope")
+	// ErrUnavailable: the issuer's keys have not been fetched yet.
+	ErrUnavailable = errors.New("auth: signing keys are not available yet")
+)
+
+// checkError is one failed check. Its message, minus the "auth: " prefix,
+// is safe to show the client: it names the check, never token contents.
+type checkError struct {
+	kind error
+	msg  string
+}
+
+func (e *checkError) Error() string { return e.msg }
+func (e *checkError) Unwrap() error { return e.kind }
+
+func check(kind error, msg string) error { return &checkError{kind: kind, msg: "auth: " + msg} }
+
+// The checks. Callers may test for each with errors.Is; each also matches
+// its kind.
+var (
+	ErrTokenInQuery      = check(ErrInvalidRequest, "access tokens are accepted only in the Authorization header")
+	ErrFormBody          = check(ErrInvalidRequest, "form-encoded requests are refused: access tokens are accepted only in the Authorization header")
+	ErrManyAuthorization = check(ErrInvalidRequest, "more than one Authorization header")
+	ErrTokenTooLarge     = check(ErrInvalidToken, "token is too large")
+	ErrMalformed         = check(ErrInvalidToken, "token is not a well-formed JWS compact serialization")
+	ErrAlgorithm         = check(ErrInvalidToken, "token algorithm is not allowed")
+	ErrType              = check(ErrInvalidToken, "token type (typ header) is not accepted")
+	ErrUnknownKey        = check(ErrInvalidToken, "token signing key is unknown")
+	ErrSignature         = check(ErrInvalidToken, "token signature is invalid")
+	ErrClaims            = check(ErrInvalidToken, "token claims are malformed")
+	ErrIssuer            = check(ErrInvalidToken, "token issuer is not the configured issuer")
+	ErrAudience          = check(ErrInvalidToken, "token audience does not include this resource")
+	ErrNoExpiry          = check(ErrInvalidToken, "token has no expiry")
+	ErrExpired           = check(ErrInvalidToken, "token has expired")
+	ErrNotYetValid       = check(ErrInvalidToken, "token is not valid yet")
+	ErrIssuedInFuture    = check(ErrInvalidToken, "token was issued in the future")
+	ErrNoSubject         = check(ErrInvalidToken, "token has no subject")
+	ErrUserID            = check(ErrInvalidToken, "token user claim is missing or not a valid user id")
+	ErrMissingScope      = check(ErrInsufficientScope, "token lacks a required scope")
+)
+
+// answer is how one kind of refusal goes on the wire.
+type answer struct {
+	status int
+	code   string // RFC 6750 §3.1 error code; "" sends none in the challenge
+	body   string // the body's "error" when code is empty
+}
+
+// answers is the one table from refusal kind to HTTP answer.
+//
+// MCP 2025-11-25 §Token Handling: a missing, invalid or expired token gets
+// 401. A token in the query string is answered 401 too, with
+// invalid_request, rather than RFC 6750's SHOULD 400: to the client it is a
+// request without a usable token, and 401 is what makes it authorize.
+var answers = []struct {
+	kind error
+	answer
+}{
+	{ErrNoToken, answer{http.StatusUnauthorized, "", "unauthorized"}},
+	{ErrInvalidRequest, answer{http.StatusUnauthorized, "invalid_request", ""}},
+	{ErrInvalidToken, answer{http.StatusUnauthorized, "invalid_token", ""}},
+	{ErrInsufficientScope, answer{http.StatusForbidden, "insufficient_scope", ""}},
+	{ErrUnavailable, answer{http.StatusServiceUnavailable, "", "temporarily_unavailable"}},
+}
+
+func answerFor(err error) answer {
+	for _, a := range answers {
+		if errors.Is(err, a.kind) {
+			return a.answer
+		}
+	}
+	return answer{http.StatusInternalServerError, "", "server_error"}
+}
+
+// description is the client-safe text for err.
+func description(err error) string {
+	var ce *checkError
+	if errors.As(err, &ce) {
+		return strings.TrimPrefix(ce.msg, "auth: ")
+	}
+	switch {
+	case errors.Is(err, ErrNoToken):
+		return "a bearer token is required in the Authorization header"
+	case errors.Is(err, ErrUnavailable):
+		return "the authorization server's signing keys are not available yet; retry later"
+	}
+	return "authentication failed"
+}
+
+// WriteError answers a request that Authenticate refused: the status, the
+// RFC 6750 §3 WWW-Authenticate challenge (with RFC 9728 §5.1
+// resource_metadata and the derived scope), Retry-After on 503, and a JSON
+// body that says the same in words.
+func (a *Authenticator) WriteError(w http.ResponseWriter, err error) {
+	ans := answerFor(err)
+	desc := description(err)
+	h := w.Header()
+	switch ans.status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		h.Set("WWW-Authenticate", a.challenge(ans.code, desc))
+	case http.StatusServiceUnavailable:
+		retry := 1
+		if a.keys != nil {
+			retry = a.keys.retryAfterSeconds()
+		}
+		h.Set("Retry-After", strconv.Itoa(retry))
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	code := ans.code
+	if code == "" {
+		code = ans.body
+	}
+	body, _ := json.Marshal(struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}{code, desc})
+	w.WriteHeader(ans.status)
+	w.Write(append(body, '\n'))
+}
+
+// challenge builds the Bearer challenge. Without an error code (no
+// credentials were sent) it carries only resource_metadata and scope, as
+// RFC 6750 §3.1 asks.
+func (a *Authenticator) challenge(code, desc string) string {
+	var b strings.Builder
+	b.WriteString("Bearer ")
+	if code != "" {
+		b.WriteString(`error="` + code + `", error_description="` + quote(desc) + `", `)
+	}
+	b.WriteString(`resource_metadata="` + quote(a.metadataURL) + `"`)
+	if s := a.scopeParam; s != "" {
+		b.WriteString(`, scope="` + quote(s) + `"`)
+	}
+	return b.String()
+}
+
+// quote escapes a quoted-string (RFC 9110 §5.6.4).
+func quote(s string) string {
+	if !strings.ContainsAny(s, `"\`) {
+		return s
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return r.Replace(s)
+}

@@ -1,0 +1,221 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+)
+
+// Options configures an Authenticator. The zero value of every field except
+// Issuer and Resource is a safe default.
+type Options struct {
+	// Issuer is the authorization server's issuer identifier, compared
+	// exactly with a token's iss and with the discovery document's issuer
+	// (OpenID Connect Discovery 1.0 §4.3), e.g. https://kc.example/realms/mcp.
+	Issuer string
+	// Resource is this server's canonical resource URI, e.g.
+	// https://mcp.example/mcp. A token's aud must contain it (RFC 8707; MCP
+	// 2025-11-25 §Token Handling), so New refuses to start without it.
+	Resource string
+	// AuthorizationServers are published in the RFC 9728 metadata; default
+	// [Issuer].
+	AuthorizationServers []string
+	// RequiredScopes must all be on every token, else 403 insufficient_scope.
+	RequiredScopes []string
+	// WriteScope makes a session read-write; a token without it is
+	// read-only. Empty means every session is read-write.
+	WriteScope string
+	// ExtraScopes are advertised only (metadata and challenges), never
+	// checked: scopes a client must ask for so the authorization server emits
+	// what we need, e.g. "profile" for preferred_username on Keycloak.
+	ExtraScopes []string
+	// UserClaim names the claim that holds the user id; default "sub".
+	UserClaim string
+	// Algorithms is the allow-list of JWS algorithms. Default: RS256, RS384,
+	// RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, plus HS256,
+	// HS384 and HS512 when HMACSecret is set. "none" is never allowed, and an
+	// HS* algorithm only together with HMACSecret.
+	Algorithms []string
+	// HMACSecret enables HS* tokens, verified with this secret only and never
+	// with a JWKS key, so a public key can never serve as an HMAC secret
+	// (RFC 8725 §2.1). At least 32 bytes.
+	HMACSecret []byte
+	// RequireATJWT accepts only typ "at+jwt" (RFC 9068 §2.1). Otherwise typ
+	// may be "JWT", "at+jwt" or "application/at+jwt", or absent.
+	RequireATJWT bool
+	// Leeway tolerates clock skew on nbf and iat; default 60s. exp gets none.
+	Leeway time.Duration
+	// MaxTokenBytes caps the Authorization header's token; default 16 KiB.
+	MaxTokenBytes int
+	// ResourceName is the human-readable resource_name in the metadata.
+	ResourceName string
+	// HTTPClient fetches the discovery document and the JWKS; default a
+	// client with a 10s timeout. Tests pass one that trusts their CA.
+	HTTPClient *http.Client
+	// MinRefetchInterval bounds how often a token with an unknown kid may
+	// make us refetch the JWKS, so a flood of forged kids cannot make us
+	// hammer the issuer; default 30s. Negative means no bound (tests).
+	MinRefetchInterval time.Duration
+	// RetryInterval is the longest wait between start-up attempts to reach
+	// the issuer; attempts back off from 250ms up to it. Default 30s.
+	RetryInterval time.Duration
+	// Logger receives refusals and key events; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for token times and the refetch bound; default
+	// time.Now.
+	Now func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultLeeway             = 60 * time.Second
+	DefaultMaxTokenBytes      = 16 << 10
+	DefaultMinRefetchInterval = 30 * time.Second
+	DefaultRetryInterval      = 30 * time.Second
+)
+
+var defaultAsymmetric = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+var defaultHMAC = []string{"HS256", "HS384", "HS512"}
+
+// normalize validates o and fills in defaults, reporting every problem at once.
+func (o Options) normalize() (Options, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("auth: "+format, args...)) }
+
+	if o.Issuer == "" {
+		bad("issuer is required (the authorization server's exact iss, e.g. https://kc.example/realms/mcp)")
+	} else if err := checkURL(o.Issuer); err != nil {
+		bad("issuer %q: %v", o.Issuer, err)
+	}
+	if o.Resource == "" {
+		bad("resource is required: the canonical URI of this server's /mcp endpoint, e.g. https://mcp.example/mcp (RFC 8707: tokens are checked to name it in aud)")
+	} else if err := checkResource(o.Resource); err != nil {
+		bad("resource %q: %v", o.Resource, err)
+	}
+	if len(o.AuthorizationServers) == 0 && o.Issuer != "" {
+		o.AuthorizationServers = []string{o.Issuer}
+	}
+	for _, s := range o.AuthorizationServers {
+		if err := checkURL(s); err != nil {
+			bad("authorization server %q: %v", s, err)
+		}
+	}
+	for _, s := range slices.Concat(o.RequiredScopes, []string{o.WriteScope}, o.ExtraScopes) {
+		if strings.ContainsAny(s, " \t\"\\") {
+			bad("scope %q: a scope cannot contain spaces, quotes or backslashes (RFC 6749 §3.3)", s)
+		}
+	}
+	if o.UserClaim == "" {
+		o.UserClaim = "sub"
+	}
+	if len(o.HMACSecret) > 0 && len(o.HMACSecret) < 32 {
+		bad("hmac secret is %d bytes; use at least 32 (RFC 7518 §3.2)", len(o.HMACSecret))
+	}
+	if len(o.Algorithms) == 0 {
+		o.Algorithms = slices.Clone(defaultAsymmetric)
+		if len(o.HMACSecret) > 0 {
+			o.Algorithms = append(o.Algorithms, defaultHMAC...)
+		}
+	}
+	for _, a := range o.Algorithms {
+		alg, ok := jwa.LookupSignatureAlgorithm(a)
+		switch {
+		case !ok || a == jwa.NoSignature().String():
+			bad("algorithm %q is not a JWS signature algorithm this server allows", a)
+		case alg.IsSymmetric() && len(o.HMACSecret) == 0:
+			bad("algorithm %q needs a shared hmac secret; without one HMAC is never accepted", a)
+		}
+	}
+	if o.Leeway == 0 {
+		o.Leeway = DefaultLeeway
+	}
+	if o.Leeway < 0 {
+		bad("leeway %s is negative", o.Leeway)
+	}
+	if o.MaxTokenBytes == 0 {
+		o.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if o.MaxTokenBytes < 0 {
+		bad("max token bytes %d is negative", o.MaxTokenBytes)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.MinRefetchInterval == 0 {
+		o.MinRefetchInterval = DefaultMinRefetchInterval
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, errors.Join(errs...)
+}
+
+// hasAsymmetric reports whether any allowed algorithm needs a JWKS key.
+func (o *Options) hasAsymmetric() bool {
+	for _, a := range o.Algorithms {
+		if alg, _ := jwa.LookupSignatureAlgorithm(a); !alg.IsSymmetric() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkURL accepts an absolute https URL, or http on a loopback host (a
+// local issuer during development).
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Host == "" || u.User != nil || u.Fragment != "" {
+		return errors.New("must be an absolute URL with a host, no user info and no fragment")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return nil
+		}
+	}
+	return errors.New("must use https (http only on a loopback host)")
+}
+
+// checkResource also demands the canonical form, because clients compare
+// the metadata's resource with the URL they used character for character
+// (RFC 9728 §3.3): lower-case scheme and host, no query or fragment.
+func checkResource(s string) error {
+	if err := checkURL(s); err != nil {
+		return err
+	}
+	u, _ := url.Parse(s)
+	if u.RawQuery != "" || u.ForceQuery {
+		return errors.New("must not have a query")
+	}
+	if strings.ToLower(u.Scheme) != u.Scheme || strings.ToLower(u.Host) != u.Host || !strings.HasPrefix(s, u.Scheme+"://"+u.Host) {
+		return errors.New("must be canonical: lower-case scheme and host")
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,57 @@
+package auth_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/auth"
+)
+
+func TestNewRefuses(t *testing.T) {
+	ok := auth.Options{Issuer: "https://kc.example/realms/mcp", Resource: resource}
+	for _, tc := range []struct {
+		name string
+		mod  func(*auth.Options)
+		want []string // every one must appear in the error
+	}{
+		{"no resource", func(o *auth.Options) { o.Resource = "" }, []string{"resource is required"}},
+		{"no issuer", func(o *auth.Options) { o.Issuer = "" }, []string{"issuer is required"}},
+		{"plain http issuer off loopback", func(o *auth.Options) { o.Issuer = "http://kc.example/realms/mcp" }, []string{"must use https"}},
+		{"resource with fragment", func(o *auth.Options) { o.Resource = resource + "#x" }, []string{"no fragment"}},
+		{"resource with query", func(o *auth.Options) { o.Resource = resource + "?a=b" }, []string{"must not have a query"}},
+		{"upper-case host", func(o *auth.Options) { o.Resource = "https://MCP.example.test/mcp" }, []string{"canonical"}},
+		{"alg none", func(o *auth.Options) { o.Algorithms = []string{"none"} }, []string{`algorithm "none"`}},
+		{"HMAC without a secret", func(o *auth.Options) { o.Algorithms = []string{"RS256", "HS256"} }, []string{`"HS256" needs a shared hmac secret`}},
+		{"short secret", func(o *auth.Options) { o.HMACSecret = []byte("short") }, []string{"at least 32"}},
+		{"scope with a space", func(o *auth.Options) { o.ExtraScopes = []string{"a b"} }, []string{`scope "a b"`}},
+		{"every problem at once", func(o *auth.Options) { o.Resource, o.Algorithms = "", []string{"none"} },
+			[]string{"resource is required", `algorithm "none"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ok
+			tc.mod(&o)
+			a, err := auth.New(context.Background(), o)
+			if err == nil {
+				a.Close()
+				t.Fatal("got no error, want one")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNewAcceptsLoopbackHTTP(t *testing.T) {
+	a, err := auth.New(context.Background(), auth.Options{
+		Issuer: "http://127.0.0.1:1/realms/dev", Resource: "http://localhost:8000/mcp",
+		HMACSecret: []byte("0123456789abcdef0123456789abcdef"), Algorithms: []string{"HS256"},
+	})
+	if err != nil {
+		t.Fatalf("got %v, want loopback http accepted", err)
+	}
+	a.Close()
+}

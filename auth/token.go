@@ -1,0 +1,294 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jws"
+)
+
+// header is the part of the JOSE header we decide on before verifying.
+type header struct {
+	Alg string  `json:"alg"`
+	Kid string  `json:"kid"`
+	Typ *string `json:"typ"`
+}
+
+// claims are the registered and well-known claims we read. Unknown claims
+// are ignored; a known claim of the wrong JSON type fails the token.
+type claims struct {
+	Iss      string       `json:"iss"`
+	Sub      string       `json:"sub"`
+	Aud      audience     `json:"aud"`
+	Exp      *numericDate `json:"exp"`
+	Nbf      *numericDate `json:"nbf"`
+	Iat      *numericDate `json:"iat"`
+	Azp      string       `json:"azp"`
+	ClientID string       `json:"client_id"`
+	Scope    scopeList    `json:"scope"`
+	Scp      scopeList    `json:"scp"`
+
+	// The usual user claims, decoded here to spare a second pass.
+	PreferredUsername string `json:"preferred_username"`
+	Email             string `json:"email"`
+}
+
+// audience is aud: one StringOrURI or an array of them (RFC 7519 §4.1.3).
+type audience []string
+
+func (l *audience) UnmarshalJSON(b []byte) error {
+	s, a, err := stringOrArray(b)
+	if s != nil {
+		a = []string{*s}
+	}
+	*l = a
+	return err
+}
+
+// scopeList is scope or scp: a space-separated string (RFC 8693 §4.2,
+// Keycloak) or an array (Ory and others). present tells an absent claim
+// from an empty one.
+type scopeList struct {
+	present bool
+	scopes  []string
+}
+
+func (l *scopeList) UnmarshalJSON(b []byte) error {
+	s, a, err := stringOrArray(b)
+	if s != nil {
+		a = strings.Fields(*s)
+	}
+	*l = scopeList{present: !bytes.Equal(b, []byte("null")), scopes: a}
+	return err
+}
+
+func stringOrArray(b []byte) (*string, []string, error) {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		err := json.Unmarshal(b, &s)
+		return &s, nil, err
+	}
+	var a []string
+	err := json.Unmarshal(b, &a)
+	return nil, a, err
+}
+
+// numericDate is seconds since the epoch, possibly fractional (RFC 7519 §2).
+type numericDate struct{ time.Time }
+
+func (d *numericDate) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
+		return fmt.Errorf("auth: bad NumericDate %.20q", b)
+	}
+	sec, frac := math.Modf(f)
+	d.Time = time.Unix(int64(sec), int64(frac*1e9))
+	return nil
+}
+
+// tokenTag is a short hash of the token that lets logs correlate requests
+// without holding anything that could be replayed.
+func tokenTag(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:6])
+}
+
+// isB64Token reports whether s has the RFC 6750 §2.1 b64token syntax.
+func isB64Token(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-', c == '.', c == '_', c == '~', c == '+', c == '/', c == '=':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// VerifyToken checks a bearer token (the credentials without "Bearer ") and
+// returns its principal. Authenticate calls it after finding the token in
+// the request; it is exported for callers that hold a token some other way.
+func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Principal, error) {
+	p := &Principal{TokenTag: tokenTag(token)}
+	if err := a.verify(ctx, token, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// verify fills p, which carries what is known so far even on failure, for
+// the log line.
+func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) error {
+	if len(token) > a.opts.MaxTokenBytes {
+		return ErrTokenTooLarge
+	}
+	if token == "" || !isB64Token(token) || strings.Count(token, ".") != 2 {
+		return ErrMalformed
+	}
+	encHdr, _, _ := strings.Cut(token, ".")
+	rawHdr, err := base64.RawURLEncoding.DecodeString(encHdr)
+	var h header
+	if err != nil || json.Unmarshal(rawHdr, &h) != nil {
+		return ErrMalformed
+	}
+	p.KeyID = h.Kid // for the log line; capped, it is the sender's text
+	if len(p.KeyID) > 64 {
+		p.KeyID = p.KeyID[:64]
+	}
+	alg, ok := a.algs[h.Alg]
+	if !ok {
+		return ErrAlgorithm
+	}
+	if !a.typeAccepted(h.Typ) {
+		return ErrType
+	}
+
+	var payload []byte
+	if alg.IsSymmetric() {
+		// Only the configured secret: never a JWKS key, whatever kid says.
+		payload, err = jws.VerifyCompactFast(a.opts.HMACSecret, []byte(token), alg)
+	} else {
+		keys, kerr := a.keys.keys(ctx, h.Kid, alg)
+		if kerr != nil {
+			return kerr
+		}
+		for _, k := range keys {
+			if payload, err = jws.VerifyCompactFast(k.raw, []byte(token), alg); err == nil {
+				p.KeyID = k.kid
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w (%v)", ErrSignature, err)
+	}
+
+	var c claims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return ErrClaims
+	}
+	// The claims are authentic from here on, so the log line of a refusal
+	// may name the user even when a later check fails.
+	p.Issuer, p.Subject = c.Iss, c.Sub
+	p.ClientID = c.Azp
+	if p.ClientID == "" {
+		p.ClientID = c.ClientID
+	}
+	user, userErr := a.userID(&c, payload)
+	if userErr == nil {
+		p.UserID = user
+	}
+	if c.Iss != a.opts.Issuer {
+		return ErrIssuer
+	}
+	if !slices.Contains(c.Aud, a.opts.Resource) {
+		return ErrAudience
+	}
+	now := a.opts.Now()
+	switch {
+	case c.Exp == nil:
+		return ErrNoExpiry
+	case !now.Before(c.Exp.Time):
+		return ErrExpired
+	case c.Nbf != nil && c.Nbf.After(now.Add(a.opts.Leeway)):
+		return ErrNotYetValid
+	case c.Iat != nil && c.Iat.After(now.Add(a.opts.Leeway)):
+		return ErrIssuedInFuture
+	}
+	p.Expiry = c.Exp.Time
+	if c.Sub == "" {
+		return ErrNoSubject
+	}
+	if userErr != nil {
+		return userErr
+	}
+
+	if c.Scope.present {
+		p.Scopes = c.Scope.scopes
+	} else {
+		p.Scopes = c.Scp.scopes
+	}
+	p.ReadOnly = a.opts.WriteScope != "" && !slices.Contains(p.Scopes, a.opts.WriteScope)
+	for _, s := range a.opts.RequiredScopes {
+		if !slices.Contains(p.Scopes, s) {
+			return ErrMissingScope
+		}
+	}
+	return nil
+}
+
+// userID reads the configured user claim and checks it is a sane id.
+func (a *Authenticator) userID(c *claims, payload []byte) (string, error) {
+	var user string
+	switch a.opts.UserClaim {
+	case "sub":
+		user = c.Sub
+	case "preferred_username":
+		user = c.PreferredUsername
+	case "email":
+		user = c.Email
+	default:
+		var err error
+		if user, err = stringClaim(payload, a.opts.UserClaim); err != nil {
+			return "", ErrUserID
+		}
+	}
+	if !ValidUserID(user) {
+		return "", ErrUserID
+	}
+	return user, nil
+}
+
+// typeAccepted applies RFC 9068 §2.1 / RFC 8725 §3.11: typ is compared
+// case-insensitively and "application/" may be omitted.
+func (a *Authenticator) typeAccepted(typ *string) bool {
+	if typ == nil {
+		return !a.opts.RequireATJWT
+	}
+	t := strings.TrimPrefix(strings.ToLower(*typ), "application/")
+	if t == "at+jwt" {
+		return true
+	}
+	return t == "jwt" && !a.opts.RequireATJWT
+}
+
+func stringClaim(payload []byte, name string) (string, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &all); err != nil {
+		return "", err
+	}
+	var s string
+	err := json.Unmarshal(all[name], &s)
+	return s, err
+}
+
+// ValidUserID reports whether id is a sane user identifier: 1 to 128
+// characters of A-Z a-z 0-9 . _ @ -, not starting with a dash (so it can
+// never be taken for a command-line option where a worker passes it on).
+func ValidUserID(id string) bool {
+	if id == "" || len(id) > 128 || id[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.', c == '_', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

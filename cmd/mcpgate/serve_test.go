@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth/authtest"
+	"github.com/mcpgate/mcpgate/certs"
+)
+
+// TestMain lets this test binary be the built-in worker: the gateway starts
+// os.Executable() with "worker", which here is the test binary itself.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// tlsGateway is `mcpgate serve` run in-process with TLS and auth against a
+// test issuer, on the built-in worker and a scratch SQLite file.
+type tlsGateway struct {
+	issuer   *authtest.Issuer
+	resource string
+	client   *http.Client // trusts the gateway's certificate
+	log      *bytes.Buffer
+}
+
+func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
+	t.Helper()
+	dir := t.TempDir()
+	iss := authtest.New(t)
+	caFile := filepath.Join(dir, "issuer-ca.pem")
+	require.NoError(t, os.WriteFile(caFile, iss.CertPEM(), 0o644))
+	certFile, keyFile, err := certs.WriteSelfSigned(filepath.Join(dir, "certs"), certs.DefaultHosts, time.Now())
+	require.NoError(t, err)
+
+	// A free port, so that the resource URI (and so the tokens' audience)
+	// is known before the gateway listens.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+
+	env := map[string]string{
+		"MCPGATE_AUTH_ISSUER":          iss.URL,
+		"MCPGATE_AUTH_ISSUER_CA_FILE":  caFile,
+		"MCPGATE_AUTH_REQUIRED_SCOPES": "mcp:use",
+		"MCPGATE_AUTH_WRITE_SCOPE":     "mcp:write",
+		"MCPGATE_AUTH_USER_CLAIM":      "preferred_username",
+		"MCPGATE_DATABASE_PATH":        filepath.Join(dir, "data", "mcpgate.db"),
+	}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	var log bytes.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &syncWriter{w: &log}, Getenv: func(k string) string { return env[k] }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"serve", "--listen", addr, "--public-url", "https://" + addr,
+			"--tls-cert", certFile, "--tls-key", keyFile})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "serve returned an error on shutdown")
+		case <-time.After(60 * time.Second):
+			t.Error("serve did not return after its context was cancelled")
+		}
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", log.String())
+		}
+	})
+
+	pem, err := os.ReadFile(certFile)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log}
+
+	// Wait until the gateway serves its metadata (it listens shortly after
+	// Run starts) or Run fails.
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended early: %v\n%s", err, log.String())
+		default:
+		}
+		resp, err := client.Get("https://" + addr + "/.well-known/oauth-protected-resource/mcp")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return g
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// token mints a Keycloak-shaped token for user with scopes.
+func (g *tlsGateway) token(t *testing.T, user string, scopes ...string) string {
+	t.Helper()
+	tok, err := g.issuer.Keycloak(user, g.resource, scopes...)
+	require.NoError(t, err)
+	return tok
+}
+
+// connect opens an MCP session with the go-sdk client, sending token.
+func (g *tlsGateway) connect(t *testing.T, token *string) *mcp.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: bearer{token: token, next: g.client.Transport}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.resource, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// raw posts one JSON-RPC message with token on session sid.
+func (g *tlsGateway) raw(t *testing.T, token, sid, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.resource, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if sid != "" {
+		req.Header.Set("MCP-Session-Id", sid)
+	}
+	resp, err := g.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+type bearer struct {
+	token *string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+*b.token)
+	return b.next.RoundTrip(r)
+}
+
+type syncWriter struct {
+	mu chan struct{}
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	if s.mu == nil {
+		s.mu = make(chan struct{}, 1)
+	}
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.w.Write(p)
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]bool {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, tool := range res.Tools {
+		names[tool.Name] = true
+	}
+	return names
+}
+
+func statusOf(t *testing.T, cs *mcp.ClientSession) map[string]any {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "status failed: %v", res.Content)
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+// TestServeTLSAuth drives the network-facing gateway end to end: tokens from
+// a real issuer over HTTPS, the go-sdk client, real worker processes.
+func TestServeTLSAuth(t *testing.T) {
+	g := startTLSGateway(t, nil)
+
+	t.Run("a write token gets a read-write worker as its user", func(t *testing.T) {
+		tok := g.token(t, "alice", "mcp:use", "mcp:write")
+		cs := g.connect(t, &tok)
+		st := statusOf(t, cs)
+		assert.Equal(t, "alice", st["user"])
+		assert.Equal(t, false, st["readOnly"])
+		names := toolNames(t, cs)
+		assert.True(t, names["execute_sql"], "execute_sql listed for a read-write session")
+	})
+
+	t.Run("a token without the write scope gets a read-only worker", func(t *testing.T) {
+		tok := g.token(t, "alice", "mcp:use")
+		cs := g.connect(t, &tok)
+		assert.Equal(t, true, statusOf(t, cs)["readOnly"])
+		names := toolNames(t, cs)
+		for _, gated := range []string{"execute_sql", "commit", "apply_ddl", "drop_table"} {
+			assert.False(t, names[gated], "%s listed in a read-only session", gated)
+		}
+		assert.True(t, names["query"], "query missing from a read-only session")
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": "DELETE FROM customers"}})
+		var werr *jsonrpc.Error
+		require.True(t, errors.As(err, &werr), "got %v, want a JSON-RPC error", err)
+		assert.Equal(t, int64(-32601), werr.Code)
+		assert.JSONEq(t, `"readOnly"`, kindOf(t, werr.Data))
+	})
+
+	t.Run("another user's token cannot reach a session", func(t *testing.T) {
+		alice := g.token(t, "alice", "mcp:use", "mcp:write")
+		cs := g.connect(t, &alice)
+		bob := g.token(t, "bob", "mcp:use", "mcp:write")
+		code, _, _ := g.raw(t, bob, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+		assert.Equal(t, http.StatusNotFound, code, "bob on alice's session")
+		statusOf(t, cs) // alice's session is untouched
+	})
+
+	t.Run("an expired token gets 401 and the session survives a renewed one", func(t *testing.T) {
+		tok := g.token(t, "alice", "mcp:use", "mcp:write")
+		cs := g.connect(t, &tok)
+		claims := g.issuer.KeycloakClaims("alice", g.resource, "mcp:use", "mcp:write")
+		claims["exp"] = time.Now().Add(-time.Minute).Unix()
+		expired, err := g.issuer.Sign(claims, authtest.SignOptions{})
+		require.NoError(t, err)
+		code, h, _ := g.raw(t, expired, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+		assert.Equal(t, http.StatusUnauthorized, code)
+		assert.Contains(t, h.Get("WWW-Authenticate"), `error="invalid_token"`)
+		tok = g.token(t, "alice", "mcp:use", "mcp:write") // renewed
+		assert.Equal(t, "alice", statusOf(t, cs)["user"])
+	})
+
+	t.Run("the token never reaches the log", func(t *testing.T) {
+		tok := g.token(t, "carol", "mcp:use")
+		cs := g.connect(t, &tok)
+		statusOf(t, cs)
+		assert.NotContains(t, g.log.String(), tok[strings.LastIndexByte(tok, '.')+1:])
+	})
+}
+
+// kindOf returns data.kind of a JSON-RPC error's data, as JSON.
+func kindOf(t *testing.T, data json.RawMessage) string {
+	t.Helper()
+	var d struct {
+		Kind json.RawMessage `json:"kind"`
+	}
+	require.NoError(t, json.Unmarshal(data, &d), "error data %s", data)
+	return string(d.Kind)
+}
+
+// TestServeRefusesBadConfig checks that a configuration problem stops the
+// gateway before it listens, naming every problem.
+func TestServeRefusesBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"non-loopback without TLS and auth", []string{"serve", "--listen", "0.0.0.0:8000"}, []string{"server.listen"}},
+		{"every problem at once", []string{"serve", "--listen", "0.0.0.0:8000", "--tls-cert", "/nonexistent.pem", "--log-level", "loud"},
+			[]string{"server.listen", "tls.key_file", "log.level"}},
+		{"no arguments", []string{"serve", "extra"}, []string{"takes no arguments"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			m := &Main{Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
+			err := m.Run(context.Background(), c.args)
+			require.ErrorIs(t, err, errUsage)
+			for _, w := range c.want {
+				assert.Contains(t, stderr.String(), w)
+			}
+		})
+	}
+}

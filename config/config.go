@@ -1,0 +1,293 @@
+// Package config is mcpgate's configuration: the documented structs that
+// `mcpgate serve` runs from, their defaults, the loader (YAML file, then
+// MCPGATE_ environment variables, then command-line flags) and the validation
+// that reports every problem at once.
+//
+// It is the only package that imports viper (DESIGN.md, decision 9). Other
+// packages take plain option structs; cmd/mcpgate copies what they need out
+// of a validated Config.
+//
+// Key material is referenced by path and read only when asked
+// (HMACSecret); no error or log line produced here echoes a secret.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration of `mcpgate serve`. The YAML names of the
+// sections and keys are the snake_case mapstructure tags below; the
+// environment name of a key is MCPGATE_ followed by its dotted path in upper
+// case with dots as underscores (auth.issuer is MCPGATE_AUTH_ISSUER).
+//
+// A zero value in a limit, timeout or size means "the default"; Load fills the
+// defaults in, so a loaded Config holds the numbers actually used.
+type Config struct {
+	Server   Server   `mapstructure:"server"`
+	Limits   Limits   `mapstructure:"limits"`
+	Worker   Worker   `mapstructure:"worker"`
+	Database Database `mapstructure:"database"`
+	Auth     Auth     `mapstructure:"auth"`
+	TLS      TLS      `mapstructure:"tls"`
+	Log      Log      `mapstructure:"log"`
+}
+
+// Server is the listener and the server's identity.
+type Server struct {
+	// Listen is the host:port to bind. The default is loopback only
+	// (MCP 2025-11-25 §Transports: servers running locally SHOULD bind to
+	// localhost). A non-loopback address needs TLS and auth, or Insecure.
+	Listen string `mapstructure:"listen"`
+	// PublicURL is the origin clients reach the gateway at, such as
+	// https://mcp.example.com (a path prefix is allowed, /mcp is not). The
+	// canonical resource URI (RFC 8707, RFC 9728) is PublicURL + "/mcp".
+	// Required when Auth.Issuer is set.
+	PublicURL string `mapstructure:"public_url"`
+	// AllowedOrigins are extra hosts a browser Origin header may name,
+	// besides the loopback hosts that are always allowed. Each entry is a
+	// host (app.example.com, app.example.com:8443) or an origin
+	// (https://app.example.com); see AllowedOriginHosts.
+	AllowedOrigins []string `mapstructure:"allowed_origins"`
+	// ReadOnly makes every session read-only, whatever its token says.
+	ReadOnly bool `mapstructure:"read_only"`
+	// Insecure allows a non-loopback Listen without TLS and auth. It exists
+	// for containers behind a trusted proxy and for tests; the gateway logs
+	// it loudly at start.
+	Insecure bool `mapstructure:"insecure"`
+	// Title is serverInfo.title: which instance this is, for a human. Left
+	// out of serverInfo when empty. Also the RFC 9728 resource_name.
+	Title string `mapstructure:"title"`
+	// Name is serverInfo.name: which software this is. Default "mcpgate".
+	Name string `mapstructure:"name"`
+	// LocalUser is the user every session runs as in the unauthenticated
+	// localhost mode (Auth.Issuer empty). Empty means the OS user running
+	// the gateway (the gateway resolves it), as the GemStone router logged
+	// its workers in as the server's own user.
+	LocalUser string `mapstructure:"local_user"`
+}
+
+// Limits bound everything a peer controls (DESIGN.md, decision 10).
+type Limits struct {
+	// MaxBodyBytes caps a request body; a larger one is answered 413
+	// without being read. Default 8 MiB. YAML and environment accept a
+	// plain number of bytes or a size such as 8MiB or 512KiB.
+	MaxBodyBytes ByteSize `mapstructure:"max_body_bytes"`
+	// MaxConnections caps live connections; the next one gets 503.
+	// Default 512.
+	MaxConnections int `mapstructure:"max_connections"`
+	// ReadHeaderTimeout bounds reading a request's head. Default 10s.
+	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, head and body, from its
+	// first byte: an aggregate, so a peer dribbling bytes cannot hold a
+	// connection forever. Default 30s.
+	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	// IdleTimeout bounds a kept-alive connection between requests.
+	// Default 2m.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// MaxSessions caps live MCP sessions (and so worker processes); the
+	// next initialize gets 503. Default 1024.
+	MaxSessions int `mapstructure:"max_sessions"`
+	// MaxSessionsPerUser caps one user's live sessions; the next initialize
+	// gets 429. Default 256.
+	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
+	// SessionIdleTimeout is how long a session may go without a request
+	// before it is reaped and its worker stopped. Default 30m.
+	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout"`
+	// WorkerStartTimeout bounds a worker's start, up to its answer to
+	// initialize. Default 10s.
+	WorkerStartTimeout time.Duration `mapstructure:"worker_start_timeout"`
+	// WorkerStopGrace is how long a stopping worker has between SIGTERM
+	// and SIGKILL. Default 5s.
+	WorkerStopGrace time.Duration `mapstructure:"worker_stop_grace"`
+}
+
+// Worker says which process serves a session.
+type Worker struct {
+	// Command is the worker's argv. Empty means the built-in worker
+	// (`mcpgate worker`, the running executable). Any stdio MCP server may
+	// be named instead. In the environment and on the command line it is
+	// one string split like a shell would (quotes group, no expansion).
+	Command []string `mapstructure:"command"`
+	// Env holds NAME=value pairs added to the worker's environment. The
+	// YAML may give a list of NAME=value strings or a mapping; names keep
+	// their case. Names starting MCPGATE_WORKER_ are reserved for the
+	// identity the gateway hands the worker (worker.Environ) and refused.
+	Env []string `mapstructure:"env"`
+	// Dir is the worker's working directory; empty means the gateway's.
+	Dir string `mapstructure:"dir"`
+	// Toolsets names the built-in toolsets a session gets; empty means
+	// every built-in one.
+	Toolsets []string `mapstructure:"toolsets"`
+	// SafeTools names the tools of an external worker (Command set) that
+	// are safe in a read-only session. Empty means none: fail-closed
+	// (DESIGN.md, decision 4). The built-in toolsets vouch for their own.
+	SafeTools []string `mapstructure:"safe_tools"`
+}
+
+// Database is the built-in worker's database.
+type Database struct {
+	// Driver is "sqlite" (default) or "postgres".
+	Driver string `mapstructure:"driver"`
+	// Path is the SQLite file. Default data/mcpgate.db.
+	Path string `mapstructure:"path"`
+	// DSN is the PostgreSQL connection string (postgres:// URL or
+	// key=value). Prefer a DSN without a password plus PGPASSFILE, or set
+	// it through MCPGATE_DATABASE_DSN rather than in a file.
+	DSN string `mapstructure:"dsn"`
+	// SetRole makes each worker run `SET ROLE` to its session's user id on
+	// PostgreSQL, so the database enforces per-user rights.
+	SetRole bool `mapstructure:"set_role"`
+	// StatementTimeout bounds one SQL statement. Default 30s.
+	StatementTimeout time.Duration `mapstructure:"statement_timeout"`
+}
+
+// Auth configures bearer-token authentication (OAuth 2.1 resource server).
+// An empty Issuer is the unauthenticated localhost mode.
+type Auth struct {
+	// Issuer is the authorization server's issuer URL, exactly as in its
+	// tokens' iss claim (Keycloak: https://HOST/realms/NAME). https, or
+	// http on a loopback host for local tests only.
+	Issuer string `mapstructure:"issuer"`
+	// AuthorizationServers are published in the RFC 9728 metadata.
+	// Default: [Issuer].
+	AuthorizationServers []string `mapstructure:"authorization_servers"`
+	// RequiredScopes must all be on every token, else 403
+	// insufficient_scope.
+	RequiredScopes []string `mapstructure:"required_scopes"`
+	// WriteScope makes a session read-write; a token without it gets a
+	// read-only session. Empty means every authenticated session is
+	// read-write (unless Server.ReadOnly).
+	WriteScope string `mapstructure:"write_scope"`
+	// ExtraScopes are advertised (scopes_supported, challenges) but not
+	// checked: scopes a client must ask for for the issuer's sake, such
+	// as Keycloak's profile and offline_access (see docs/keycloak.md).
+	ExtraScopes []string `mapstructure:"extra_scopes"`
+	// UserClaim names the claim that holds the user id. Default "sub";
+	// "preferred_username" is usual on Keycloak.
+	UserClaim string `mapstructure:"user_claim"`
+	// Algorithms is the allow-list of JWS algorithms. Default: every
+	// asymmetric one (RS*, PS*, ES*, EdDSA), plus HS256/384/512 when
+	// HMACSecretFile is set. HS* may be listed only with HMACSecretFile;
+	// "none" never.
+	Algorithms []string `mapstructure:"algorithms"`
+	// HMACSecretFile is the path of a shared secret for HS* tokens (at
+	// least 32 bytes; one trailing newline is ignored). Never the secret.
+	HMACSecretFile string `mapstructure:"hmac_secret_file"`
+	// RequireATJWT requires the header typ "at+jwt" (RFC 9068) instead of
+	// accepting "JWT" too.
+	RequireATJWT bool `mapstructure:"require_at_jwt"`
+	// Leeway is the clock skew allowed on nbf and iat (exp gets none: an
+	// expired token is expired). Default 60s; at most 5m.
+	Leeway time.Duration `mapstructure:"leeway"`
+	// MaxTokenBytes caps a bearer token's size. Default 16 KiB.
+	MaxTokenBytes ByteSize `mapstructure:"max_token_bytes"`
+	// IssuerCAFile is a PEM file of extra CA certificates to trust, beside
+	// the system roots, when fetching the issuer's discovery document and
+	// keys: for an issuer behind a private CA (or the test issuer).
+	IssuerCAFile string `mapstructure:"issuer_ca_file"`
+}
+
+// TLS is the server certificate. Both files or neither.
+type TLS struct {
+	// CertFile is the PEM certificate chain (leaf first).
+	CertFile string `mapstructure:"cert_file"`
+	// KeyFile is the PEM private key.
+	KeyFile string `mapstructure:"key_file"`
+}
+
+// Log configures the gateway's log.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `mapstructure:"level"`
+	// Format is text (default) or json.
+	Format string `mapstructure:"format"`
+}
+
+// Defaults, exported so that callers and docs share one source.
+const (
+	DefaultListen             = "127.0.0.1:8000"
+	DefaultName               = "mcpgate"
+	DefaultMaxBodyBytes       = 8 << 20
+	DefaultMaxConnections     = 4096
+	DefaultReadHeaderTimeout  = 10 * time.Second
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultIdleTimeout        = 2 * time.Minute
+	DefaultMaxSessions        = 1024
+	DefaultMaxSessionsPerUser = 256
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultWorkerStartTimeout = 10 * time.Second
+	DefaultWorkerStopGrace    = 5 * time.Second
+	DefaultDriver             = "sqlite"
+	DefaultDatabasePath       = "data/mcpgate.db"
+	DefaultStatementTimeout   = 30 * time.Second
+	DefaultUserClaim          = "sub"
+	DefaultLeeway             = 60 * time.Second
+	DefaultMaxTokenBytes      = 16 << 10
+	DefaultLogLevel           = "info"
+	DefaultLogFormat          = "text"
+)
+
+// DefaultAlgorithms is the JWS allow-list when auth.algorithms is empty and
+// no HMAC secret is configured: the asymmetric algorithms of RFC 7518 and
+// RFC 8037.
+func DefaultAlgorithms() []string {
+	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+}
+
+// Default returns a Config holding every default: the unauthenticated
+// localhost mode with the built-in worker on SQLite.
+func Default() *Config {
+	c := &Config{}
+	c.applyDefaults()
+	return c
+}
+
+// applyDefaults fills every zero field that has a default. It is idempotent.
+func (c *Config) applyDefaults() {
+	setString(&c.Server.Listen, DefaultListen)
+	setString(&c.Server.Name, DefaultName)
+
+	l := &c.Limits
+	setNumber(&l.MaxBodyBytes, DefaultMaxBodyBytes)
+	setNumber(&l.MaxConnections, DefaultMaxConnections)
+	setNumber(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setNumber(&l.ReadTimeout, DefaultReadTimeout)
+	setNumber(&l.IdleTimeout, DefaultIdleTimeout)
+	setNumber(&l.MaxSessions, DefaultMaxSessions)
+	setNumber(&l.MaxSessionsPerUser, DefaultMaxSessionsPerUser)
+	setNumber(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	setNumber(&l.WorkerStartTimeout, DefaultWorkerStartTimeout)
+	setNumber(&l.WorkerStopGrace, DefaultWorkerStopGrace)
+
+	setString(&c.Database.Driver, DefaultDriver)
+	setString(&c.Database.Path, DefaultDatabasePath)
+	setNumber(&c.Database.StatementTimeout, DefaultStatementTimeout)
+
+	setString(&c.Auth.UserClaim, DefaultUserClaim)
+	if len(c.Auth.Algorithms) == 0 {
+		c.Auth.Algorithms = DefaultAlgorithms()
+		if c.Auth.HMACSecretFile != "" {
+			c.Auth.Algorithms = append(c.Auth.Algorithms, hmacAlgorithms...)
+		}
+	}
+	if len(c.Auth.AuthorizationServers) == 0 && c.Auth.Issuer != "" {
+		c.Auth.AuthorizationServers = []string{c.Auth.Issuer}
+	}
+	setNumber(&c.Auth.Leeway, DefaultLeeway)
+	setNumber(&c.Auth.MaxTokenBytes, DefaultMaxTokenBytes)
+
+	setString(&c.Log.Level, DefaultLogLevel)
+	setString(&c.Log.Format, DefaultLogFormat)
+}
+
+func setString(p *string, def string) {
+	if *p == "" {
+		*p = def
+	}
+}
+
+func setNumber[T ~int | ~int64](p *T, def T) {
+	if *p == 0 {
+		*p = def
+	}
+}

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// Authenticated reports whether bearer tokens are checked (auth.issuer set).
+func (c *Config) Authenticated() bool { return c.Auth.Issuer != "" }
+
+// TLSEnabled reports whether the gateway serves HTTPS.
+func (c *Config) TLSEnabled() bool { return c.TLS.CertFile != "" || c.TLS.KeyFile != "" }
+
+// Resource is the canonical resource URI of the /mcp endpoint: the value of
+// resource in the RFC 9728 metadata and the audience tokens must carry
+// (RFC 8707). It is server.public_url + "/mcp"; without a public URL
+// (localhost mode) it is built from the listen address, with "localhost"
+// standing in for an empty or unspecified host.
+func (c *Config) Resource() string {
+	if c.Server.PublicURL != "" {
+		return strings.TrimRight(c.Server.PublicURL, "/") + "/mcp"
+	}
+	scheme := "http"
+	if c.TLSEnabled() {
+		scheme = "https"
+	}
+	host, port, err := net.SplitHostPort(c.Server.Listen)
+	if err != nil {
+		return scheme + "://" + c.Server.Listen + "/mcp"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: "/mcp"}).String()
+}
+
+// Loopback reports whether server.listen binds a loopback address only
+// (localhost, 127.0.0.0/8 or ::1). An empty host binds every interface and
+// is not loopback.
+func (c *Config) Loopback() bool {
+	host, _, err := net.SplitHostPort(c.Server.Listen)
+	if err != nil {
+		return false
+	}
+	return isLoopbackHost(host)
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// AllowedOriginHosts returns server.allowed_origins as lower-case hosts
+// (with a port when one was given), the form compared with the host of a
+// request's Origin header. Entries Validate would reject are skipped.
+func (c *Config) AllowedOriginHosts() []string {
+	var hosts []string
+	for _, o := range c.Server.AllowedOrigins {
+		if h, err := originHost(o); err == nil {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// originHost reduces an allowed_origins entry to its host[:port].
+func originHost(entry string) (string, error) {
+	entry = strings.TrimSpace(entry)
+	if entry == "" {
+		return "", fmt.Errorf("is empty")
+	}
+	if strings.Contains(entry, "://") {
+		u, err := url.Parse(entry)
+		if err != nil {
+			return "", fmt.Errorf("is not a URL")
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return "", fmt.Errorf("has scheme %q; an origin is http or https", u.Scheme)
+		}
+		if u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return "", fmt.Errorf("is not an origin; give scheme://host[:port] with no path")
+		}
+		return strings.ToLower(u.Host), nil
+	}
+	if strings.ContainsAny(entry, "/?#@ \t") {
+		return "", fmt.Errorf("is not a host; give host[:port] or scheme://host[:port]")
+	}
+	return strings.ToLower(entry), nil
+}
+
+// HMACSecret reads the shared secret named by auth.hmac_secret_file. One
+// trailing newline (as editors and `echo` leave) is dropped. The secret is
+// never part of an error.
+func (c *Config) HMACSecret() ([]byte, error) {
+	if c.Auth.HMACSecretFile == "" {
+		return nil, fmt.Errorf("config: auth.hmac_secret_file is not set")
+	}
+	b, err := readSecret(c.Auth.HMACSecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("config: auth.hmac_secret_file: %w", err)
+	}
+	return b, nil
+}
+
+// readSecret reads a shared secret file; its errors name the file and the
+// length, never the content.
+func readSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b = trimNewline(b)
+	if len(b) < minHMACSecret {
+		return nil, fmt.Errorf("%s holds %d bytes; an HMAC secret needs at least %d (e.g. openssl rand -base64 48 > FILE)", path, len(b), minHMACSecret)
+	}
+	return b, nil
+}
+
+// minHMACSecret is the shortest accepted shared secret: HS256's output
+// size (RFC 7518 §3.2: a key of the same size as the hash output or larger).
+const minHMACSecret = 32
+
+func trimNewline(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+		if n := len(b); n > 0 && b[n-1] == '\r' {
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// LogLevel returns log.level as a slog level (info when unrecognised;
+// Validate reports that case).
+func (c *Config) LogLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.Log.Level)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

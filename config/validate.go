@@ -1,0 +1,471 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Problem is one thing wrong with a configuration: the key and what to do.
+// Validate joins every Problem it finds with errors.Join.
+type Problem struct {
+	Key     string // dotted key, such as auth.issuer
+	Message string // what is wrong and how to fix it; never a secret
+}
+
+func (p *Problem) Error() string { return "config: " + p.Key + ": " + p.Message }
+
+// Problems returns the Problems joined in an error from Validate.
+func Problems(err error) []*Problem {
+	var out []*Problem
+	var walk func(error)
+	walk = func(err error) {
+		if p, ok := err.(*Problem); ok {
+			out = append(out, p)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+// validator collects problems.
+type validator struct{ problems []error }
+
+func (v *validator) add(key, format string, args ...any) {
+	v.problems = append(v.problems, &Problem{Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks the configuration and returns every problem at once
+// (errors.Join of *Problem), or nil. It reads the files the configuration
+// names (to check they are readable) but never reports their contents.
+//
+// The decisions it enforces: an issuer and a public URL are https, or http
+// only on a loopback host (a test issuer on 127.0.0.1); a non-loopback listen
+// needs TLS and auth unless server.insecure; a scope is either required,
+// write or extra, never two of them.
+//
+// Zero values stand for the defaults, as in Load, so Config{} is valid.
+func (c *Config) Validate() error {
+	eff := *c
+	eff.applyDefaults()
+	c = &eff
+	v := &validator{}
+	c.validateServer(v)
+	c.validateLimits(v)
+	c.validateWorker(v)
+	c.validateDatabase(v)
+	c.validateAuth(v)
+	c.validateTLS(v)
+	c.validateIssuerCA(v)
+	c.validateLog(v)
+	return errors.Join(v.problems...)
+}
+
+func (c *Config) validateServer(v *validator) {
+	s := c.Server
+	host, port, err := net.SplitHostPort(s.Listen)
+	if err != nil {
+		v.add("server.listen", "%q is not host:port; use e.g. %s, or 0.0.0.0:8443 for every interface", s.Listen, DefaultListen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.add("server.listen", "port %q is not a number from 0 to 65535", port)
+	} else if !isLoopbackHost(host) && !s.Insecure && (!c.TLSEnabled() || !c.Authenticated()) {
+		var missing []string
+		if !c.TLSEnabled() {
+			missing = append(missing, "tls.cert_file and tls.key_file")
+		}
+		if !c.Authenticated() {
+			missing = append(missing, "auth.issuer")
+		}
+		v.add("server.listen", "%q is not a loopback address, and serving the network needs TLS and authentication: set %s, bind to 127.0.0.1 behind a proxy, or set server.insecure: true (never in production)",
+			s.Listen, strings.Join(missing, " and "))
+	}
+
+	if s.PublicURL == "" {
+		if c.Authenticated() {
+			v.add("server.public_url", "is required with auth.issuer: the canonical resource URI (public_url + /mcp) is the audience tokens must carry; set it to the origin clients use, e.g. https://mcp.example.com")
+		}
+	} else if msg := checkURL(s.PublicURL, c.Authenticated()); msg != "" {
+		v.add("server.public_url", "%s", msg)
+	} else if strings.HasSuffix(strings.TrimRight(s.PublicURL, "/"), "/mcp") {
+		v.add("server.public_url", "%q ends in /mcp; give the origin (and any proxy path prefix) only, the resource URI adds /mcp", s.PublicURL)
+	}
+
+	for i, o := range s.AllowedOrigins {
+		if _, err := originHost(o); err != nil {
+			v.add(fmt.Sprintf("server.allowed_origins[%d]", i), "%q %v", o, err)
+		}
+	}
+	if hasControl(s.Name) {
+		v.add("server.name", "must not contain control characters")
+	}
+	if hasControl(s.Title) {
+		v.add("server.title", "must not contain control characters")
+	}
+	if !c.Authenticated() && s.LocalUser != "" {
+		if msg := checkUserID(s.LocalUser); msg != "" {
+			v.add("server.local_user", "%s", msg)
+		}
+	}
+}
+
+// checkURL checks an absolute issuer or public URL: https, or http on a
+// loopback host when strict; no user info, query or fragment. It returns
+// what is wrong, or "".
+func checkURL(raw string, strict bool) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Sprintf("%q is not an absolute http(s) URL such as https://host.example.com", raw)
+	}
+	if u.Scheme == "http" && strict && !isLoopbackHost(u.Hostname()) {
+		return fmt.Sprintf("%q must use https (http is accepted only on a loopback host, for local tests)", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return fmt.Sprintf("%q must not carry user info, a query or a fragment", u.Redacted())
+	}
+	return ""
+}
+
+// checkUserID returns what makes s unusable as a user id, or "".
+func checkUserID(s string) string {
+	switch {
+	case s == "":
+		return "is empty; name the user sessions run as in localhost mode"
+	case len(s) > 255:
+		return "is longer than 255 bytes"
+	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return fmt.Sprintf("%q contains white space or control characters", s)
+	}
+	return ""
+}
+
+func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
+
+func (c *Config) validateLimits(v *validator) {
+	l := c.Limits
+	for _, d := range []struct {
+		key string
+		val time.Duration
+	}{
+		{"limits.read_header_timeout", l.ReadHeaderTimeout},
+		{"limits.read_timeout", l.ReadTimeout},
+		{"limits.idle_timeout", l.IdleTimeout},
+		{"limits.session_idle_timeout", l.SessionIdleTimeout},
+		{"limits.worker_start_timeout", l.WorkerStartTimeout},
+		{"limits.worker_stop_grace", l.WorkerStopGrace},
+	} {
+		if d.val < 0 {
+			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
+		}
+	}
+	for _, n := range []struct {
+		key string
+		val int
+	}{
+		{"limits.max_connections", l.MaxConnections},
+		{"limits.max_sessions", l.MaxSessions},
+		{"limits.max_sessions_per_user", l.MaxSessionsPerUser},
+	} {
+		if n.val < 0 {
+			v.add(n.key, "%d is negative; use a positive number (0 or no key means the default)", n.val)
+		}
+	}
+	if l.MaxBodyBytes < 0 || l.MaxBodyBytes > 1<<30 {
+		v.add("limits.max_body_bytes", "%d is outside 1 byte to 1GiB; use a size such as 8MiB (0 or no key means the default)", int64(l.MaxBodyBytes))
+	}
+	if l.ReadHeaderTimeout > 0 && l.ReadTimeout > 0 && l.ReadHeaderTimeout > l.ReadTimeout {
+		v.add("limits.read_header_timeout", "%v is longer than limits.read_timeout %v, which bounds the whole request; lower it", l.ReadHeaderTimeout, l.ReadTimeout)
+	}
+	if l.MaxSessionsPerUser > 0 && l.MaxSessions > 0 && l.MaxSessionsPerUser > l.MaxSessions {
+		v.add("limits.max_sessions_per_user", "%d is more than limits.max_sessions %d; lower it or raise max_sessions", l.MaxSessionsPerUser, l.MaxSessions)
+	}
+}
+
+func (c *Config) validateWorker(v *validator) {
+	w := c.Worker
+	if len(w.Command) > 0 {
+		switch name := w.Command[0]; {
+		case strings.TrimSpace(name) == "":
+			v.add("worker.command", "the program name (first word) is empty")
+		case strings.ContainsRune(name, filepath.Separator):
+			if msg := checkExecutable(name); msg != "" {
+				v.add("worker.command", "%s", msg)
+			}
+		default:
+			if _, err := exec.LookPath(name); err != nil {
+				v.add("worker.command", "%q is not found in PATH; give its absolute path", name)
+			}
+		}
+	} else if len(w.SafeTools) > 0 {
+		v.add("worker.safe_tools", "applies to an external worker.command only; the built-in toolsets vouch for their own read-only tools, so remove it")
+	}
+	for i, e := range w.Env {
+		name, _, ok := strings.Cut(e, "=")
+		key := fmt.Sprintf("worker.env[%d]", i)
+		switch {
+		case !ok || !validEnvName(name):
+			v.add(key, "is not NAME=value with NAME made of letters, digits and _ (the value is not shown)")
+		case strings.HasPrefix(name, "MCPGATE_WORKER_"):
+			v.add(key, "%s is reserved: the gateway sets MCPGATE_WORKER_* to the session's identity, which configuration may not override", name)
+		}
+	}
+	if w.Dir != "" {
+		if fi, err := os.Stat(w.Dir); err != nil {
+			v.add("worker.dir", "%q: %v; create it or fix the path", w.Dir, errors.Unwrap(err))
+		} else if !fi.IsDir() {
+			v.add("worker.dir", "%q is not a directory", w.Dir)
+		}
+	}
+	checkNames(v, "worker.toolsets", w.Toolsets)
+	checkNames(v, "worker.safe_tools", w.SafeTools)
+}
+
+// checkExecutable reports what stops path from being run, or "".
+func checkExecutable(path string) string {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%q: %v", path, errors.Unwrap(err))
+	case fi.IsDir():
+		return fmt.Sprintf("%q is a directory, not a program", path)
+	case fi.Mode()&0o111 == 0:
+		return fmt.Sprintf("%q is not executable (chmod +x)", path)
+	}
+	return ""
+}
+
+func validEnvName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'))
+	}) < 0
+}
+
+// checkNames reports empty, oddly spelled or repeated tool and toolset names.
+func checkNames(v *validator, key string, names []string) {
+	seen := map[string]bool{}
+	for _, n := range names {
+		switch {
+		case n == "" || strings.IndexFunc(n, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+			v.add(key, "%q is not a name (no spaces or control characters)", n)
+		case seen[n]:
+			v.add(key, "%q is listed twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+func (c *Config) validateDatabase(v *validator) {
+	d := c.Database
+	switch d.Driver {
+	case "sqlite":
+		if d.DSN != "" {
+			v.add("database.dsn", "is set but database.driver is sqlite; set driver: postgres or remove the dsn")
+		}
+		if d.SetRole {
+			v.add("database.set_role", "needs database.driver: postgres; SQLite has no roles")
+		}
+	case "postgres":
+		if d.DSN == "" {
+			v.add("database.dsn", "is required with driver postgres; e.g. postgres://mcpgate@db.example.com/mcp?sslmode=verify-full (or set %s)", EnvName("database.dsn"))
+		} else if !plausibleDSN(d.DSN) {
+			v.add("database.dsn", "is neither a postgres:// URL nor key=value pairs (its value is not shown)")
+		}
+	default:
+		v.add("database.driver", "%q is not a driver; use sqlite or postgres", d.Driver)
+	}
+	if d.StatementTimeout < 0 {
+		v.add("database.statement_timeout", "%v is negative; use a duration such as 30s", d.StatementTimeout)
+	}
+}
+
+// plausibleDSN accepts the two forms pgx parses: a URL and key=value pairs.
+func plausibleDSN(dsn string) bool {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		_, err := url.Parse(dsn)
+		return err == nil
+	}
+	return strings.Contains(dsn, "=")
+}
+
+// hmacAlgorithms are the JWS algorithms that need a shared secret.
+var hmacAlgorithms = []string{"HS256", "HS384", "HS512"}
+
+func (c *Config) validateAuth(v *validator) {
+	a := c.Auth
+	if !c.Authenticated() {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"auth.authorization_servers", len(a.AuthorizationServers) > 0},
+			{"auth.required_scopes", len(a.RequiredScopes) > 0},
+			{"auth.write_scope", a.WriteScope != ""},
+			{"auth.extra_scopes", len(a.ExtraScopes) > 0},
+			{"auth.hmac_secret_file", a.HMACSecretFile != ""},
+		} {
+			if k.set {
+				v.add(k.key, "is set but auth.issuer is empty, so tokens are not checked at all; set auth.issuer or remove %s", k.key)
+			}
+		}
+		return
+	}
+
+	if msg := checkURL(a.Issuer, true); msg != "" {
+		v.add("auth.issuer", "%s", msg)
+	}
+	for i, s := range a.AuthorizationServers {
+		if s == a.Issuer {
+			continue // reported as auth.issuer, once
+		}
+		if msg := checkURL(s, true); msg != "" {
+			v.add(fmt.Sprintf("auth.authorization_servers[%d]", i), "%s", msg)
+		}
+	}
+
+	checkScopes(v, "auth.required_scopes", a.RequiredScopes)
+	checkScopes(v, "auth.extra_scopes", a.ExtraScopes)
+	if a.WriteScope != "" {
+		checkScopes(v, "auth.write_scope", []string{a.WriteScope})
+		if slices.Contains(a.RequiredScopes, a.WriteScope) {
+			v.add("auth.write_scope", "%q is also in auth.required_scopes, so no session could ever be read-only; remove it from required_scopes", a.WriteScope)
+		}
+		if slices.Contains(a.ExtraScopes, a.WriteScope) {
+			v.add("auth.extra_scopes", "%q is the auth.write_scope, which is advertised already; remove it from extra_scopes", a.WriteScope)
+		}
+	}
+	for _, s := range a.ExtraScopes {
+		if slices.Contains(a.RequiredScopes, s) {
+			v.add("auth.extra_scopes", "%q is also in auth.required_scopes, which are advertised already; remove it from extra_scopes", s)
+		}
+	}
+
+	if strings.TrimSpace(a.UserClaim) == "" {
+		v.add("auth.user_claim", "is empty; name the claim holding the user id, e.g. sub or preferred_username")
+	}
+
+	known := append(DefaultAlgorithms(), hmacAlgorithms...)
+	hasHMAC := false
+	for _, alg := range a.Algorithms {
+		switch {
+		case strings.EqualFold(alg, "none"):
+			v.add("auth.algorithms", `"none" is never accepted: an unsigned token proves nothing; remove it`)
+		case !slices.Contains(known, alg):
+			v.add("auth.algorithms", "%q is not a JWS algorithm; use names from %s (case matters)", alg, strings.Join(known, ", "))
+		case slices.Contains(hmacAlgorithms, alg):
+			hasHMAC = true
+			if a.HMACSecretFile == "" {
+				v.add("auth.algorithms", "%s needs a shared secret in auth.hmac_secret_file; without one an attacker could sign with a public key, so remove it or set the file", alg)
+			}
+		}
+	}
+	if a.HMACSecretFile != "" {
+		if !hasHMAC {
+			v.add("auth.hmac_secret_file", "is set but auth.algorithms lists no HS256, HS384 or HS512; add the one your issuer signs with (or remove auth.algorithms: the default then includes them)")
+		}
+		if _, err := readSecret(a.HMACSecretFile); err != nil {
+			v.add("auth.hmac_secret_file", "%v", err)
+		}
+	}
+
+	if a.Leeway < 0 || a.Leeway > 5*time.Minute {
+		v.add("auth.leeway", "%v is outside 0 to 5m; a clock skew allowance that long accepts tokens before their time", a.Leeway)
+	}
+	if a.MaxTokenBytes < 0 || (a.MaxTokenBytes > 0 && a.MaxTokenBytes < 1<<10) || a.MaxTokenBytes > 1<<20 {
+		v.add("auth.max_token_bytes", "%d is outside 1KiB to 1MiB; use a size such as 16KiB", int64(a.MaxTokenBytes))
+	}
+}
+
+// checkScopes checks scope tokens against RFC 6749 §3.3:
+// scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
+func checkScopes(v *validator, key string, scopes []string) {
+	for _, s := range scopes {
+		ok := s != ""
+		for i := 0; i < len(s) && ok; i++ {
+			b := s[i]
+			ok = b == 0x21 || (b >= 0x23 && b <= 0x5B) || (b >= 0x5D && b <= 0x7E)
+		}
+		if !ok {
+			v.add(key, "%q is not a scope (RFC 6749 §3.3: printable ASCII, no space, quote or backslash)", s)
+		}
+	}
+}
+
+func (c *Config) validateIssuerCA(v *validator) {
+	p := c.Auth.IssuerCAFile
+	if p == "" {
+		return
+	}
+	if c.Auth.Issuer == "" {
+		v.add("auth.issuer_ca_file", "is set but auth.issuer is empty; set the issuer or remove the file")
+	}
+	if msg := checkReadable(p); msg != "" {
+		v.add("auth.issuer_ca_file", "%s; give a PEM file of the CA that signed the issuer's certificate", msg)
+	}
+}
+
+func (c *Config) validateTLS(v *validator) {
+	t := c.TLS
+	switch {
+	case t.CertFile == "" && t.KeyFile != "":
+		v.add("tls.cert_file", "is empty but tls.key_file is set; give both files or neither")
+	case t.CertFile != "" && t.KeyFile == "":
+		v.add("tls.key_file", "is empty but tls.cert_file is set; give both files or neither")
+	}
+	for _, f := range []struct{ key, path string }{{"tls.cert_file", t.CertFile}, {"tls.key_file", t.KeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if msg := checkReadable(f.path); msg != "" {
+			v.add(f.key, "%s; `mcpgate certs` writes a development certificate to certs/", msg)
+		}
+	}
+}
+
+// checkReadable reports what stops the file at path from being read, or "".
+// It opens the file but reads nothing.
+func checkReadable(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return fmt.Sprintf("%q: %v", path, pe.Err)
+		}
+		return fmt.Sprintf("%q: %v", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return fmt.Sprintf("%q is a directory, not a file", path)
+	}
+	return ""
+}
+
+func (c *Config) validateLog(v *validator) {
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add("log.level", "%q is not a level; use debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		v.add("log.format", "%q is not a format; use text or json", c.Log.Format)
+	}
+}

@@ -1,0 +1,389 @@
+package config
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fixture holds files a valid network configuration points at.
+type fixture struct {
+	dir, cert, key, secret, exe, plain string
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := fixture{
+		dir:    dir,
+		cert:   filepath.Join(dir, "cert.pem"),
+		key:    filepath.Join(dir, "key.pem"),
+		secret: filepath.Join(dir, "hmac.secret"),
+		exe:    filepath.Join(dir, "server"),
+		plain:  filepath.Join(dir, "plain.txt"),
+	}
+	for _, w := range []struct {
+		path, content string
+		mode          os.FileMode
+	}{
+		{f.cert, "cert", 0o644},
+		{f.key, "key", 0o600},
+		{f.secret, strings.Repeat("s", 48) + "\n", 0o600},
+		{f.exe, "#!/bin/sh\n", 0o755},
+		{f.plain, "text", 0o644},
+	} {
+		require.NoError(t, os.WriteFile(w.path, []byte(w.content), w.mode))
+	}
+	return f
+}
+
+// network returns a valid configuration of a gateway on the network:
+// TLS, Keycloak-shaped auth.
+func (f fixture) network() *Config {
+	c := Default()
+	c.Server.Listen = "0.0.0.0:8443"
+	c.Server.PublicURL = "https://mcp.example.com"
+	c.Auth.Issuer = "https://keycloak.example.com/realms/mcp"
+	c.Auth.RequiredScopes = []string{"mcp:use"}
+	c.Auth.WriteScope = "mcp:write"
+	c.Auth.ExtraScopes = []string{"profile", "offline_access"}
+	c.Auth.UserClaim = "preferred_username"
+	c.TLS = TLS{CertFile: f.cert, KeyFile: f.key}
+	return c
+}
+
+func TestValidateAcceptsGoodConfigs(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+	}{
+		{"zero Config means the defaults", func(c *Config) { *c = Config{} }},
+		{"network with TLS and auth", func(*Config) {}},
+		{"auth behind a proxy on loopback without TLS", func(c *Config) {
+			c.Server.Listen = "127.0.0.1:8000"
+			c.TLS = TLS{}
+		}},
+		{"insecure non-loopback", func(c *Config) {
+			c.Server.Listen = ":8000"
+			c.Server.Insecure = true
+			c.TLS = TLS{}
+			c.Auth = Auth{}
+			c.Server.PublicURL = ""
+		}},
+		{"loopback http issuer and public url for tests", func(c *Config) {
+			c.Auth.Issuer = "http://127.0.0.1:9999/realms/test"
+			c.Server.PublicURL = "http://localhost:8000"
+			c.Server.Listen = "[::1]:8000"
+		}},
+		{"public url with a path prefix", func(c *Config) { c.Server.PublicURL = "https://example.com/tools/" }},
+		{"hmac with a secret file", func(c *Config) {
+			c.Auth.Algorithms = []string{"HS256"}
+			c.Auth.HMACSecretFile = f.secret
+		}},
+		{"hmac secret with the default algorithms", func(c *Config) {
+			c.Auth.Algorithms = nil
+			c.Auth.HMACSecretFile = f.secret
+		}},
+		{"local user unset in localhost mode", func(c *Config) {
+			*c = *Default()
+			c.Server.LocalUser = ""
+		}},
+		{"external worker with env and safe tools", func(c *Config) {
+			c.Worker.Command = []string{f.exe, "--stdio"}
+			c.Worker.Env = []string{"HOME=/tmp", "lower_case=1", "EMPTY="}
+			c.Worker.Dir = f.dir
+			c.Worker.SafeTools = []string{"read"}
+		}},
+		{"worker found in PATH", func(c *Config) { c.Worker.Command = []string{"sh", "-c", "true"} }},
+		{"postgres url", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "postgresql://u@h/db?sslmode=disable", SetRole: true}
+		}},
+		{"postgres key=value", func(c *Config) { c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp"} }},
+		{"allowed origins", func(c *Config) {
+			c.Server.AllowedOrigins = []string{"https://app.example.com", "app2.example.com:8443", "http://[::1]:3000/"}
+		}},
+		{"upper-case log level", func(c *Config) { c.Log.Level = "DEBUG" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := f.network()
+			tt.mutate(c)
+			assert.NoError(t, c.Validate())
+		})
+	}
+}
+
+func TestValidateProblems(t *testing.T) {
+	f := newFixture(t)
+	localhost := func(c *Config) { *c = *Default() }
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+		key    string
+		want   string
+	}{
+		{"listen not host:port", func(c *Config) { c.Server.Listen = "8000" }, "server.listen", `"8000" is not host:port`},
+		{"listen port out of range", func(c *Config) { c.Server.Listen = "127.0.0.1:70000" }, "server.listen", `port "70000" is not a number from 0 to 65535`},
+		{"non-loopback without TLS or auth", func(c *Config) {
+			localhost(c)
+			c.Server.Listen = "0.0.0.0:8000"
+		}, "server.listen", "set tls.cert_file and tls.key_file and auth.issuer, bind to 127.0.0.1 behind a proxy, or set server.insecure: true"},
+		{"non-loopback without TLS", func(c *Config) { c.TLS = TLS{} }, "server.listen", "set tls.cert_file and tls.key_file, bind"},
+		{"empty host listens everywhere", func(c *Config) {
+			localhost(c)
+			c.Server.Listen = ":8000"
+		}, "server.listen", `":8000" is not a loopback address`},
+		{"public url missing with auth", func(c *Config) { c.Server.PublicURL = "" }, "server.public_url", "is required with auth.issuer"},
+		{"public url relative", func(c *Config) { c.Server.PublicURL = "mcp.example.com" }, "server.public_url", "is not an absolute http(s) URL"},
+		{"public url http with auth", func(c *Config) { c.Server.PublicURL = "http://mcp.example.com" }, "server.public_url", "must use https"},
+		{"public url with query", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com/?x=1" }, "server.public_url", "must not carry user info, a query or a fragment"},
+		{"public url with fragment", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com#f" }, "server.public_url", "must not carry"},
+		{"public url with user info hides the password", func(c *Config) { c.Server.PublicURL = "https://u:hunter2@mcp.example.com" }, "server.public_url", "must not carry"},
+		{"public url ends in /mcp", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com/mcp/" }, "server.public_url", "ends in /mcp; give the origin"},
+		{"allowed origin with a path", func(c *Config) { c.Server.AllowedOrigins = []string{"https://a.example.com/app"} }, "server.allowed_origins[0]", "is not an origin"},
+		{"allowed origin with a bad scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"x", "ftp://a.example.com"} }, "server.allowed_origins[1]", `has scheme "ftp"`},
+		{"allowed origin empty", func(c *Config) { c.Server.AllowedOrigins = []string{" "} }, "server.allowed_origins[0]", "is empty"},
+		{"allowed origin with a space", func(c *Config) { c.Server.AllowedOrigins = []string{"a b"} }, "server.allowed_origins[0]", "is not a host"},
+		{"title with control characters", func(c *Config) { c.Server.Title = "a\x1bb" }, "server.title", "control characters"},
+		{"name with control characters", func(c *Config) { c.Server.Name = "a\nb" }, "server.name", "control characters"},
+		{"local user with a space", func(c *Config) {
+			localhost(c)
+			c.Server.LocalUser = "a b"
+		}, "server.local_user", "contains white space"},
+		{"local user too long", func(c *Config) {
+			localhost(c)
+			c.Server.LocalUser = strings.Repeat("u", 256)
+		}, "server.local_user", "longer than 255 bytes"},
+
+		{"negative duration", func(c *Config) { c.Limits.WorkerStopGrace = -1 }, "limits.worker_stop_grace", "is negative"},
+		{"negative count", func(c *Config) { c.Limits.MaxConnections = -5 }, "limits.max_connections", "-5 is negative"},
+		{"body limit too large", func(c *Config) { c.Limits.MaxBodyBytes = 2 << 30 }, "limits.max_body_bytes", "outside 1 byte to 1GiB"},
+		{"body limit negative", func(c *Config) { c.Limits.MaxBodyBytes = -1 }, "limits.max_body_bytes", "outside"},
+		{"header timeout beyond request timeout", func(c *Config) { c.Limits.ReadHeaderTimeout = DefaultReadTimeout * 2 }, "limits.read_header_timeout", "longer than limits.read_timeout"},
+		{"per-user sessions beyond total", func(c *Config) { c.Limits.MaxSessionsPerUser = DefaultMaxSessions + 1 }, "limits.max_sessions_per_user", "is more than limits.max_sessions"},
+
+		{"worker program empty", func(c *Config) { c.Worker.Command = []string{""} }, "worker.command", "program name (first word) is empty"},
+		{"worker program missing", func(c *Config) { c.Worker.Command = []string{filepath.Join(f.dir, "nope")} }, "worker.command", "no such file or directory"},
+		{"worker program is a directory", func(c *Config) { c.Worker.Command = []string{f.dir} }, "worker.command", "is a directory, not a program"},
+		{"worker program not executable", func(c *Config) { c.Worker.Command = []string{f.plain} }, "worker.command", "is not executable (chmod +x)"},
+		{"worker program not in PATH", func(c *Config) { c.Worker.Command = []string{"no-such-mcp-server-xyz"} }, "worker.command", "is not found in PATH"},
+		{"safe tools without an external worker", func(c *Config) { c.Worker.SafeTools = []string{"x"} }, "worker.safe_tools", "applies to an external worker.command only"},
+		{"worker env without =", func(c *Config) { c.Worker.Env = []string{"A=1", "JUSTANAME"} }, "worker.env[1]", "is not NAME=value"},
+		{"worker env bad name", func(c *Config) { c.Worker.Env = []string{"1A=x"} }, "worker.env[0]", "is not NAME=value"},
+		{"worker env reserved name", func(c *Config) { c.Worker.Env = []string{"MCPGATE_WORKER_USER=root"} }, "worker.env[0]", "MCPGATE_WORKER_USER is reserved"},
+		{"worker dir missing", func(c *Config) { c.Worker.Dir = filepath.Join(f.dir, "nope") }, "worker.dir", "no such file or directory"},
+		{"worker dir is a file", func(c *Config) { c.Worker.Dir = f.plain }, "worker.dir", "is not a directory"},
+		{"toolset listed twice", func(c *Config) { c.Worker.Toolsets = []string{"session", "session"} }, "worker.toolsets", `"session" is listed twice`},
+		{"toolset name with a space", func(c *Config) { c.Worker.Toolsets = []string{"a b"} }, "worker.toolsets", "is not a name"},
+
+		{"unknown driver", func(c *Config) { c.Database.Driver = "mysql" }, "database.driver", `"mysql" is not a driver; use sqlite or postgres`},
+		{"postgres without dsn", func(c *Config) { c.Database.Driver = "postgres" }, "database.dsn", "is required with driver postgres"},
+		{"implausible dsn", func(c *Config) { c.Database = Database{Driver: "postgres", DSN: "hunter2"} }, "database.dsn", "is neither a postgres:// URL nor key=value pairs"},
+		{"dsn with sqlite", func(c *Config) { c.Database.DSN = "postgres://x" }, "database.dsn", "database.driver is sqlite"},
+		{"set_role with sqlite", func(c *Config) { c.Database.SetRole = true }, "database.set_role", "needs database.driver: postgres"},
+		{"negative statement timeout", func(c *Config) { c.Database.StatementTimeout = -1 }, "database.statement_timeout", "is negative"},
+
+		{"write scope without issuer", func(c *Config) {
+			localhost(c)
+			c.Auth.WriteScope = "mcp:write"
+		}, "auth.write_scope", "is set but auth.issuer is empty"},
+		{"hmac file without issuer", func(c *Config) {
+			localhost(c)
+			c.Auth.HMACSecretFile = f.secret
+		}, "auth.hmac_secret_file", "is set but auth.issuer is empty"},
+		{"issuer CA file without issuer", func(c *Config) {
+			localhost(c)
+			c.Auth.IssuerCAFile = f.secret
+		}, "auth.issuer_ca_file", "is set but auth.issuer is empty"},
+		{"issuer CA file missing", func(c *Config) {
+			c.Auth.IssuerCAFile = filepath.Join(f.dir, "no-ca.pem")
+		}, "auth.issuer_ca_file", "no such file or directory"},
+		{"issuer over http", func(c *Config) { c.Auth.Issuer = "http://keycloak.example.com/realms/mcp" }, "auth.issuer", "must use https"},
+		{"issuer not a URL", func(c *Config) { c.Auth.Issuer = "keycloak" }, "auth.issuer", "is not an absolute http(s) URL"},
+		{"authorization server with a query", func(c *Config) {
+			c.Auth.AuthorizationServers = []string{c.Auth.Issuer, "https://as.example.com?x"}
+		}, "auth.authorization_servers[1]", "must not carry"},
+		{"scope with a space", func(c *Config) { c.Auth.RequiredScopes = []string{"mcp use"} }, "auth.required_scopes", "is not a scope (RFC 6749 §3.3"},
+		{"scope with a quote", func(c *Config) { c.Auth.ExtraScopes = []string{`a"b`} }, "auth.extra_scopes", "is not a scope"},
+		{"write scope also required", func(c *Config) { c.Auth.RequiredScopes = []string{"mcp:use", "mcp:write"} }, "auth.write_scope", "is also in auth.required_scopes"},
+		{"write scope also extra", func(c *Config) { c.Auth.ExtraScopes = []string{"mcp:write"} }, "auth.extra_scopes", "is the auth.write_scope"},
+		{"extra scope also required", func(c *Config) { c.Auth.ExtraScopes = []string{"mcp:use"} }, "auth.extra_scopes", "is also in auth.required_scopes"},
+		{"blank user claim", func(c *Config) { c.Auth.UserClaim = " " }, "auth.user_claim", "is empty"},
+		{"alg none", func(c *Config) { c.Auth.Algorithms = []string{"RS256", "none"} }, "auth.algorithms", `"none" is never accepted`},
+		{"unknown alg", func(c *Config) { c.Auth.Algorithms = []string{"rs256"} }, "auth.algorithms", `"rs256" is not a JWS algorithm`},
+		{"hmac alg without a secret", func(c *Config) { c.Auth.Algorithms = []string{"HS256"} }, "auth.algorithms", "HS256 needs a shared secret in auth.hmac_secret_file"},
+		{"secret with an explicit list without hmac", func(c *Config) {
+			c.Auth.Algorithms = []string{"RS256"}
+			c.Auth.HMACSecretFile = f.secret
+		}, "auth.hmac_secret_file", "lists no HS256"},
+		{"secret file missing", func(c *Config) {
+			c.Auth.Algorithms = []string{"HS512"}
+			c.Auth.HMACSecretFile = filepath.Join(f.dir, "nope")
+		}, "auth.hmac_secret_file", "no such file or directory"},
+		{"leeway too long", func(c *Config) { c.Auth.Leeway = 10 * 60e9 }, "auth.leeway", "is outside 0 to 5m"},
+		{"leeway negative", func(c *Config) { c.Auth.Leeway = -1 }, "auth.leeway", "is outside"},
+		{"token cap too small", func(c *Config) { c.Auth.MaxTokenBytes = 100 }, "auth.max_token_bytes", "outside 1KiB to 1MiB"},
+		{"token cap too large", func(c *Config) { c.Auth.MaxTokenBytes = 2 << 20 }, "auth.max_token_bytes", "outside"},
+
+		{"cert without key", func(c *Config) { c.TLS.KeyFile = "" }, "tls.key_file", "give both files or neither"},
+		{"key without cert", func(c *Config) { c.TLS.CertFile = "" }, "tls.cert_file", "give both files or neither"},
+		{"cert missing", func(c *Config) { c.TLS.CertFile = filepath.Join(f.dir, "nope.pem") }, "tls.cert_file", "no such file or directory; `mcpgate certs` writes"},
+		{"key is a directory", func(c *Config) { c.TLS.KeyFile = f.dir }, "tls.key_file", "is a directory, not a file"},
+
+		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level", `"verbose" is not a level`},
+		{"bad log format", func(c *Config) { c.Log.Format = "xml" }, "log.format", `"xml" is not a format`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := f.network()
+			tt.mutate(c)
+			err := c.Validate()
+			require.Error(t, err)
+			ps := Problems(err)
+			require.Len(t, ps, 1, "got %v", err)
+			if ps[0].Key != tt.key {
+				t.Errorf("got key %q, want %q (%v)", ps[0].Key, tt.key, err)
+			}
+			assert.Contains(t, ps[0].Message, tt.want)
+			assert.Equal(t, "config: "+tt.key+": "+ps[0].Message, err.Error())
+			assert.NotContains(t, err.Error(), "hunter2", "a secret was echoed")
+		})
+	}
+}
+
+func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
+	c := &Config{
+		Server:   Server{Listen: "0.0.0.0:80", PublicURL: "http://x.example.com/mcp"},
+		Limits:   Limits{MaxConnections: -1},
+		Database: Database{Driver: "oracle"},
+		Auth:     Auth{Issuer: "http://idp.example.com", WriteScope: "w", ExtraScopes: []string{"w"}, Algorithms: []string{"none"}},
+		TLS:      TLS{CertFile: "/nonexistent/cert.pem"},
+		Log:      Log{Level: "loud", Format: "xml"},
+	}
+	var keys []string
+	for _, p := range Problems(c.Validate()) {
+		keys = append(keys, p.Key)
+	}
+	assert.ElementsMatch(t, []string{
+		"server.public_url", "limits.max_connections", "database.driver",
+		"auth.issuer", "auth.extra_scopes", "auth.algorithms",
+		"tls.key_file", "tls.cert_file", "log.level", "log.format",
+	}, keys)
+}
+
+func TestValidateNeverEchoesSecrets(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	require.NoError(t, os.WriteFile(short, []byte("hunter2-topsecret\n"), 0o600))
+	c := Default()
+	c.Server.PublicURL = "https://mcp.example.com"
+	c.Auth.Issuer = "https://idp.example.com"
+	c.Auth.Algorithms = []string{"HS256"}
+	c.Auth.HMACSecretFile = short
+	c.Database = Database{Driver: "postgres", DSN: "hunter2-topsecret"}
+	c.Worker.Env = []string{"hunter2-topsecret"}
+	err := c.Validate()
+	require.Error(t, err)
+	assert.Len(t, Problems(err), 3)
+	assert.Contains(t, err.Error(), "holds 17 bytes; an HMAC secret needs at least 32")
+	assert.NotContains(t, err.Error(), "hunter2")
+	_, err = c.HMACSecret()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2")
+}
+
+func TestHMACSecret(t *testing.T) {
+	dir := t.TempDir()
+	secret := strings.Repeat("k", 40)
+	tests := []struct {
+		name, content string
+		want          string
+		err           string
+	}{
+		{"plain", secret, secret, ""},
+		{"trailing newline dropped", secret + "\n", secret, ""},
+		{"trailing CRLF dropped", secret + "\r\n", secret, ""},
+		{"only one newline dropped", secret + "\n\n", secret + "\n", ""},
+		{"too short", "short\n", "", "holds 5 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_"))
+			require.NoError(t, os.WriteFile(p, []byte(tt.content), 0o600))
+			c := &Config{Auth: Auth{HMACSecretFile: p}}
+			got, err := c.HMACSecret()
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(got))
+		})
+	}
+	_, err := (&Config{}).HMACSecret()
+	assert.EqualError(t, err, "config: auth.hmac_secret_file is not set")
+}
+
+func TestResource(t *testing.T) {
+	tests := []struct {
+		name string
+		c    Config
+		want string
+	}{
+		{"public url", Config{Server: Server{PublicURL: "https://mcp.example.com"}}, "https://mcp.example.com/mcp"},
+		{"public url with trailing slash", Config{Server: Server{PublicURL: "https://mcp.example.com/"}}, "https://mcp.example.com/mcp"},
+		{"public url with prefix", Config{Server: Server{PublicURL: "https://example.com/gw"}}, "https://example.com/gw/mcp"},
+		{"default listen", *Default(), "http://127.0.0.1:8000/mcp"},
+		{"tls", Config{Server: Server{Listen: "localhost:8443"}, TLS: TLS{CertFile: "c", KeyFile: "k"}}, "https://localhost:8443/mcp"},
+		{"ipv6", Config{Server: Server{Listen: "[::1]:8000"}}, "http://[::1]:8000/mcp"},
+		{"empty host", Config{Server: Server{Listen: ":8000"}}, "http://localhost:8000/mcp"},
+		{"unspecified host", Config{Server: Server{Listen: "0.0.0.0:8000"}}, "http://localhost:8000/mcp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.c.Resource(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for listen, want := range map[string]bool{
+		"127.0.0.1:8000": true, "127.1.2.3:1": true, "localhost:80": true, "LOCALHOST:80": true,
+		"[::1]:8000": true, "0.0.0.0:8000": false, ":8000": false, "[::]:8000": false,
+		"192.168.1.5:8000": false, "mcp.example.com:443": false, "garbage": false,
+	} {
+		t.Run(listen, func(t *testing.T) {
+			c := &Config{Server: Server{Listen: listen}}
+			if got := c.Loopback(); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestAllowedOriginHosts(t *testing.T) {
+	c := &Config{Server: Server{AllowedOrigins: []string{
+		"https://App.Example.com", "tools.example.com:8443", "http://[::1]:3000/", "ftp://bad", "",
+	}}}
+	assert.Equal(t, []string{"app.example.com", "tools.example.com:8443", "[::1]:3000"}, c.AllowedOriginHosts())
+}
+
+func TestLogLevel(t *testing.T) {
+	for in, want := range map[string]slog.Level{
+		"debug": slog.LevelDebug, "INFO": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError, "bogus": slog.LevelInfo,
+	} {
+		c := &Config{Log: Log{Level: in}}
+		if got := c.LogLevel(); got != want {
+			t.Errorf("LogLevel(%q): got %v, want %v", in, got, want)
+		}
+	}
+}

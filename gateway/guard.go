@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// CORS for browser MCP clients on an allowed Origin (Fetch §CORS protocol).
+// The gateway's own headers must be readable by a page: the session id, and
+// the challenge a client needs to start OAuth.
+const (
+	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, MCP-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+	corsExposeHeaders = "MCP-Session-Id, WWW-Authenticate"
+	corsMaxAge        = 10 * 60 // seconds a browser may cache a preflight
+)
+
+// guard runs the checks every request to /mcp gets before anything else,
+// authentication included: the loopback Host check and the Origin check (MCP
+// 2025-11-25 §Security Warning: a present Origin that is not allowed gets
+// 403, on every method). An allowed Origin gets CORS headers, and its
+// preflight is answered here, since a browser sends no credentials on it.
+func (g *Gateway) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.opts.LoopbackHostCheck && !isLoopbackHost(r.Host) {
+			g.log.Warn("gateway: refused a non-loopback Host", "host", r.Host, "remote", r.RemoteAddr)
+			errHostForbidden.write(w, nil)
+			return
+		}
+		if !g.originAllowed(r) {
+			g.log.Warn("gateway: refused an Origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+			errOriginForbidden.write(w, nil)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+				h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+				h.Set("Access-Control-Max-Age", strconv.Itoa(corsMaxAge))
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

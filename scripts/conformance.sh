@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite, through the gateway (`make conformance`).
+#
+# Starts bin/mcpgate in its unauthenticated localhost mode on a free loopback
+# port, with the go-sdk's conformance "everything-server" (stdio) as the worker
+# command, and runs ../shared/conformance/run-server.sh against its /mcp. The
+# goal is the result the same fixture gets when served directly (31 pass,
+# 1 pass-with-warnings): the gateway must pass sampling, elicitation, progress,
+# logging, subscriptions and concurrent streams through intact.
+#
+# Usage: scripts/conformance.sh [extra args for run-server.sh, e.g. --scenario tools-call-sampling]
+# Env:   MCPGATE_BIN        the gateway binary (default bin/mcpgate; `make conformance` builds it)
+#        CONFORMANCE_DIR    the suite's scripts (default <repo>/../shared/conformance)
+#        EVERYTHING_SERVER  the worker (default .bin/everything-server, installed when missing)
+#        KEEP_LOG=1         keep the gateway's log even when the suite passes
+# Exit:  the suite's status (0 = no failing scenario); 2 when it could not run.
+set -euo pipefail
+
+ROOT="$(git -C "$(dirname "$0")" rev-parse --show-toplevel 2>/dev/null || (cd "$(dirname "$0")/.." && pwd))"
+cd "$ROOT"
+command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
+
+EVERYTHING_VERSION=v1.8.0 # the go-sdk version go.mod uses
+GATEWAY="${MCPGATE_BIN:-$ROOT/bin/mcpgate}"
+CONFORMANCE_DIR="${CONFORMANCE_DIR:-$ROOT/../shared/conformance}"
+EVERYTHING="${EVERYTHING_SERVER:-$ROOT/.bin/everything-server}"
+
+die() { echo "conformance: $*" >&2; exit 2; }
+
+[ -x "$GATEWAY" ] || die "$GATEWAY is missing; run make build (make conformance does)"
+[ -x "$CONFORMANCE_DIR/run-server.sh" ] || die "no run-server.sh in $CONFORMANCE_DIR; set CONFORMANCE_DIR"
+command -v node >/dev/null && command -v npm >/dev/null || die "the suite needs Node.js and npm (apt-get install -y nodejs npm)"
+command -v curl >/dev/null || die "curl is needed to wait for the gateway"
+if [ ! -x "$EVERYTHING" ]; then
+  echo "conformance: installing everything-server $EVERYTHING_VERSION into $(dirname "$EVERYTHING")"
+  mkdir -p "$(dirname "$EVERYTHING")"
+  GOBIN="$(cd "$(dirname "$EVERYTHING")" && pwd)" go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$EVERYTHING_VERSION" ||
+    die "go install of everything-server failed"
+  [ -x "$EVERYTHING" ] || die "go install did not produce $EVERYTHING"
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgate-conformance.XXXXXX")"
+LOG="$WORK/gateway.log"
+GW_PID=""
+
+stop_gateway() {
+  if [ -n "$GW_PID" ] && kill -0 "$GW_PID" 2>/dev/null; then
+    kill -TERM "$GW_PID" 2>/dev/null || true
+    # The gateway stops its workers, then exits; give it the worker grace and some.
+    for _ in $(seq 1 100); do kill -0 "$GW_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$GW_PID" 2>/dev/null || true
+    wait "$GW_PID" 2>/dev/null || true
+  fi
+  GW_PID=""
+}
+cleanup() {
+  local rc=$?
+  stop_gateway
+  if [ "$rc" -ne 0 ] || [ -n "${KEEP_LOG:-}" ]; then
+    echo "conformance: gateway log kept in $LOG"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# free_port prints a loopback port nobody listens on right now.
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# start_gateway PORT: starts the gateway and waits until it answers HTTP.
+# Returns 1 if it exits first (e.g. the port was taken meanwhile).
+start_gateway() {
+  local port=$1
+  "$GATEWAY" serve --listen "127.0.0.1:$port" --worker-command "$EVERYTHING" >>"$LOG" 2>&1 &
+  GW_PID=$!
+  for _ in $(seq 1 300); do
+    if ! kill -0 "$GW_PID" 2>/dev/null; then
+      wait "$GW_PID" 2>/dev/null || true
+      GW_PID=""
+      return 1
+    fi
+    # Any HTTP status means the listener is up (a GET without a session is refused).
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/mcp" || true)"
+    if [ -n "$code" ] && [ "$code" != "000" ]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "the gateway did not answer on 127.0.0.1:$port within 30s (log: $LOG)"
+}
+
+PORT=""
+for attempt in 1 2 3; do
+  p="$(free_port)"
+  echo "conformance: starting $GATEWAY on 127.0.0.1:$p (attempt $attempt)" >>"$LOG"
+  if start_gateway "$p"; then PORT=$p; break; fi
+done
+if [ -z "$PORT" ]; then
+  tail -n 20 "$LOG" >&2 || true
+  die "the gateway exited at start three times"
+fi
+
+URL="http://127.0.0.1:$PORT/mcp"
+echo "conformance: gateway $URL, worker $EVERYTHING"
+set +e
+"$CONFORMANCE_DIR/run-server.sh" "$URL" "$@"
+RC=$?
+set -e
+if ! kill -0 "$GW_PID" 2>/dev/null; then
+  echo "conformance: the gateway died during the suite" >&2
+  tail -n 40 "$LOG" >&2 || true
+  [ "$RC" -ne 0 ] || RC=1
+fi
+exit "$RC"
