@@ -45,6 +45,10 @@ has_command() {
 # same go-sdk server code.
 db="$PWD/$OUT/demo.db"
 rm -f "$db" "$db"-wal "$db"-shm
+# The gateway's limits, raised so that the 1,000 sessions of one user fit
+# (defaults: 1,024 sessions, 256 per user); two connections per session
+# (POST and the standalone SSE stream).
+limits="MCPGATE_LIMITS_MAX_SESSIONS=2048 MCPGATE_LIMITS_MAX_SESSIONS_PER_USER=2048 MCPGATE_LIMITS_MAX_CONNECTIONS=8192"
 if has_command bin/mcpgate worker; then
 	worker="$PWD/bin/mcpgate worker"
 	# The floor's workers and supergateway's get the identity and database
@@ -54,27 +58,36 @@ if has_command bin/mcpgate worker; then
 		-sdk-server "$PWD/bin/mcpbench sdk-server --listen {addr} --db $db"
 		-trivial status
 		-realistic "${BENCH_QUERY:-query:{\"sql\":\"SELECT * FROM order_totals ORDER BY order_id\"\}}")
-	# serve has no database setting yet: env(1) adds it to the identity the
-	# gateway hands the worker, then execs the worker (no extra process).
-	gateway_worker="/usr/bin/env MCPGATE_WORKER_DB_DSN=$db $worker"
+	gateway_env="MCPGATE_DATABASE_PATH=$db $limits"
+	gateway_args=""
 else
 	worker="$PWD/bin/mcpbench stdio-server"
-	gateway_worker=$worker
 	args+=(-worker "$worker" -note "worker: mcpbench's stand-in (echo tool); this checkout has no built-in worker yet")
+	gateway_env=$limits
+	gateway_args="--worker-command '$worker'"
 fi
 
 # mcpgate, localhost mode.
 if has_command bin/mcpgate serve; then
-	args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} --worker-command '$gateway_worker'")
+	args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} $gateway_args" -mcpgate-env "$gateway_env")
 else
 	skip mcpgate "this checkout's mcpgate has no serve command yet (gateway core not merged)"
 fi
 
-# mcpgate with TLS and JWT: needs the serve wiring and the test issuer.
-if has_command bin/mcpgate serve && [ -x bin/mcpgate-testissuer ]; then
-	skip mcpgate-tls "TLS+JWT wiring for the benchmark is not written yet"
+# mcpgate with TLS and JWT: a development certificate, the test issuer
+# minting tokens for the gateway's resource, and serve configured against
+# it through the environment (MCPGATE_SECTION_KEY), as scripts/test-tls.sh
+# does with a file.
+if has_command bin/mcpgate serve && has_command bin/mcpgate certs && [ -x bin/mcpgate-testissuer ]; then
+	certs="$PWD/$OUT/certs"
+	rm -rf "$certs" "$PWD/$OUT/tokens"
+	bin/mcpgate certs --dir "$certs" >/dev/null
+	args+=(-tls-ca "$certs/cert.pem" -token-file "$PWD/$OUT/tokens/full.jwt"
+		-tls-issuer "$PWD/bin/mcpgate-testissuer --listen {issuer} --cert $certs/cert.pem --key $certs/key.pem --audience https://{addr}/mcp --tokens-dir $PWD/$OUT/tokens"
+		-mcpgate-tls "$PWD/bin/mcpgate serve --listen {addr} --public-url https://{addr} --tls-cert $certs/cert.pem --tls-key $certs/key.pem $gateway_args"
+		-mcpgate-tls-env "$gateway_env MCPGATE_AUTH_ISSUER=https://{issuer} MCPGATE_AUTH_ISSUER_CA_FILE=$certs/cert.pem MCPGATE_AUTH_REQUIRED_SCOPES=mcp:use MCPGATE_AUTH_WRITE_SCOPE=mcp:write MCPGATE_AUTH_USER_CLAIM=preferred_username")
 else
-	skip mcpgate-tls "needs cmd/mcpgate-testissuer (auth branch) and the TLS+JWT serve wiring"
+	skip mcpgate-tls "needs mcpgate serve with TLS and auth, mcpgate certs and cmd/mcpgate-testissuer"
 fi
 
 # supergateway from npm, pinned, installed under .bin/ (git-ignored).
