@@ -88,6 +88,10 @@ type HoldResult struct {
 	OpenTime   time.Duration `json:"open_time_ns"`
 	Memory     Memory        `json:"memory"`
 	Call       Summary       `json:"call"` // one call at a time, round robin over the held sessions
+	CallErrors int           `json:"call_errors"`
+	// IdleCPU is the CPU the system spends with every session held and no
+	// call in flight, in cores (1.0 is one CPU busy).
+	IdleCPU float64 `json:"idle_cpu_cores"`
 }
 
 // errOnce keeps the first of many errors, for the report.
@@ -399,17 +403,41 @@ func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
 		return res, err
 	}
 	res.Memory = mem
+	// What the held sessions cost while nobody calls: CPU over a quiet
+	// window, in cores.
+	if pids, err := b.t.pids(); err == nil {
+		if c0, err := b.cpu(pids); err == nil {
+			t0 := time.Now()
+			select {
+			case <-time.After(b.cfg.Settle):
+			case <-ctx.Done():
+				return res, ctx.Err()
+			}
+			if c1, err := b.cpu(pids); err == nil {
+				res.IdleCPU = float64(c1.server-c0.server) / float64(time.Since(t0))
+			}
+		}
+		if b.profile != nil {
+			defer b.profile(Tool{Label: "held", Name: b.trivial.Name}, n, pids)()
+		}
+	}
 	// Meanwhile: one call at a time, round robin over the held sessions.
 	lat := make(Latencies, 0, 1024)
+	var callErr errOnce
 	end := time.Now().Add(b.cfg.Duration)
 	for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
 		s := sessions[i%len(sessions)]
 		c0 := time.Now()
 		if err := call(ctx, s, b.trivial, b.cfg.CallTimeout); err != nil {
+			callErr.add(err)
 			continue
 		}
 		lat = append(lat, time.Since(c0))
 	}
 	res.Call = Summarize(lat)
+	res.CallErrors = int(callErr.n.Load())
+	if res.FirstError == "" {
+		res.FirstError = callErr.String()
+	}
 	return res, nil
 }

@@ -236,6 +236,9 @@ func Table(r *Run) string {
 	add(fmt.Sprintf("%d sessions held: RSS / PSS (MiB)", n), held(func(h *HoldResult) string {
 		return fmt.Sprintf("%.0f / %.0f", mib(h.Memory.RSS), mib(h.Memory.PSS))
 	}))
+	add(fmt.Sprintf("%d sessions held: idle CPU (cores)", n), held(func(h *HoldResult) string {
+		return fmt.Sprintf("%.2f", h.IdleCPU)
+	}))
 	add(fmt.Sprintf("%d sessions held: call p50 (µs)", n), held(func(h *HoldResult) string {
 		return fmtMicros0(h.Call.P50)
 	}))
@@ -369,6 +372,7 @@ func CSVRecords(r *Run) [][]string {
 			rec(s.Name, "", "held_rss", h.Sessions, strconv.FormatInt(h.Memory.RSS, 10), "bytes")
 			rec(s.Name, "", "held_pss", h.Sessions, strconv.FormatInt(h.Memory.PSS, 10), "bytes")
 			rec(s.Name, r.Config.Trivial.Label, "held_call_p50", h.Sessions, us(h.Call.P50), "us")
+			rec(s.Name, "", "held_idle_cpu", h.Sessions, strconv.FormatFloat(h.IdleCPU, 'f', 3, 64), "cores")
 		}
 	}
 	return out

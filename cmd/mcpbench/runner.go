@@ -175,7 +175,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	cfg := Config{
 		Systems:     slices.Clone(allSystems),
 		Concurrency: []int{1, 16, 64},
-		HoldSystems: []string{sysSDK, sysMCPGate, sysMCPGateTLS},
+		HoldSystems: []string{sysSDK, sysMCPGate},
 		Worker:      []string{self, "stdio-server"},
 		SDKServer:   []string{self, "sdk-server", "--listen", "{addr}"},
 		MCPGate:     []string{"bin/mcpgate", "serve", "--listen", "{addr}"},
