@@ -161,6 +161,22 @@ func (b *bench) cpu(pids []int) (cpuSample, error) {
 	return cpuSample{server: server, client: client}, err
 }
 
+// openAnswered opens a session and makes its first call of the trivial
+// tool: a session counts as started only once a call is answered.
+func (b *bench) openAnswered(ctx context.Context) (*session, error) {
+	octx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	s, err := b.t.open(octx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	if err := call(ctx, s, b.trivial, b.cfg.CallTimeout); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("first call: %w", err)
+	}
+	return s, nil
+}
+
 // openMany opens n sessions, par at a time; each answers one call of the
 // trivial tool before it counts as open. Sessions that fail are not
 // returned; the first error is.
@@ -176,16 +192,9 @@ func (b *bench) openMany(ctx context.Context, n, par int) ([]*session, *errOnce)
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				octx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
-				s, err := b.t.open(octx)
-				cancel()
+				s, err := b.openAnswered(ctx)
 				if err != nil {
-					errs.add(fmt.Errorf("open: %w", err))
-					continue
-				}
-				if err := call(ctx, s, b.trivial, b.cfg.CallTimeout); err != nil {
-					errs.add(fmt.Errorf("first call: %w", err))
-					_ = s.Close()
+					errs.add(err)
 					continue
 				}
 				out[i] = s
@@ -307,20 +316,13 @@ func (b *bench) starts(ctx context.Context, count int) StartResult {
 			break
 		}
 		t0 := time.Now()
-		octx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
-		s, err := b.t.open(octx)
-		cancel()
-		if err != nil {
-			errs.add(fmt.Errorf("open: %w", err))
-			continue
-		}
-		err = call(ctx, s, b.trivial, b.cfg.CallTimeout)
+		s, err := b.openAnswered(ctx)
 		d := time.Since(t0)
-		_ = s.Close()
 		if err != nil {
-			errs.add(fmt.Errorf("first call: %w", err))
+			errs.add(err)
 			continue
 		}
+		_ = s.Close()
 		lat = append(lat, d)
 	}
 	res.Errors = int(errs.n.Load())

@@ -165,6 +165,15 @@ func Table(r *Run) string {
 			}
 		}
 		if top > 0 {
+			add(fmt.Sprintf("%s harness CPU per call @%d (µs)", tl, top), func(s *SystemResult) string {
+				lr := s.load(tool.Label, top)
+				if lr == nil || lr.ClientCPU <= 0 {
+					return "—"
+				}
+				return fmtMicros(lr.ClientCPU)
+			})
+		}
+		if top > 0 {
 			cps := func(s *SystemResult) float64 {
 				if s == nil {
 					return 0
