@@ -7,7 +7,8 @@
 #   BENCH_FLAGS="-hold 200" make bench         the same through make
 #
 # A system whose pieces are missing on this checkout is skipped with a note in
-# the table, never silently. Sized for ≤ 10 minutes on 2 cores.
+# the table, never silently. Then the Go micro-benchmarks of auth/, gateway/
+# and worker/ (gobench.txt). Sized for ≤ 10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -106,4 +107,14 @@ fi
 
 say "running (results in $OUT)"
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags on purpose
-exec bin/mcpbench run -out "$OUT" "${args[@]}" ${BENCH_FLAGS:-} "$@"
+bin/mcpbench run -out "$OUT" "${args[@]}" ${BENCH_FLAGS:-} "$@"
+
+# The Go micro-benchmarks of the hot paths (JWT verification, the forward
+# path), with allocations, after the systems have stopped.
+pkgs=$(go list ./auth/... ./gateway/... ./worker/... 2>/dev/null | tr '\n' ' ')
+if [ -n "$pkgs" ] && grep -rqs --include='*_test.go' '^func Benchmark' auth gateway worker; then
+	say "Go benchmarks (go test -bench, ${BENCH_GOTIME:-1s} each)"
+	# shellcheck disable=SC2086
+	go test -run '^$' -bench . -benchmem -benchtime "${BENCH_GOTIME:-1s}" $pkgs 2>&1 |
+		grep -E '^(Benchmark|ok|FAIL|---)' | tee "$OUT/gobench.txt"
+fi
