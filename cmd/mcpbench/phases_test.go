@@ -58,6 +58,13 @@ func TestPhases(t *testing.T) {
 				t.Errorf("load: got CPU per call server %v client %v, want both measured", lr.ServerCPU, lr.ClientCPU)
 			}
 
+			run := b.startLoad(ctx, echo, 2)
+			b.round(ctx, run, 0, 50*time.Millisecond)
+			b.round(ctx, run, 0, 50*time.Millisecond)
+			if lr := b.finishLoad(run); lr.Duration != 100*time.Millisecond || lr.Calls == 0 || lr.Errors != 0 {
+				t.Errorf("two rounds: got duration %v, %d calls, %d errors, want 100ms, calls, none", lr.Duration, lr.Calls, lr.Errors)
+			}
+
 			bad := b.load(ctx, Tool{Label: "bad", Name: "no-such-tool"}, 2)
 			if bad.Errors != 2 || bad.Calls != 0 {
 				t.Errorf("load of an unknown tool: got %d calls, %d errors, want 0 and 2", bad.Calls, bad.Errors)

@@ -38,7 +38,8 @@ var allSystems = []string{sysFloor, sysSDK, sysMCPGate, sysMCPGateTLS, sysSuperg
 type Config struct {
 	Systems     []string      `json:"systems"`
 	Concurrency []int         `json:"concurrency"`
-	Duration    time.Duration `json:"duration_ns"` // measured part of each closed loop
+	Duration    time.Duration `json:"duration_ns"` // measured part of each closed loop, all rounds together
+	Rounds      int           `json:"rounds"`      // turns each closed loop is split into
 	Warmup      time.Duration `json:"warmup_ns"`   // unmeasured start of each closed loop
 	Settle      time.Duration `json:"settle_ns"`   // pause before reading memory
 	CallTimeout time.Duration `json:"call_timeout_ns"`
@@ -187,7 +188,8 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	conc := "1,16,64"
 	fs.StringVar(&conc, "concurrency", conc, "concurrent sessions for the latency runs; the last is the throughput figure")
 	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time of each closed-loop run (and of the call run while sessions are held)")
-	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up before each closed-loop run")
+	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up before each closed-loop run (100ms at most in later rounds)")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds each closed loop is split into, the systems taking turns")
 	fs.DurationVar(&cfg.Settle, "settle", time.Second, "pause before reading memory after opening idle sessions")
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", 30*time.Second, "timeout of one open or call")
 	fs.IntVar(&cfg.Starts, "starts", 50, "session starts measured one after another")
@@ -256,8 +258,8 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		}
 		cfg.Realistic = &t
 	}
-	if cfg.Duration <= 0 || cfg.CallTimeout <= 0 {
-		errs = append(errs, errors.New("mcpbench: -duration and -call-timeout must be positive"))
+	if cfg.Duration <= 0 || cfg.CallTimeout <= 0 || cfg.Rounds < 1 {
+		errs = append(errs, errors.New("mcpbench: -duration, -call-timeout and -rounds must be positive"))
 	}
 	if len(cfg.Worker) == 0 {
 		errs = append(errs, errors.New("mcpbench: -worker is empty"))
@@ -504,10 +506,26 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 	if cfg.Realistic != nil {
 		tools = append(tools, *cfg.Realistic)
 	}
+	// Each closed loop runs in rounds, the systems taking turns; later
+	// rounds need only a short warm-up, their sessions being warm already.
+	per := cfg.Duration / time.Duration(cfg.Rounds)
 	for _, tool := range tools {
 		for _, n := range cfg.Concurrency {
-			for _, s := range systems {
-				lr := s.b.load(ctx, tool, n)
+			runs := make([]*loadRun, len(systems))
+			for i, s := range systems {
+				runs[i] = s.b.startLoad(ctx, tool, n)
+			}
+			for r := range cfg.Rounds {
+				warm := cfg.Warmup
+				if r > 0 {
+					warm = min(warm, 100*time.Millisecond)
+				}
+				for i, s := range systems {
+					s.b.round(ctx, runs[i], warm, per)
+				}
+			}
+			for i, s := range systems {
+				lr := s.b.finishLoad(runs[i])
 				s.res.Load = append(s.res.Load, lr)
 				progress(stderr, s.res.Name, "%s %s @%d: p50 %s p99 %s, %.0f calls/s (%d errors) %s",
 					tool.Label, tool.Name, n, fmtDur(lr.Latency.P50), fmtDur(lr.Latency.P99), lr.CallsPerSec, lr.Errors, errNote(lr.FirstError))
