@@ -110,6 +110,7 @@ func (e *errOnce) add(err error) {
 	e.mu.Unlock()
 }
 
+// String is the first error, or "" when there was none.
 func (e *errOnce) String() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -130,6 +131,7 @@ type bench struct {
 	profile func(tool Tool, sessions int, pids []int) (stop func())
 }
 
+// proc is the proc file system the bench reads.
 func (b *bench) proc() ProcFS {
 	if b.procfs.Root == "" {
 		return ProcFS{Root: "/proc"}

@@ -75,6 +75,7 @@ type stringList struct {
 	sep string
 }
 
+// String implements flag.Value.
 func (s stringList) String() string {
 	if s.v == nil {
 		return ""
@@ -82,6 +83,7 @@ func (s stringList) String() string {
 	return strings.Join(*s.v, s.sep)
 }
 
+// Set implements flag.Value.
 func (s stringList) Set(v string) error {
 	if s.sep == " " {
 		words, err := splitWords(v)

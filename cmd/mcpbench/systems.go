@@ -266,6 +266,8 @@ type bearer struct {
 	value string
 }
 
+// RoundTrip implements http.RoundTripper on a copy of req, as the
+// interface requires.
 func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", b.value)
