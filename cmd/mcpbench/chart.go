@@ -28,6 +28,11 @@ var seriesColor = map[string]color.RGBA{
 	sysSupergateway: {214, 39, 40, 255},
 }
 
+// extraColors are for variants (-variant), in the order they appear.
+var extraColors = []color.RGBA{
+	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {23, 190, 207, 255}, {188, 189, 34, 255},
+}
+
 const (
 	chartW      = 960
 	panelH      = 400
@@ -184,13 +189,15 @@ func drawPanel(c canvas, r *Run, tool Tool, top int) {
 	c.text(8, y0-8, "latency", black)
 
 	legendY := y0 + 10
+	extra := 0 // variants take the next of extraColors
 	for _, s := range r.Systems {
 		if s.Skipped != "" || len(s.Load) == 0 {
 			continue
 		}
 		col, ok := seriesColor[s.Name]
 		if !ok {
-			col = color.RGBA{0, 0, 0, 255}
+			col = extraColors[extra%len(extraColors)]
+			extra++
 		}
 		drawn := false
 		for _, q := range []struct {

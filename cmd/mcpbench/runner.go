@@ -50,22 +50,53 @@ type Config struct {
 	Trivial     Tool          `json:"trivial"`
 	Realistic   *Tool         `json:"realistic,omitempty"`
 
-	Worker       []string          `json:"worker"`         // the stdio worker
-	WorkerEnv    []string          `json:"worker_env"`     // added to the worker's environment
-	SDKServer    []string          `json:"sdk_server"`     // the sdk system
-	MCPGate      []string          `json:"mcpgate"`        // localhost mode
-	MCPGateEnv   []string          `json:"mcpgate_env"`    // added to mcpgate's environment (config: MCPGATE_SECTION_KEY)
-	MCPGateTLS   []string          `json:"mcpgate_tls"`    // TLS and JWT
-	TLSEnv       []string          `json:"tls_env"`        // added to the TLS system's environment
-	TLSIssuer    []string          `json:"tls_issuer"`     // the test issuer, started before the TLS system
-	TLSCA        string            `json:"tls_ca"`         // PEM file the TLS system's certificate chains to
-	TokenFile    string            `json:"token_file"`     // the bearer token the issuer writes
-	Supergateway []string          `json:"supergateway"`   // the supergateway program
-	Skip         map[string]string `json:"skip"`           // system → why it is skipped
-	Out          string            `json:"out"`            // results directory
-	DB           string            `json:"db,omitempty"`   // SQLite demo database, made before any system starts
-	Perf         []string          `json:"perf,omitempty"` // systems recorded with perf(1) during closed loops
-	Notes        []string          `json:"notes"`          // free text for the report
+	Worker       []string           `json:"worker"`             // the stdio worker
+	WorkerEnv    []string           `json:"worker_env"`         // added to the worker's environment
+	SDKServer    []string           `json:"sdk_server"`         // the sdk system
+	MCPGate      []string           `json:"mcpgate"`            // localhost mode
+	MCPGateEnv   []string           `json:"mcpgate_env"`        // added to mcpgate's environment (config: MCPGATE_SECTION_KEY)
+	MCPGateTLS   []string           `json:"mcpgate_tls"`        // TLS and JWT
+	TLSEnv       []string           `json:"tls_env"`            // added to the TLS system's environment
+	TLSIssuer    []string           `json:"tls_issuer"`         // the test issuer, started before the TLS system
+	TLSCA        string             `json:"tls_ca"`             // PEM file the TLS system's certificate chains to
+	TokenFile    string             `json:"token_file"`         // the bearer token the issuer writes
+	Supergateway []string           `json:"supergateway"`       // the supergateway program
+	Variants     map[string]Variant `json:"variants,omitempty"` // extra systems: a known one with more environment
+	Skip         map[string]string  `json:"skip"`               // system → why it is skipped
+	Out          string             `json:"out"`                // results directory
+	DB           string             `json:"db,omitempty"`       // SQLite demo database, made before any system starts
+	Perf         []string           `json:"perf,omitempty"`     // systems recorded with perf(1) during closed loops
+	Notes        []string           `json:"notes"`              // free text for the report
+}
+
+// Variant is a system run a second time under another name with more
+// environment, for an A/B in one run: `-variant floor-gmp1=floor:GOMAXPROCS=1`.
+// The environment goes where that system's own settings go: the workers'
+// for floor and supergateway, the server's for sdk and the mcpgate systems
+// (so MCPGATE_WORKER_ENV=… reaches mcpgate's workers).
+type Variant struct {
+	Base string   `json:"base"`
+	Env  []string `json:"env"`
+}
+
+// parseVariant reads name=base:KEY=value KEY=value.
+func parseVariant(v string) (string, Variant, error) {
+	name, rest, ok := strings.Cut(v, "=")
+	base, env, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || name == "" {
+		return "", Variant{}, fmt.Errorf("mcpbench: -variant %q: want name=system:KEY=value ...", v)
+	}
+	if slices.Contains(allSystems, name) {
+		return "", Variant{}, fmt.Errorf("mcpbench: -variant %q: %s is already a system", v, name)
+	}
+	if !slices.Contains(allSystems, base) {
+		return "", Variant{}, fmt.Errorf("mcpbench: -variant %q: unknown system %q", v, base)
+	}
+	words, err := splitWords(env)
+	if err != nil {
+		return "", Variant{}, err
+	}
+	return name, Variant{Base: base, Env: words}, nil
 }
 
 // stringList is a flag holding a list: split on commas, or, for commands
@@ -183,6 +214,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		SDKServer:   []string{self, "sdk-server", "--listen", "{addr}"},
 		MCPGate:     []string{"bin/mcpgate", "serve", "--listen", "{addr}"},
 		Skip:        map[string]string{},
+		Variants:    map[string]Variant{},
 	}
 	fs := flag.NewFlagSet("mcpbench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -221,6 +253,14 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		cfg.Skip[name] = reason
 		return nil
 	})
+	fs.Func("variant", "name=system:KEY=value ...: another run of a system with more environment, for an A/B (repeatable; list it in -systems)", func(v string) error {
+		name, va, err := parseVariant(v)
+		if err != nil {
+			return err
+		}
+		cfg.Variants[name] = va
+		return nil
+	})
 	fs.Func("note", "a line for the report (repeatable)", func(v string) error {
 		cfg.Notes = append(cfg.Notes, v)
 		return nil
@@ -245,7 +285,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		cfg.Concurrency = append(cfg.Concurrency, n)
 	}
 	for _, s := range cfg.Systems {
-		if !slices.Contains(allSystems, s) {
+		if _, ok := cfg.Variants[s]; !ok && !slices.Contains(allSystems, s) {
 			errs = append(errs, fmt.Errorf("mcpbench: -systems: unknown system %q (known: %s)", s, strings.Join(allSystems, ",")))
 		}
 	}
@@ -352,10 +392,24 @@ func progress(w io.Writer, system, format string, args ...any) {
 
 // startTarget starts one system and returns it ready for sessions.
 func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logDir string) (target, error) {
+	kind, sdkEnv := name, []string(nil)
+	if v, ok := cfg.Variants[name]; ok {
+		kind = v.Base
+		switch kind {
+		case sysFloor, sysSupergateway:
+			cfg.WorkerEnv = append(slices.Clone(cfg.WorkerEnv), v.Env...)
+		case sysMCPGate:
+			cfg.MCPGateEnv = append(slices.Clone(cfg.MCPGateEnv), v.Env...)
+		case sysMCPGateTLS:
+			cfg.TLSEnv = append(slices.Clone(cfg.TLSEnv), v.Env...)
+		case sysSDK:
+			sdkEnv = v.Env
+		}
+	}
 	env := os.Environ()
-	switch name {
+	switch kind {
 	case sysFloor:
-		logf, err := os.Create(filepath.Join(logDir, "floor.log"))
+		logf, err := os.Create(filepath.Join(logDir, name+".log"))
 		if err != nil {
 			return nil, err
 		}
@@ -363,8 +417,8 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		return &stdioTarget{client: client, argv: cfg.Worker, env: sessionEnv(env, cfg.WorkerEnv),
 			stderr: logf, procfs: pfs()}, nil
 	case sysSDK, sysMCPGate:
-		argv, extra := cfg.SDKServer, []string(nil)
-		if name == sysMCPGate {
+		argv, extra := cfg.SDKServer, sdkEnv
+		if kind == sysMCPGate {
 			argv, extra = cfg.MCPGate, cfg.MCPGateEnv
 		}
 		if len(argv) == 0 {
@@ -378,7 +432,7 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		}
 		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs()}, nil
 	case sysMCPGateTLS:
-		return startTLS(ctx, cfg, client, env, logDir)
+		return startTLS(ctx, cfg, client, name, env, logDir)
 	case sysSupergateway:
 		if len(cfg.Supergateway) == 0 {
 			return nil, errors.New("mcpbench: no -supergateway program given")
@@ -395,13 +449,13 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		}
 		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs()}, nil
 	}
-	return nil, fmt.Errorf("mcpbench: unknown system %q", name)
+	return nil, fmt.Errorf("mcpbench: unknown system %q", kind)
 }
 
 // startTLS starts the test issuer, waits for its token, then starts mcpgate
 // with TLS and auth against it. Both addresses are picked first: the
 // issuer's tokens name the gateway's resource URI as their audience.
-func startTLS(ctx context.Context, cfg Config, client *mcp.Client, env []string, logDir string) (target, error) {
+func startTLS(ctx context.Context, cfg Config, client *mcp.Client, name string, env []string, logDir string) (target, error) {
 	if len(cfg.MCPGateTLS) == 0 || len(cfg.TLSIssuer) == 0 || cfg.TokenFile == "" || cfg.TLSCA == "" {
 		return nil, errors.New("mcpbench: the TLS system needs -mcpgate-tls, -tls-issuer, -token-file and -tls-ca")
 	}
@@ -416,7 +470,7 @@ func startTLS(ctx context.Context, cfg Config, client *mcp.Client, env []string,
 	v := addrVars(gwAddr)
 	v["issuer"] = issAddr
 	_ = os.Remove(v.expand([]string{cfg.TokenFile})[0])
-	iss, err := startProc("tls-issuer", v.expand(cfg.TLSIssuer), env, filepath.Join(logDir, "tls-issuer.log"))
+	iss, err := startProc(name+"-issuer", v.expand(cfg.TLSIssuer), env, filepath.Join(logDir, name+"-issuer.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +489,7 @@ func startTLS(ctx context.Context, cfg Config, client *mcp.Client, env []string,
 		_ = iss.stop(time.Second)
 		return nil, fmt.Errorf("mcpbench: -tls-ca %s holds no PEM certificate", cfg.TLSCA)
 	}
-	p, endpoint, err := startHTTP(ctx, sysMCPGateTLS, gwAddr, vars{"issuer": issAddr}, cfg.MCPGateTLS, sessionEnv(env, cfg.TLSEnv), logDir, "https")
+	p, endpoint, err := startHTTP(ctx, name, gwAddr, vars{"issuer": issAddr}, cfg.MCPGateTLS, sessionEnv(env, cfg.TLSEnv), logDir, "https")
 	if err != nil {
 		_ = iss.stop(time.Second)
 		return nil, err

@@ -45,6 +45,16 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("got skip %v", cfg.Skip)
 		}
 	})
+	t.Run("variant", func(t *testing.T) {
+		cfg, err := parseConfig([]string{"-systems", "floor,floor-gmp1", "-variant", "floor-gmp1=floor:GOMAXPROCS=1 GOGC=200"}, "/self", io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := cfg.Variants["floor-gmp1"]
+		if v.Base != "floor" || !slices.Equal(v.Env, []string{"GOMAXPROCS=1", "GOGC=200"}) {
+			t.Errorf("got variant %+v", v)
+		}
+	})
 	bad := []struct {
 		name string
 		args []string
@@ -55,6 +65,9 @@ func TestParseConfig(t *testing.T) {
 		{"bad tool JSON", []string{"-trivial", "echo:{oops"}, "not valid JSON"},
 		{"every problem at once", []string{"-systems", "x", "-concurrency", "0"}, "is not a positive number"},
 		{"stray argument", []string{"extra"}, `unexpected argument "extra"`},
+		{"variant of an unknown system", []string{"-variant", "x=nginx:A=1"}, `unknown system "nginx"`},
+		{"variant named like a system", []string{"-variant", "sdk=floor:A=1"}, "sdk is already a system"},
+		{"variant without a base", []string{"-variant", "x"}, "want name=system:KEY=value"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
