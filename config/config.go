@@ -139,6 +139,13 @@ type Database struct {
 	SetRole bool `mapstructure:"set_role"`
 	// StatementTimeout bounds one SQL statement. Default 30s.
 	StatementTimeout time.Duration `mapstructure:"statement_timeout"`
+	// LockTimeout bounds the wait for another session's lock (SQLite's
+	// busy timeout, PostgreSQL's lock_timeout); a longer wait fails the
+	// statement with kind conflict. Default 5s.
+	LockTimeout time.Duration `mapstructure:"lock_timeout"`
+	// MaxRows caps the rows of one tool result (the true total is still
+	// reported). Default 500.
+	MaxRows int `mapstructure:"max_rows"`
 }
 
 // Auth configures bearer-token authentication (OAuth 2.1 resource server).
@@ -220,6 +227,8 @@ const (
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
+	DefaultLockTimeout        = 5 * time.Second
+	DefaultMaxRows            = 500
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
@@ -262,6 +271,8 @@ func (c *Config) applyDefaults() {
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)
 	setNumber(&c.Database.StatementTimeout, DefaultStatementTimeout)
+	setNumber(&c.Database.LockTimeout, DefaultLockTimeout)
+	setNumber(&c.Database.MaxRows, DefaultMaxRows)
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {

@@ -48,6 +48,8 @@ func TestLoadDefaults(t *testing.T) {
 		"driver":                "sqlite",
 		"path":                  "data/mcpgate.db",
 		"statement_timeout":     30 * time.Second,
+		"lock_timeout":          5 * time.Second,
+		"max_rows":              500,
 		"user_claim":            "sub",
 		"leeway":                60 * time.Second,
 		"max_token_bytes":       ByteSize(16 << 10),
@@ -71,6 +73,8 @@ func TestLoadDefaults(t *testing.T) {
 		"driver":                c.Database.Driver,
 		"path":                  c.Database.Path,
 		"statement_timeout":     c.Database.StatementTimeout,
+		"lock_timeout":          c.Database.LockTimeout,
+		"max_rows":              c.Database.MaxRows,
 		"user_claim":            c.Auth.UserClaim,
 		"leeway":                c.Auth.Leeway,
 		"max_token_bytes":       c.Auth.MaxTokenBytes,
@@ -164,7 +168,7 @@ func TestLoadFile(t *testing.T) {
 		},
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
-			SetRole: true, StatementTimeout: 5 * time.Second,
+			SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows,
 		},
 		Auth: Auth{
 			Issuer:               "https://kc.example.com/realms/mcp",
@@ -458,7 +462,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 44)
+	assert.Len(t, keys, 46)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

@@ -291,6 +291,12 @@ func (c *Config) validateDatabase(v *validator) {
 	default:
 		v.add("database.driver", "%q is not a driver; use sqlite or postgres", d.Driver)
 	}
+	if d.LockTimeout < 0 {
+		v.add("database.lock_timeout", "%v is negative; use a duration such as 5s", d.LockTimeout)
+	}
+	if d.MaxRows < 0 {
+		v.add("database.max_rows", "%d is negative; use a row count such as 500", d.MaxRows)
+	}
 	if d.StatementTimeout < 0 {
 		v.add("database.statement_timeout", "%v is negative; use a duration such as 30s", d.StatementTimeout)
 	}

@@ -87,3 +87,13 @@ func protocolVersion(r *http.Request) (version string, ok bool) {
 	}
 	return v, slices.Contains(supportedVersions, v)
 }
+
+// versionOK answers 400 for an unsupported MCP-Protocol-Version and reports
+// whether the request may go on.
+func versionOK(w http.ResponseWriter, r *http.Request) bool {
+	v, ok := protocolVersion(r)
+	if !ok {
+		unsupportedVersion(v).write(w, nil)
+	}
+	return ok
+}

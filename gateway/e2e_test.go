@@ -12,13 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// connect opens a go-sdk client session to srv.
+// connect opens a go-sdk client session to url.
 func connect(t testing.TB, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return connectWith(t, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, opts)
+}
+
+func connectWith(t testing.TB, tr *mcp.StreamableClientTransport, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, tr, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { cs.Close() })
 	return cs

@@ -1,14 +1,10 @@
-// Package gateway is mcpgate's front end: the MCP Streamable HTTP transport
-// at /mcp (MCP 2025-11-25, 2025-06-18 and 2025-03-26 with batches). It
-// checks each request, keeps the session table, starts one worker process
-// per session and relays JSON-RPC between the client and that worker. It
-// never runs a tool itself.
 package gateway
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +32,8 @@ type Gateway struct {
 	starting int            // sessions whose worker is starting
 	closing  bool
 
-	stopReaper chan struct{}
+	shutdown   chan struct{}  // closed by Close; cuts initializes short
+	inits      sync.WaitGroup // initializes in progress
 	reaperDone chan struct{}
 }
 
@@ -63,7 +60,7 @@ func New(opts Options) (*Gateway, error) {
 		safe:       make(map[string]bool, len(opts.SafeTools)),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
-		stopReaper: make(chan struct{}),
+		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
 	if len(g.command) == 0 {
@@ -118,10 +115,19 @@ func (g *Gateway) Close(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	if first {
-		close(g.stopReaper)
+		close(g.shutdown)
 	}
 	<-g.reaperDone
-	return g.endSessions(ctx, sessions, "gateway: the gateway is shutting down")
+	err := g.endSessions(ctx, sessions, "gateway: the gateway is shutting down")
+	// An initialize in progress stops its own worker on shutdown.
+	done := make(chan struct{})
+	go func() { g.inits.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("gateway: initializes still in progress: %w", ctx.Err()))
+	}
+	return err
 }
 
 // endSessions stops the workers of sessions concurrently and waits.
@@ -155,6 +161,22 @@ func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
 		return 0, false
 	}
 	return s.conn.Pid(), true
+}
+
+// sessionOf returns the request's session, or answers 400 (no
+// MCP-Session-Id) or 404 (unknown, ended or another principal's) and returns
+// nil; id is the JSON-RPC id for that answer.
+func (g *Gateway) sessionOf(w http.ResponseWriter, r *http.Request, id json.RawMessage) *session {
+	sid := r.Header.Get("MCP-Session-Id")
+	if sid == "" {
+		errNoSession.write(w, id)
+		return nil
+	}
+	s := g.lookup(r, sid)
+	if s == nil {
+		errUnknownSession.write(w, id)
+	}
+	return s
 }
 
 // lookup finds a live session for the request's principal. A session owned
@@ -209,7 +231,7 @@ func (g *Gateway) reaper() {
 	defer t.Stop()
 	for {
 		select {
-		case <-g.stopReaper:
+		case <-g.shutdown:
 			return
 		case <-t.C:
 			g.reapIdle()
@@ -217,15 +239,16 @@ func (g *Gateway) reaper() {
 	}
 }
 
-// reapIdle ends every session that serves no request and has been idle for
-// longer than SessionIdleTimeout by Options.Now.
+// reapIdle ends every session that serves no HTTP request, has no request
+// in flight in its worker, and has been idle for longer than
+// SessionIdleTimeout by Options.Now.
 func (g *Gateway) reapIdle() {
 	now := g.opts.Now().UnixNano()
 	limit := g.opts.SessionIdleTimeout.Nanoseconds()
 	var idle []*session
 	g.mu.Lock()
 	for _, s := range g.sessions {
-		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit {
+		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit && s.conn.InFlight() == 0 {
 			idle = append(idle, s)
 		}
 	}

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // CORS for browser MCP clients on an allowed Origin (Fetch §CORS protocol).
@@ -22,7 +24,7 @@ const (
 // preflight is answered here, since a browser sends no credentials on it.
 func (g *Gateway) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.opts.LoopbackHostCheck && !isLoopbackHost(r.Host) {
+		if g.opts.LoopbackHostCheck && !isLoopbackHost(r.Host) && !g.hostAllowed(r.Host) {
 			g.log.Warn("gateway: refused a non-loopback Host", "host", r.Host, "remote", r.RemoteAddr)
 			errHostForbidden.write(w, nil)
 			return
@@ -47,4 +49,21 @@ func (g *Gateway) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostAllowed reports whether host (with or without port) is one of
+// Options.AllowedHosts.
+func (g *Gateway) hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	for _, a := range g.opts.AllowedHosts {
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			a = h
+		}
+		if strings.EqualFold(strings.Trim(a, "[]"), strings.Trim(host, "[]")) {
+			return true
+		}
+	}
+	return false
 }

@@ -132,3 +132,36 @@ func TestLimitListener(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedHosts checks that a loopback listener behind a same-machine
+// reverse proxy accepts the public name the proxy forwards, and only it.
+func TestAllowedHosts(t *testing.T) {
+	_, srv := newTestGateway(t, Options{LoopbackHostCheck: true, AllowedHosts: []string{"mcp.example.com"}})
+	for _, c := range []struct {
+		host string
+		want int
+	}{
+		{"mcp.example.com", http.StatusOK},
+		{"MCP.example.com:443", http.StatusOK},
+		{"evil.example.com", http.StatusForbidden},
+		{"mcp.example.com.evil.net", http.StatusForbidden},
+	} {
+		t.Run(c.host, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(initBody))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = c.host
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("Host %s: got %d, want %d", c.host, resp.StatusCode, c.want)
+			}
+		})
+	}
+}

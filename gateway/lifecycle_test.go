@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // callRaw posts one tools/call on session sid and returns the decoded answer.
@@ -59,7 +62,7 @@ func TestTwoSessionsTwoWorkersAndACrash(t *testing.T) {
 
 	// Kill a's worker from outside while a request is in flight: that
 	// request gets an error that says the worker exited.
-	sess := g.sessions[a]
+	sess := g.sessionByID(a)
 	inflight := make(chan map[string]any, 1)
 	go func() {
 		_, m := callRaw(t, srv.URL, a, "long", "crash", map[string]any{"code": 3})
@@ -81,7 +84,7 @@ func TestTwoSessionsTwoWorkersAndACrash(t *testing.T) {
 	assert.Equal(t, "still here", resultText(m))
 
 	// A SIGKILL from outside, with no request in flight.
-	sb := g.sessions[b]
+	sb := g.sessionByID(b)
 	require.NoError(t, syscall.Kill(pb, syscall.SIGKILL))
 	<-sb.conn.Done()
 	status, _ = callRaw(t, srv.URL, b, "3", "echo", map[string]any{"text": "x"})
@@ -91,12 +94,19 @@ func TestTwoSessionsTwoWorkersAndACrash(t *testing.T) {
 
 func TestSDKClientSeesWorkerExit(t *testing.T) {
 	g, srv := newTestGateway(t, Options{})
-	sampling := make(chan struct{})
-	cs := connect(t, srv.URL, &mcp.ClientOptions{
+	sampling, release := make(chan struct{}), make(chan struct{})
+	defer close(release) // before the client closes (cleanups run later)
+	// Without the standalone stream, whose end on the session's end would
+	// race the answer to the call.
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1, DisableStandaloneSSE: true}
+	cs := connectWith(t, tr, &mcp.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			close(sampling) // the call is in flight in the worker
-			<-ctx.Done()
-			return nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
+			return nil, errors.New("test: no sampling")
 		},
 	})
 	pid, ok := g.WorkerPid(cs.ID())
@@ -120,15 +130,21 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 		name     string
 		env      []string
 		byClose  bool
-		wantExit []string // the stub ends on EOF on stdin, or on SIGTERM, whichever comes first
+		wantExit []string
 	}{
-		{name: "delete", wantExit: []string{"exit status 0", "killed by signal terminated"}},
+		// The stub ends on EOF on its stdin, as stdio servers do; one that
+		// ignores SIGTERM too is killed after the grace period.
+		{name: "delete", wantExit: []string{"exit status 0"}},
 		{name: "delete ignoring SIGTERM", env: []string{"STUB_IGNORE_TERM=1"}, wantExit: []string{"killed by signal killed"}},
-		{name: "close", byClose: true, wantExit: []string{"exit status 0", "killed by signal terminated"}},
+		{name: "close", byClose: true, wantExit: []string{"exit status 0"}},
 		{name: "close ignoring SIGTERM", env: []string{"STUB_IGNORE_TERM=1"}, byClose: true, wantExit: []string{"killed by signal killed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, srv := newTestGateway(t, Options{WorkerEnv: tc.env, WorkerStopGrace: 300 * time.Millisecond})
+			grace := 5 * time.Second // ample time to end on EOF
+			if tc.env != nil {
+				grace = 300 * time.Millisecond
+			}
+			g, srv := newTestGateway(t, Options{WorkerEnv: tc.env, WorkerStopGrace: grace})
 			type worker struct{ pid, child int }
 			var ws []worker
 			var sessions []*session
@@ -141,7 +157,7 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 				require.NotZero(t, child)
 				require.Contains(t, groupMembers(pid), child, "the worker's child is in its process group")
 				ws = append(ws, worker{pid: pid, child: child})
-				sessions = append(sessions, g.sessions[sid])
+				sessions = append(sessions, g.sessionByID(sid))
 				if !tc.byClose {
 					resp, _ := rawDo(t, http.MethodDelete, srv.URL, "", sidHdr, sid)
 					require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -175,6 +191,53 @@ func TestWorkerStartFailuresLeaveNoProcess(t *testing.T) {
 	}
 }
 
+func TestCloseDuringInitialize(t *testing.T) {
+	lines := make(chan slog.Record, 64)
+	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerEnv: []string{"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"},
+		WorkerStartTimeout: time.Hour, WorkerStopGrace: 200 * time.Millisecond})
+	answered := make(chan int, 1)
+	go func() {
+		resp, _ := rawDo(t, http.MethodPost, srv.URL, initBody)
+		answered <- resp.StatusCode
+	}()
+	awaitLog(t, lines, "stub: hanging in initialize")
+	require.NoError(t, g.Close(context.Background()))
+	assert.Empty(t, stubProcesses(), "Close waits for the initialize to stop its worker")
+	assert.Equal(t, http.StatusServiceUnavailable, <-answered)
+}
+
+func TestClientLeavesDuringInitialize(t *testing.T) {
+	lines := make(chan slog.Record, 64)
+	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerEnv: []string{"STUB_HANG_INIT=1"}, WorkerStartTimeout: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(initBody))
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	awaitLog(t, lines, "stub: hanging in initialize")
+	cancel()
+	g.inits.Wait() // the initialize handler has finished
+	assert.Empty(t, stubProcesses())
+	assert.Zero(t, g.Sessions())
+}
+
+// awaitLog waits for a log record whose line attribute is line.
+func awaitLog(t *testing.T, records <-chan slog.Record, line string) slog.Record {
+	t.Helper()
+	for r := range records {
+		found := false
+		r.Attrs(func(a slog.Attr) bool { found = found || (a.Key == "line" && a.Value.String() == line); return !found })
+		if found {
+			return r
+		}
+	}
+	t.Fatalf("log closed before %q", line)
+	return slog.Record{}
+}
+
 func TestIdleReaper(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -196,75 +259,60 @@ func TestIdleReaper(t *testing.T) {
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 	require.Equal(t, ": ok\n", line)
 
+	// A request still running in the worker (its client gone) keeps its
+	// session too.
+	working := rawSession(t, srv.URL)
+	st := worker.NewStream(false)
+	st.Expect(1)
+	g.sessionByID(working).conn.Call(&worker.Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Method: "tools/call",
+		Params: json.RawMessage(`{"name":"sleep","arguments":{"ms":600000}}`)}, "", st, nil)
+	st.Detach()
+
 	advance(9 * time.Minute)
 	g.reapIdle()
-	require.Equal(t, 2, g.Sessions(), "nothing idle for 10 minutes yet")
+	require.Equal(t, 3, g.Sessions(), "nothing idle for 10 minutes yet")
 
 	advance(2 * time.Minute)
 	g.reapIdle()
-	require.Equal(t, 1, g.Sessions())
+	require.Equal(t, 2, g.Sessions())
 	requireReaped(t, idlePid)
 	status, _ := callRaw(t, srv.URL, idle, "1", "echo", map[string]any{"text": "x"})
 	assert.Equal(t, http.StatusNotFound, status)
 	_, ok := g.WorkerPid(listening)
 	assert.True(t, ok, "the session with an open stream stays")
+	_, ok = g.WorkerPid(working)
+	assert.True(t, ok, "the session with a request in flight stays")
 }
 
 func TestCancellationAndDisconnect(t *testing.T) {
 	_, srv := newTestGateway(t, Options{})
 	sid := rawSession(t, srv.URL)
 
-	// startSleep posts a long sleep and returns once the worker runs it
-	// (its first progress event has arrived).
-	startSleep := func(id string) (*http.Response, *bufio.Reader) {
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":%q}}}`, id, id)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(sidHdr, sid)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		br := bufio.NewReader(resp.Body)
-		for {
-			line, err := br.ReadString('\n')
-			require.NoError(t, err)
-			if strings.HasPrefix(line, "data: ") {
-				require.Contains(t, line, "notifications/progress")
-				return resp, br
-			}
-		}
-	}
 	inflight := func() string {
 		_, m := callRaw(t, srv.URL, sid, "n", "inflight", nil)
 		return resultText(m)
 	}
 
 	t.Run("notifications/cancelled reaches the worker", func(t *testing.T) {
-		resp, br := startSleep("s1")
-		defer resp.Body.Close()
+		st := startSleep(t, srv.URL, sid, "s1")
 		require.Equal(t, "1", inflight())
 		r, _ := rawDo(t, http.MethodPost, srv.URL, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1","reason":"test"}}`, sidHdr, sid)
 		require.Equal(t, http.StatusAccepted, r.StatusCode)
 		// The cancelled request's stream ends without an answer.
-		rest, _ := readRest(br)
-		assert.NotContains(t, rest, `"id":"s1"`)
+		var rest strings.Builder
+		_, err := st.br.WriteTo(&rest)
+		require.NoError(t, err)
+		assert.NotContains(t, rest.String(), `"id":"s1"`)
 		assert.Equal(t, "0", inflight(), "the worker stopped the request: it got the rewritten id")
 	})
 	t.Run("a client disconnect does not cancel", func(t *testing.T) {
-		resp, _ := startSleep("s2")
-		resp.Body.Close()
+		startSleep(t, srv.URL, sid, "s2").resp.Body.Close()
 		// A ping round trip orders anything the gateway might have sent
 		// the worker before our next question.
 		r, _ := rawDo(t, http.MethodPost, srv.URL, `{"jsonrpc":"2.0","id":"p","method":"ping"}`, sidHdr, sid)
 		require.Equal(t, http.StatusOK, r.StatusCode)
 		assert.Equal(t, "1", inflight(), "the request still runs in the worker")
 	})
-}
-
-func readRest(br *bufio.Reader) (string, error) {
-	var b strings.Builder
-	_, err := br.WriteTo(&b)
-	return b.String(), err
 }
 
 func TestWorkerEnvironmentAndStderr(t *testing.T) {
@@ -294,14 +342,10 @@ func TestWorkerEnvironmentAndStderr(t *testing.T) {
 
 	_, m = callRaw(t, srv.URL, sid, "2", "stderr", map[string]any{"text": "from-the-worker"})
 	require.Equal(t, "written to stderr", resultText(m))
-	for r := range lines {
-		attrs := map[string]string{}
-		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
-		if attrs["line"] == "from-the-worker" {
-			assert.Equal(t, sid[:8], attrs["session"], "stderr lines are tagged with the session")
-			break
-		}
-	}
+	r := awaitLog(t, lines, "from-the-worker")
+	attrs := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+	assert.Equal(t, sid[:8], attrs["session"], "stderr lines are tagged with the session")
 }
 
 // recordHandler sends every record, with its logger's attributes, to a
@@ -417,4 +461,18 @@ func TestManySessionsManyCalls(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+func TestSlowBody408(t *testing.T) {
+	_, srv := newTestGateway(t, Options{BodyReadTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	// Promise 100 bytes, send 10, then stall.
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// LoopbackHostCheck rejects a request whose Host is not a loopback name
 	// (DNS-rebinding protection); set it when the listener is on loopback.
 	LoopbackHostCheck bool
+	// AllowedHosts are Host names accepted beyond loopback ones by the
+	// LoopbackHostCheck: the public name a reverse proxy on the same machine
+	// forwards (server.public_url's host). A port, if given, is ignored.
+	AllowedHosts []string
 
 	// MaxBodyBytes bounds a POST body (default 8 MiB); more is a 413.
 	MaxBodyBytes int64

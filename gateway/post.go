@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -66,13 +68,8 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if sid == "" {
-		errNoSession.write(w, firstID)
-		return
-	}
-	s := g.lookup(r, sid)
+	s := g.sessionOf(w, r, firstID)
 	if s == nil {
-		errUnknownSession.write(w, firstID)
 		return
 	}
 	defer g.enter(s)()
@@ -83,6 +80,13 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			calls++
 		}
 	}
+	// Read-only is decided per request as well as per session: a token
+	// without the write scope gets read-only treatment even on a session a
+	// write-scoped token of the same principal opened (DESIGN decision 4).
+	readOnly := s.readOnly
+	if p := auth.PrincipalFrom(r.Context()); p != nil && p.ReadOnly {
+		readOnly = true
+	}
 	st := worker.NewStream(sseOK)
 	st.Expect(calls)
 	gone := false
@@ -90,7 +94,12 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st)
+			g.forward(s, m, st, readOnly)
+		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
+			// MCP defines no client notification outside notifications/;
+			// a worker that ran, say, an id-less tools/call would bypass
+			// the read-only check, which needs a request to answer.
+			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", m.Method)
 		case m.IsNotification():
 			err = s.conn.Notify(m)
 		default:
@@ -114,23 +123,25 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	g.writeStream(w, r, st, jsonOK, batch)
+	g.writeStream(w, r, st, jsonOK, batchOrder(batch, msgs))
 }
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream) {
-	name, token := worker.ParamsInfo(m.Params)
+func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream, readOnly bool) {
+	_, token := worker.ParamsInfo(m.Params)
 	var rewrite func(json.RawMessage) json.RawMessage
-	if s.readOnly {
-		switch m.Method {
-		case "tools/call":
-			if !g.safe[name] {
-				s.log.Info("gateway: refused a tool in a read-only session", "tool", name)
-				st.Push(readOnlyRefusal(m.ID, name), true)
+	if readOnly {
+		switch {
+		case strings.EqualFold(m.Method, "tools/call"):
+			// The name as a worker reads it; an ambiguous one is refused.
+			name, ok := worker.ToolName(m.Params)
+			if !ok || !g.safe[name] {
+				s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
+				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
 				return
 			}
-		case "tools/list":
+		case strings.EqualFold(m.Method, "tools/list"):
 			rewrite = g.filterTools
 		}
 	}
@@ -138,17 +149,20 @@ func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream) {
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A
-// declared length over the limit is refused before reading anything.
+// declared length over the limit is refused before reading anything. On a
+// refusal the connection is closed after the answer, so that net/http does
+// not try to drain the rest of a body that is too big or too slow.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, failure, bool) {
 	limit := g.opts.MaxBodyBytes
 	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
 		return nil, errTooLarge, false
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
-	defer rc.SetReadDeadline(time.Time{})
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
@@ -158,50 +172,58 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 		}
 		return nil, errBodyRead, false
 	}
+	// The body is in: a long answer may now take its time.
+	_ = rc.SetReadDeadline(time.Time{})
 	return body, failure{}, true
 }
 
-// parseBody decodes one message or a batch.
+// parseBody decodes one message or a batch: -32700 for JSON that does not
+// parse, -32600 for JSON that is not JSON-RPC 2.0.
 func parseBody(body []byte) (msgs []*worker.Message, batch bool, f failure, ok bool) {
 	body = bytes.TrimSpace(body)
-	if !json.Valid(body) {
-		return nil, false, errParse, false
-	}
 	if len(body) > 0 && body[0] == '[' {
 		var raws []json.RawMessage
-		if json.Unmarshal(body, &raws) != nil {
-			return nil, true, errInvalid, false
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, true, syntaxOr(err, errInvalid), false
 		}
 		if len(raws) == 0 {
 			return nil, true, errEmptyBatch, false
 		}
 		msgs = make([]*worker.Message, 0, len(raws))
 		for _, raw := range raws {
-			m, ok := decodeMessage(raw)
+			m, f, ok := decodeMessage(raw)
 			if !ok {
-				return nil, true, errInvalid, false
+				return nil, true, f, false
 			}
 			msgs = append(msgs, m)
 		}
 		return msgs, true, failure{}, true
 	}
-	m, ok := decodeMessage(body)
+	m, f, ok := decodeMessage(body)
 	if !ok {
-		return nil, false, errInvalid, false
+		return nil, false, f, false
 	}
 	return []*worker.Message{m}, false, failure{}, true
 }
 
-func decodeMessage(raw []byte) (*worker.Message, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
+func decodeMessage(raw []byte) (*worker.Message, failure, bool) {
 	m := new(worker.Message)
-	if json.Unmarshal(raw, m) != nil || m.Validate() != nil {
-		return nil, false
+	if err := json.Unmarshal(raw, m); err != nil {
+		return nil, syntaxOr(err, errInvalid), false
 	}
-	return m, true
+	if m.Validate() != nil {
+		return nil, errInvalid, false
+	}
+	return m, failure{}, true
+}
+
+// syntaxOr returns errParse for a JSON syntax error, else f.
+func syntaxOr(err error, f failure) failure {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return errParse
+	}
+	return f
 }
 
 func hasMethod(msgs []*worker.Message, method string) bool {
@@ -211,6 +233,21 @@ func hasMethod(msgs []*worker.Message, method string) bool {
 		}
 	}
 	return false
+}
+
+// batchOrder returns, for a batch, the request ids in order, so that held
+// answers go out in the order of their requests; nil for a single message.
+func batchOrder(batch bool, msgs []*worker.Message) []string {
+	if !batch {
+		return nil
+	}
+	order := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if m.IsRequest() {
+			order = append(order, worker.Key(m.ID))
+		}
+	}
+	return order
 }
 
 // firstRequestID returns the id of the first request, for error answers.

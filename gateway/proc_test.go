@@ -9,19 +9,27 @@ import (
 	"time"
 )
 
-// procState returns a process's state letter from /proc ("" when gone).
-func procState(pid int) string {
+// procStat returns the fields of /proc/pid/stat after the command name,
+// starting with the state letter; nil when the process is gone.
+func procStat(pid int) []string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return nil
 	}
 	// pid (comm) state ppid pgrp …; comm may hold spaces, so cut at ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return f[0]
+	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 }
 
-// groupMembers lists the live processes in process group pgid.
-func groupMembers(pgid int) []int {
+// procState returns a process's state letter from /proc ("" when gone).
+func procState(pid int) string {
+	if f := procStat(pid); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// liveProcs returns the pids in /proc that are not zombies and match keep.
+func liveProcs(keep func(pid int, stat []string) bool) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -29,16 +37,16 @@ func groupMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+		if f := procStat(pid); len(f) > 2 && f[0] != "Z" && keep(pid, f) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// groupMembers lists the live processes in process group pgid.
+func groupMembers(pgid int) []int {
+	return liveProcs(func(_ int, f []string) bool { return f[2] == strconv.Itoa(pgid) })
 }
 
 // requireReaped checks that a worker we started is gone from /proc
@@ -70,18 +78,15 @@ func requireGroupGone(t *testing.T, pgid int) {
 
 // stubProcesses lists live processes running the stub worker binary.
 func stubProcesses() []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == stubWorker {
-			if st := procState(pid); st != "" && st != "Z" {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
+	return liveProcs(func(pid int, _ []string) bool {
+		exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
+		return err == nil && exe == stubWorker
+	})
+}
+
+// sessionByID returns a live session, under the table's lock.
+func (g *Gateway) sessionByID(id string) *session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessions[id]
 }

@@ -20,7 +20,7 @@ func readOnlyRefusal(id json.RawMessage, tool string) []byte {
 }
 
 func quote(s string) string {
-	b, _ := json.Marshal(s)
+	b, _ := worker.Encode(s)
 	return string(b)
 }
 
@@ -43,8 +43,8 @@ func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
 			kept = append(kept, t)
 		}
 	}
-	res["tools"], _ = json.Marshal(kept)
-	out, err := json.Marshal(res)
+	res["tools"], _ = worker.Encode(kept)
+	out, err := worker.Encode(res)
 	if err != nil {
 		return json.RawMessage(`{"tools":[]}`)
 	}

@@ -32,6 +32,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 		f.write(w, m.ID)
 		return
 	}
+	defer g.inits.Done() // added by reserve
 	reserved := true
 	release := func() {
 		if reserved {
@@ -83,6 +84,17 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 		g.stopFailed(s)
 		errWorkerTimeout.write(w, m.ID)
 		return
+	case <-g.shutdown:
+		st.Detach()
+		g.stopFailed(s)
+		errShuttingDown.write(w, m.ID)
+		return
+	case <-r.Context().Done():
+		// Nobody would learn the session id: do not keep the worker.
+		st.Detach()
+		s.log.Info("gateway: the client left during initialize")
+		g.stopFailed(s)
+		return
 	}
 	select {
 	case <-s.conn.Done():
@@ -97,7 +109,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 		// The worker refused initialize (say, a protocol version it does not
 		// speak): pass its error on, without a session.
 		s.log.Info("gateway: the worker refused initialize; no session")
-		g.writeStream(w, r, st, jsonOK, false)
+		g.writeStream(w, r, st, jsonOK, nil)
 		g.stopFailed(s)
 		return
 	}
@@ -119,7 +131,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 	}
 	done := g.enter(s)
 	w.Header().Set("MCP-Session-Id", s.id)
-	g.writeStream(w, r, st, jsonOK, false)
+	g.writeStream(w, r, st, jsonOK, nil)
 	done()
 	if !initialized.Load() {
 		// The worker sent messages first and then refused initialize, or
@@ -154,6 +166,7 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	}
 	g.starting++
 	g.perUser[user]++
+	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 	return failure{}, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mcpgate/mcpgate/worker"
@@ -14,27 +15,29 @@ import (
 // (an array for a batch). The first message that is not an answer, or a
 // client that accepts only text/event-stream, turns the response into an SSE
 // stream that ends with the last answer (MCP §Sending Messages to the Server).
+// batch lists a batch's request id keys in order (nil: not a batch); JSON-RPC
+// 2.0 §6 allows any order, request order is the friendlier one.
 // A client that goes away does not cancel its requests; their answers are
 // dropped.
-func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker.Stream, jsonOK, batch bool) {
+func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker.Stream, jsonOK bool, batch []string) {
 	defer st.Detach()
 	sw := sseWriter{w: w, rc: http.NewResponseController(w)}
 	if !jsonOK {
 		sw.start()
 	}
-	var held [][]byte
+	var held []worker.Outgoing
 	var tick <-chan time.Time
 	for {
 		msgs, finished := st.Take(false)
 		for _, m := range msgs {
 			if !sw.started && m.Response {
-				held = append(held, m.Data)
+				held = append(held, m)
 				continue
 			}
 			if !sw.started {
 				sw.start()
 				for _, h := range held {
-					sw.event(h)
+					sw.event(h.Data)
 				}
 				held = nil
 			}
@@ -64,15 +67,26 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 	if sw.started {
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case len(held) == 0:
 		// Every request was cancelled by the client: nothing to answer.
 		w.WriteHeader(http.StatusAccepted)
-	case len(held) == 1 && !batch:
-		_, _ = w.Write(held[0])
+	case batch == nil:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(held[0].Data)
 	default:
-		_, _ = w.Write(append(append([]byte{'['}, bytes.Join(held, []byte{','})...), ']'))
+		slices.SortStableFunc(held, func(a, b worker.Outgoing) int {
+			return slices.Index(batch, worker.Key(a.ID)) - slices.Index(batch, worker.Key(b.ID))
+		})
+		out := []byte{'['}
+		for i, h := range held {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, h.Data...)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(out, ']'))
 	}
 }
 
@@ -85,13 +99,7 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 		errAcceptGET.write(w, nil)
 		return
 	}
-	if v, ok := protocolVersion(r); !ok {
-		unsupportedVersion(v).write(w, nil)
-		return
-	}
-	sid := r.Header.Get("MCP-Session-Id")
-	if sid == "" {
-		errNoSession.write(w, nil)
+	if !versionOK(w, r) {
 		return
 	}
 	if r.Header.Get("Last-Event-ID") != "" {
@@ -99,9 +107,8 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 		errLastEventID.write(w, nil)
 		return
 	}
-	s := g.lookup(r, sid)
+	s := g.sessionOf(w, r, nil)
 	if s == nil {
-		errUnknownSession.write(w, nil)
 		return
 	}
 	defer g.enter(s)()
@@ -137,18 +144,11 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 
 // serveDELETE ends a session and stops its worker (MCP §Session Management).
 func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
-	if v, ok := protocolVersion(r); !ok {
-		unsupportedVersion(v).write(w, nil)
+	if !versionOK(w, r) {
 		return
 	}
-	sid := r.Header.Get("MCP-Session-Id")
-	if sid == "" {
-		errNoSession.write(w, nil)
-		return
-	}
-	s := g.lookup(r, sid)
+	s := g.sessionOf(w, r, nil)
 	if s == nil {
-		errUnknownSession.write(w, nil)
 		return
 	}
 	s.log.Info("gateway: session deleted by the client")

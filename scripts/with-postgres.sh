@@ -8,7 +8,8 @@
 #     Debian's postgresql package), a throwaway cluster is created in a temp
 #     directory, listening only on a unix socket there, and is stopped and
 #     removed when COMMAND ends;
-#   - else COMMAND runs without it and the PostgreSQL tests skip, saying why.
+#   - else COMMAND runs without it and the PostgreSQL tests skip, saying why
+#     (unless MCPGATE_REQUIRE_POSTGRES=1, as in CI: then it fails).
 # As root, initdb refuses to run, so the cluster runs as the postgres OS user.
 set -euo pipefail
 
@@ -25,11 +26,17 @@ for d in /usr/lib/postgresql/*/bin; do
   [ -x "$d/initdb" ] && bindir=$d # the glob sorts, so the newest wins
 done
 if [ -z "$bindir" ]; then
+  if [ "${MCPGATE_REQUIRE_POSTGRES:-}" = 1 ]; then
+    echo "with-postgres: MCPGATE_REQUIRE_POSTGRES=1 but no PostgreSQL binaries under /usr/lib/postgresql/*/bin (apt-get install postgresql)" >&2
+    exit 1
+  fi
   echo "with-postgres: no PostgreSQL binaries under /usr/lib/postgresql/*/bin; PostgreSQL tests will skip (apt-get install postgresql)" >&2
   exec "$@"
 fi
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/mcpgate-pg.XXXXXX")
+# Under /tmp whatever TMPDIR says: the postgres user must reach it, and a
+# unix socket path must stay short (about 100 bytes).
+dir=$(mktemp -d /tmp/mcpgate-pg.XXXXXX)
 as_pg=()
 if [ "$(id -u)" -eq 0 ]; then
   chown postgres: "$dir"

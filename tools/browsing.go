@@ -152,8 +152,7 @@ func getTableRelations(ctx context.Context, env *Env, a Args) (*Result, error) {
 func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 	limit := rowLimit(env, a)
 	var ddl string
-	var inserts []string
-	total := 0
+	var page *db.Page[string]
 	err := read(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) error {
 		t, err := cat.Table(ctx, q, a.String("schema"), a.String("table"))
 		if err != nil {
@@ -167,9 +166,9 @@ func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
 		cols, err := rows.Columns()
 		if err != nil {
+			rows.Close()
 			return err
 		}
 		quoted := make([]string, len(cols))
@@ -177,36 +176,28 @@ func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 			quoted[i] = db.Quote(c)
 		}
 		head := "INSERT INTO " + target + " (" + strings.Join(quoted, ", ") + ") VALUES ("
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			total++
-			if len(inserts) >= limit {
-				continue
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				return err
-			}
+		page, err = db.Scan(rows, limit, func(vals []any) (string, int) {
 			lits := make([]string, len(vals))
 			for i, v := range vals {
 				lits[i] = cat.Literal(v)
 			}
-			inserts = append(inserts, head+strings.Join(lits, ", ")+");")
-		}
-		return rows.Err()
+			ins := head + strings.Join(lits, ", ") + ");"
+			return ins, len(ins)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	note := fmt.Sprintf("-- %d row(s)", total)
-	if len(inserts) < total {
-		note = fmt.Sprintf("-- showing %d of %d rows", len(inserts), total)
+	note := fmt.Sprintf("-- %d row(s)", page.Total)
+	switch {
+	case page.TotalAtLeast:
+		note = fmt.Sprintf("-- showing %d of more than %d rows", len(page.Items), page.Total)
+	case page.Truncated:
+		note = fmt.Sprintf("-- showing %d of %d rows", len(page.Items), page.Total)
 	}
-	text := ddl + "\n" + strings.Join(inserts, "\n") + "\n" + note + "\n"
-	return &Result{Text: text, Structured: map[string]any{"ddl": ddl, "inserts": inserts, "total": total, "truncated": len(inserts) < total}}, nil
+	text := ddl + "\n" + strings.Join(page.Items, "\n") + "\n" + note + "\n"
+	return &Result{Text: text, Structured: map[string]any{"ddl": ddl, "inserts": page.Items, "total": page.Total, "truncated": page.Truncated}}, nil
 }
 
 // definition finds the definitions of one type ("view", or "routine" for

@@ -24,16 +24,16 @@ func read(ctx context.Context, env *Env, fn func(ctx context.Context, q db.Queri
 
 // rowLimit is the limit argument, clamped to the worker's row cap.
 func rowLimit(env *Env, a Args) int {
-	cap := env.DB.Config().MaxRows
-	return int(min(a.Int("limit", int64(cap)), int64(cap)))
+	ceiling := env.DB.Config().MaxRows
+	return int(min(a.Int("limit", int64(ceiling)), int64(ceiling)))
 }
 
 // capList cuts a list to max items and says so, with the true total.
-func capList[T any](items []T, max int) ([]T, string) {
-	if len(items) <= max {
+func capList[T any](items []T, limit int) ([]T, string) {
+	if len(items) <= limit {
 		return items, fmt.Sprintf("(%d)", len(items))
 	}
-	return items[:max], fmt.Sprintf("(showing %d of %d)", max, len(items))
+	return items[:limit], fmt.Sprintf("(showing %d of %d)", limit, len(items))
 }
 
 // guardRelation refuses a change to a system relation, by identity.

@@ -70,6 +70,7 @@ func mutationToolset() *Toolset {
 				Name:        "set_comment",
 				Description: "Set (or, with an empty comment, remove) the comment of a table, view or column and commit. PostgreSQL only.",
 				Params:      []Param{tableParam, {Name: "column", Type: String, Description: "Comment this column instead of the table."}, schemaParam, {Name: "comment", Type: String, Required: true}},
+				Destructive: true, // replaces the previous comment
 				Idempotent:  true,
 				Engines:     pgOnly,
 				Handler:     setComment,
@@ -144,7 +145,7 @@ var optionalWords = []string{"OR", "REPLACE", "TEMP", "TEMPORARY", "UNLOGGED", "
 // it creates or alters, and for CREATE INDEX the table it is on. Names come
 // back in stored spelling.
 func ddlTarget(stmt string, cat db.Catalog, forms [][]string) (form []string, target, on []string, ok bool) {
-	s := stmt
+	s := db.StripComments(stmt)
 	var words []string
 	for len(words) < 2 {
 		kw := db.Keywords(s, 1)

@@ -1,6 +1,9 @@
 package tools_test
 
 import (
+	"bufio"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,4 +128,68 @@ func TestWorkerRefusesBadSettings(t *testing.T) {
 			assert.Contains(t, string(out), tt.want)
 		})
 	}
+}
+
+// TestWorkerWire speaks raw JSON-RPC to the worker over stdio, to pin what
+// the SDK client would smooth over: serverInfo without a title key, -32602
+// for an unknown tool, and a tool error's structured kind.
+func TestWorkerWire(t *testing.T) {
+	cmd := exec.Command(mcpgateBinary(t), "worker")
+	cmd.Env = append(append(os.Environ(), worker.Identity{User: "ada"}.Environ()...),
+		(&db.Config{DSN: filepath.Join(t.TempDir(), "w.db")}).Environ()...)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = &testWriter{t: t}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	exchange := func(req string) map[string]any {
+		t.Helper()
+		_, err := io.WriteString(stdin, req+"\n")
+		require.NoError(t, err)
+		require.True(t, lines.Scan(), "no answer: %v", lines.Err())
+		var msg map[string]any
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &msg), lines.Text())
+		return msg
+	}
+	init := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	info := init["result"].(map[string]any)["serverInfo"].(map[string]any)
+	assert.NotContains(t, info, "title", "an unset title is left out of serverInfo")
+	assert.Equal(t, "mcpgate", info["name"])
+	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	require.NoError(t, err)
+
+	for _, bad := range []struct {
+		line string
+		code float64
+	}{
+		{"this is not json", -32700},
+		{`{"foo": 1}`, -32600},
+		{`[]`, -32600},
+		{`{"jsonrpc": "1.0", "id": 7, "method": "ping"}`, -32600},
+	} {
+		reply := exchange(bad.line)
+		assert.Equal(t, bad.code, reply["error"].(map[string]any)["code"], bad.line)
+	}
+
+	unknown := exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","arguments":{}}}`)
+	require.Contains(t, unknown, "error")
+	assert.Equal(t, float64(-32602), unknown["error"].(map[string]any)["code"])
+
+	bad := exchange(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"query","arguments":{"sql":"SELECT 1","sqll":"x"}}}`)
+	res := bad["result"].(map[string]any)
+	assert.Equal(t, true, res["isError"])
+	assert.Equal(t, "invalidParams", res["structuredContent"].(map[string]any)["error"].(map[string]any)["kind"])
+
+	notObject := exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"query","arguments":[1]}}`)
+	r, ok := notObject["result"].(map[string]any)
+	require.True(t, ok, "got %v", notObject)
+	assert.Equal(t, true, r["isError"])
+	assert.Equal(t, "invalidParams", r["structuredContent"].(map[string]any)["error"].(map[string]any)["kind"])
 }

@@ -162,7 +162,7 @@ func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandl
 		out, err := t.Handler(ctx, env, args)
 		if err != nil {
 			te := AsError(err)
-			if te.Kind == KindOther && te.Err != nil {
+			if te.Kind == KindOther && te.Err != nil && te.Code == "" { // not a timeout or a cancel
 				logger.Warn("tools: tool failed", "tool", t.Name, "error", te.Err)
 			}
 			return errorResult(te), nil
@@ -195,15 +195,15 @@ func errorResult(err error) *mcp.CallToolResult {
 
 // capText cuts text to at most max bytes, on a line boundary where one is
 // near, and says how much there was.
-func capText(s string, max int) string {
-	if len(s) <= max {
+func capText(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	cut := max
+	cut := limit
 	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
 		cut--
 	}
-	if nl := lastNewline(s[:cut]); nl > max/2 {
+	if nl := lastNewline(s[:cut]); nl > limit/2 {
 		cut = nl
 	}
 	return s[:cut] + fmt.Sprintf("\n… output truncated: showing %d of %d bytes", cut, len(s))

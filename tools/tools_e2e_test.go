@@ -166,6 +166,7 @@ func TestEveryTool(t *testing.T) {
 				assert.Contains(t, text, "references "+schema+".customers (id)")
 				assert.Contains(t, text, "orders_customer_idx")
 				assert.Equal(t, []any{"id"}, sc["primaryKey"])
+				assert.Equal(t, float64(3), sc["rowEstimate"])
 				assert.Equal(t, "table", sc["type"])
 				kind, _ := callErr(t, cs, "describe_table", map[string]any{"table": "nope"})
 				assert.Equal(t, "notFound", kind)
@@ -318,6 +319,102 @@ func TestEveryTool(t *testing.T) {
 				ddl, _ := callOK(t, cs, "get_table_ddl", map[string]any{"table": "customers"})
 				assert.Contains(t, ddl, "COMMENT ON COLUMN")
 			})
+		})
+	}
+}
+
+// TestSafeToolsInReadOnlySession calls every read-only-safe tool in a
+// read-only session: the database opened read-only must still serve them.
+func TestSafeToolsInReadOnlySession(t *testing.T) {
+	calls := map[string]map[string]any{
+		"status":                 nil,
+		"abort":                  nil,
+		"refresh":                nil,
+		"query":                  {"sql": "SELECT count(*) FROM customers"},
+		"list_schemas":           nil,
+		"list_tables":            nil,
+		"list_all_tables":        nil,
+		"list_schema_entries":    nil,
+		"describe_table":         {"table": "orders"},
+		"get_table_ddl":          {"table": "orders"},
+		"get_table_relations":    {"table": "orders"},
+		"export_table":           {"table": "customers"},
+		"get_view_definition":    {"view": "order_totals"},
+		"get_routine_source":     {"routine": "total"},
+		"find_references_to":     {"table": "customers"},
+		"search_definitions":     {"text": "price"},
+		"find_columns":           {"pattern": "%id"},
+		"list_checks":            nil,
+		"run_checks":             nil,
+		"run_check":              {"check": "check_stock_not_negative"},
+		"list_failing_checks":    nil,
+		"describe_check_failure": {"check": "check_stock_not_negative"},
+	}
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cfg := dbtest.Config(t, engine)
+			if engine == db.Postgres {
+				rw := session(t, cfg, "ada", false)
+				callOK(t, rw, "create_or_replace_routine", map[string]any{"sql": "CREATE FUNCTION total() RETURNS bigint LANGUAGE sql AS 'SELECT 1'"})
+			}
+			ro := session(t, cfg, "ada", true)
+			names := toolNames(t, ro)
+			for _, name := range names {
+				args, ok := calls[name]
+				require.True(t, ok, "no test call for safe tool %s", name)
+				t.Run(name, func(t *testing.T) { callOK(t, ro, name, args) })
+			}
+			safe, err := tools.SafeToolNames(nil)
+			require.NoError(t, err)
+			for _, name := range safe {
+				if engine == db.Postgres || !slices.Contains(pgOnly, name) {
+					assert.Contains(t, names, name)
+				}
+			}
+		})
+	}
+}
+
+// TestExportRoundTrip runs export_table's output back into the database
+// and gets the same rows: the literals are right for each engine.
+func TestExportRoundTrip(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cs := session(t, dbtest.Config(t, engine), "ada", false)
+			blob, boolean := "BLOB", "INTEGER"
+			values := "(1, 'it''s \"quoted\"', X'00ff10', 1, 2.5, NULL), (2, '', X'', 0, -0.125, 'x')"
+			if engine == db.Postgres {
+				blob, boolean = "BYTEA", "BOOLEAN"
+				values = `(1, 'it''s "quoted"', '\x00ff10', TRUE, 2.5, NULL), (2, '', '', FALSE, -0.125, 'x')`
+			}
+			callOK(t, cs, "execute_sql", map[string]any{"sql": "CREATE TABLE kinds (id INTEGER PRIMARY KEY, label TEXT, data " + blob + ", flag " + boolean + ", price REAL, note TEXT); INSERT INTO kinds VALUES " + values})
+			const all = "SELECT * FROM kinds ORDER BY id"
+			_, before := callOK(t, cs, "query", map[string]any{"sql": all})
+			_, exp := callOK(t, cs, "export_table", map[string]any{"table": "kinds"})
+			script := exp["ddl"].(string)
+			for _, ins := range exp["inserts"].([]any) {
+				script += "\n" + ins.(string)
+			}
+			callOK(t, cs, "execute_sql", map[string]any{"sql": "DROP TABLE kinds"})
+			callOK(t, cs, "execute_sql", map[string]any{"sql": script})
+			_, after := callOK(t, cs, "query", map[string]any{"sql": all})
+			assert.Equal(t, before["rows"], after["rows"])
+			assert.Len(t, after["rows"], 2)
+		})
+	}
+}
+
+// TestSchemaChangeBetweenQueries: the same query text before and after the
+// table changes shape must work both times (no stale cached statement).
+func TestSchemaChangeBetweenQueries(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cs := session(t, dbtest.Config(t, engine), "ada", false)
+			const q = "SELECT * FROM customers ORDER BY id"
+			_, before := callOK(t, cs, "query", map[string]any{"sql": q})
+			callOK(t, cs, "execute_sql", map[string]any{"sql": "ALTER TABLE customers ADD COLUMN vip INTEGER"})
+			_, after := callOK(t, cs, "query", map[string]any{"sql": q})
+			assert.Len(t, after["columns"], len(before["columns"].([]any))+1)
 		})
 	}
 }

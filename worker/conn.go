@@ -120,7 +120,7 @@ func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(js
 	if c.closed {
 		kind, msg := c.endKind, c.endMsg
 		c.mu.Unlock()
-		s.push(Outgoing{ErrorResponse(m.ID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}), true})
+		s.Answer(m.ID, ErrorResponse(m.ID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}))
 		return
 	}
 	c.nextID++
@@ -134,7 +134,7 @@ func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(js
 
 	out := *m
 	out.ID = strconv.AppendInt(nil, gid, 10)
-	data, err := json.Marshal(&out)
+	data, err := Encode(&out)
 	if err == nil {
 		err = c.proc.Send(data)
 	}
@@ -177,7 +177,7 @@ func (c *Conn) rewriteCancel(m *Message) (*Message, bool) {
 	cl.stream.forget()
 	params["requestId"] = strconv.AppendInt(nil, gid, 10)
 	out := *m
-	out.Params, _ = json.Marshal(params)
+	out.Params, _ = Encode(params)
 	return &out, true
 }
 
@@ -201,7 +201,7 @@ func (c *Conn) Respond(m *Message) error {
 }
 
 func (c *Conn) send(m *Message) error {
-	data, err := json.Marshal(m)
+	data, err := Encode(m)
 	if err != nil {
 		return fmt.Errorf("worker: encode: %w", err)
 	}
@@ -304,7 +304,7 @@ func (c *Conn) run() {
 		c.onExit()
 	}
 	for _, cl := range calls {
-		cl.stream.push(Outgoing{ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}), true})
+		cl.stream.Answer(cl.clientID, ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}))
 	}
 	if standalone != nil {
 		standalone.end()
@@ -316,7 +316,7 @@ func (c *Conn) run() {
 func (c *Conn) handle(line []byte) {
 	var m Message
 	if err := json.Unmarshal(line, &m); err != nil || m.Validate() != nil {
-		c.log.Warn("worker: dropped a line that is not JSON-RPC 2.0", "pid", c.Pid(), "bytes", len(line))
+		c.proc.Logf(slog.LevelWarn, "worker: dropped a line that is not JSON-RPC 2.0", "bytes", len(line))
 		return
 	}
 	switch {
@@ -349,11 +349,11 @@ func (c *Conn) answer(m *Message) {
 	if cl.rewrite != nil && out.Result != nil {
 		out.Result = cl.rewrite(out.Result)
 	}
-	data, err := json.Marshal(&out)
+	data, err := Encode(&out)
 	if err != nil {
 		data = ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, "gateway: the worker's answer could not be encoded", nil})
 	}
-	cl.stream.push(Outgoing{data, true})
+	cl.stream.Answer(cl.clientID, data)
 }
 
 // request routes a request the worker sends the client.
@@ -368,7 +368,7 @@ func (c *Conn) request(m *Message) {
 
 	out := *m
 	out.ID = json.RawMessage(key)
-	data, err := json.Marshal(&out)
+	data, err := Encode(&out)
 	if err == nil && s != nil && s.push(Outgoing{Data: data}) {
 		return
 	}
@@ -403,7 +403,7 @@ func (c *Conn) notification(m *Message) {
 			if ok {
 				params["requestId"] = json.RawMessage(key)
 				out := *m
-				out.Params, _ = json.Marshal(params)
+				out.Params, _ = Encode(params)
 				m = &out
 			}
 		}
@@ -411,7 +411,7 @@ func (c *Conn) notification(m *Message) {
 	c.mu.Lock()
 	s := c.routeLocked(token)
 	c.mu.Unlock()
-	data, err := json.Marshal(m)
+	data, err := Encode(m)
 	if err != nil || s == nil || !s.push(Outgoing{Data: data}) {
 		c.log.Debug("worker: dropped a notification with no stream to carry it", "pid", c.Pid(), "method", m.Method)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // Message is one JSON-RPC 2.0 message with only the members the gateway reads
@@ -82,6 +83,19 @@ func Key(raw json.RawMessage) string {
 	return b.String()
 }
 
+// Encode is json.Marshal without HTML escaping, so that "<", ">" and "&" in
+// what a client or worker sent pass through byte for byte rather than as
+// \u003c and the like.
+func Encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
 // ErrorObject is a JSON-RPC error object.
 type ErrorObject struct {
 	Code    int    `json:"code"`
@@ -94,7 +108,7 @@ func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	b, err := json.Marshal(struct {
+	b, err := Encode(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   ErrorObject     `json:"error"`
@@ -102,13 +116,50 @@ func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
 	if err != nil {
 		// Only an unencodable Data can fail; drop it rather than the answer.
 		e.Data = nil
-		b, _ = json.Marshal(struct {
+		b, _ = Encode(struct {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
 			Error   ErrorObject     `json:"error"`
 		}{"2.0", id, e})
 	}
 	return b
+}
+
+// ToolName reads the tool name of a tools/call's params the way a worker
+// does: the member named exactly "name". It reports ok only when the name is
+// unambiguous: one member whose key equals "name" ignoring case, spelled
+// exactly so, holding a string. encoding/json matches struct fields without
+// regard to case and keeps the last duplicate, while SDKs match exactly, so
+// {"name":"write","Name":"echo"} would otherwise pass the gateway's
+// read-only check as echo and run as write.
+func ToolName(params json.RawMessage) (name string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(params))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := t.(string)
+		if !strings.EqualFold(key, "name") {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return "", false
+			}
+			continue
+		}
+		if seen || key != "name" || dec.Decode(&name) != nil {
+			return "", false
+		}
+		seen = true
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return "", false
+	}
+	return name, seen
 }
 
 // requestParams is what the gateway reads from a request's params: the

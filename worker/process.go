@@ -21,6 +21,35 @@ const MaxLineBytes = 64 << 20
 // maxStderrLine bounds one stderr line copied into the gateway log.
 const maxStderrLine = 4096
 
+// logLinesPerSecond bounds the lines one worker may put into the gateway log
+// each second; beyond it lines are counted and the count logged, so a
+// chatty or broken worker cannot flood the log.
+const logLinesPerSecond = 200
+
+// logLimiter lets through logLinesPerSecond lines per one-second window.
+type logLimiter struct {
+	mu      sync.Mutex
+	window  time.Time
+	n       int
+	dropped int
+}
+
+// allow reports whether one more line may be logged now, and how many were
+// dropped in the window that just ended (to be reported once).
+func (l *logLimiter) allow(now time.Time) (ok bool, dropped int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.n, dropped, l.dropped = now, 0, l.dropped, 0
+	}
+	if l.n >= logLinesPerSecond {
+		l.dropped++
+		return false, dropped
+	}
+	l.n++
+	return true, dropped
+}
+
 // ProcessConfig says how to start one worker process.
 type ProcessConfig struct {
 	Command []string     // program and arguments; required
@@ -36,6 +65,7 @@ type Process struct {
 	stdin  *os.File
 	stdout *os.File
 	log    *slog.Logger
+	limit  logLimiter
 
 	writeMu sync.Mutex
 
@@ -79,7 +109,11 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if the gateway itself dies (kill -9, a crash), the kernel
+	// kills the worker rather than leave it orphaned. Its own children are
+	// the service manager's to clean up (deploy/mcpgate.service kills the
+	// whole cgroup).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("worker: start %s: %w", cfg.Command[0], err)
@@ -130,7 +164,7 @@ func (p *Process) copyStderr(r *os.File) {
 	for {
 		line, isPrefix, err := br.ReadLine()
 		if len(line) > 0 {
-			p.log.Info("worker stderr", "pid", p.Pid(), "line", string(line))
+			p.Logf(slog.LevelInfo, "worker stderr", "line", string(line))
 		}
 		for isPrefix && err == nil { // drop the rest of an over-long line
 			_, isPrefix, err = br.ReadLine()
@@ -141,8 +175,27 @@ func (p *Process) copyStderr(r *os.File) {
 	}
 }
 
+// Logf logs a line about the worker, within the worker's log rate limit.
+func (p *Process) Logf(level slog.Level, msg string, args ...any) {
+	ok, dropped := p.limit.allow(time.Now())
+	if dropped > 0 {
+		p.log.Warn("worker: log lines dropped (rate limit)", "pid", p.Pid(), "dropped", dropped)
+	}
+	if ok {
+		p.log.Log(context.Background(), level, msg, append([]any{"pid", p.Pid()}, args...)...)
+	}
+}
+
+// SendTimeout bounds one write to a worker's stdin. A write blocks only
+// while the pipe is full, so a worker that reads nothing for this long with
+// 64 KiB waiting is hung, or deadlocked writing its own stdout: it is killed
+// (a partial line cannot be taken back), its requests fail with the
+// worker-exited error, and no gateway goroutine waits on it for ever.
+var SendTimeout = 30 * time.Second
+
 // Send writes one message and its newline to the worker's stdin. It blocks
-// only while the pipe is full; a write to an exited worker fails.
+// only while the pipe is full, at most SendTimeout; a write to an exited
+// worker fails.
 func (p *Process) Send(msg []byte) error {
 	select {
 	case <-p.done:
@@ -153,7 +206,12 @@ func (p *Process) Send(msg []byte) error {
 	buf = append(append(buf, msg...), '\n')
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
+	_ = p.stdin.SetWriteDeadline(time.Now().Add(SendTimeout))
 	if _, err := p.stdin.Write(buf); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.log.Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", SendTimeout)
+			_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		}
 		return fmt.Errorf("%w: %v", ErrExited, err)
 	}
 	return nil
@@ -176,24 +234,23 @@ func (p *Process) ReadLoop(fn func(line []byte)) error {
 	return nil
 }
 
-// Stop ends the process: SIGTERM to its process group, then SIGKILL after
-// grace, and waits until it has been reaped. ctx bounds the whole wait.
+// Stop ends the process the way MCP's stdio transport asks (MCP 2025-11-25
+// §Lifecycle, Shutdown): close its stdin and give it a moment to exit, then
+// SIGTERM to its process group, then SIGKILL after grace. It waits until the
+// process has been reaped; ctx bounds the whole wait.
 func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-p.done:
 		return nil
 	default:
 	}
-	// Closing stdin first lets a well-behaved stdio server end by itself.
 	p.stdin.Close()
-	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.done:
+	if p.waitDone(ctx, min(grace/2, time.Second)) {
 		return nil
-	case <-t.C:
-	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
+	if p.waitDone(ctx, grace) {
+		return nil
 	}
 	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 	select {
@@ -202,6 +259,19 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	case <-ctx.Done():
 		return fmt.Errorf("worker: pid %d not reaped: %w", p.Pid(), ctx.Err())
 	}
+}
+
+// waitDone waits up to d for the process to end; false on timeout or ctx.
+func (p *Process) waitDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // ExitDescription says in words how a process ended, for error messages.

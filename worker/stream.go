@@ -1,11 +1,15 @@
 package worker
 
-import "sync"
+import (
+	"encoding/json"
+	"sync"
+)
 
 // Outgoing is one message on its way from a worker to a client.
 type Outgoing struct {
-	Data     []byte // the encoded JSON-RPC message, ids already restored
-	Response bool   // it answers one of the stream's requests
+	Data     []byte          // the encoded JSON-RPC message, ids already restored
+	Response bool            // it answers one of the stream's requests
+	ID       json.RawMessage // the client's request id, for an answer
 }
 
 // Stream is the gateway's end of one HTTP response that carries a worker's
@@ -15,7 +19,9 @@ type Outgoing struct {
 //
 // The worker's reader never blocks on a Stream: messages queue until the
 // HTTP handler takes them, and are dropped once the handler has gone (a
-// client that disconnects does not cancel its request).
+// client that disconnects does not cancel its request). A client that reads
+// too slowly loses non-answers beyond MaxQueuedBytes rather than growing the
+// gateway's memory; answers always queue.
 type Stream struct {
 	// SSE says the client accepts text/event-stream, so the router may send
 	// this stream messages that are not answers.
@@ -23,11 +29,16 @@ type Stream struct {
 
 	mu       sync.Mutex
 	queue    []Outgoing
+	queued   int  // bytes in queue
 	pending  int  // requests not yet answered
 	detached bool // the HTTP handler has gone
 	ended    bool // the session has ended (standalone stream)
 	notify   chan struct{}
 }
+
+// MaxQueuedBytes bounds the messages other than answers waiting on one
+// stream for a slow client.
+const MaxQueuedBytes = 32 << 20
 
 // NewStream returns a stream; sse says whether it may carry non-answers.
 func NewStream(sse bool) *Stream {
@@ -42,7 +53,7 @@ func (s *Stream) Ready() <-chan struct{} { return s.notify }
 func (s *Stream) Take(standalone bool) (msgs []Outgoing, finished bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	msgs, s.queue = s.queue, nil
+	msgs, s.queue, s.queued = s.queue, nil, 0
 	finished = s.ended || (!standalone && s.pending == 0)
 	return msgs, finished
 }
@@ -59,7 +70,7 @@ func (s *Stream) Answered() bool {
 func (s *Stream) Detach() {
 	s.mu.Lock()
 	s.detached = true
-	s.queue = nil
+	s.queue, s.queued = nil, 0
 	s.mu.Unlock()
 }
 
@@ -71,19 +82,23 @@ func (s *Stream) Expect(n int) {
 	s.mu.Unlock()
 }
 
-// Push queues a message the gateway itself produced for this stream, such
-// as a refusal; response says it answers one of the stream's requests.
-func (s *Stream) Push(data []byte, response bool) { s.push(Outgoing{data, response}) }
+// Answer queues an answer the gateway itself produced for the stream's
+// request id, such as a refusal.
+func (s *Stream) Answer(id json.RawMessage, data []byte) {
+	s.push(Outgoing{Data: data, Response: true, ID: id})
+}
 
-// push queues m; it reports false when the handler has gone.
+// push queues m; it reports false when the handler has gone, or when m is
+// not an answer and the queue is full.
 func (s *Stream) push(m Outgoing) bool {
 	s.mu.Lock()
 	if m.Response {
 		s.pending--
 	}
-	ok := !s.detached
+	ok := !s.detached && (m.Response || s.queued+len(m.Data) <= MaxQueuedBytes)
 	if ok {
 		s.queue = append(s.queue, m)
+		s.queued += len(m.Data)
 	}
 	s.mu.Unlock()
 	s.signal()

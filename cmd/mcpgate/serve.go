@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -85,6 +86,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		LocalUser:          cfg.Server.LocalUser,
 		AllowedOrigins:     cfg.Server.AllowedOrigins,
 		LoopbackHostCheck:  cfg.Loopback(),
+		AllowedHosts:       publicHost(cfg),
 		MaxBodyBytes:       int64(l.MaxBodyBytes),
 		BodyReadTimeout:    l.ReadTimeout,
 		SessionIdleTimeout: l.SessionIdleTimeout,
@@ -107,6 +109,8 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		DSN:              cfg.Database.DSN,
 		SetRole:          cfg.Database.SetRole,
 		StatementTimeout: cfg.Database.StatementTimeout,
+		LockTimeout:      cfg.Database.LockTimeout,
+		MaxRows:          cfg.Database.MaxRows,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite
@@ -250,4 +254,14 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		opts.HTTPClient = c
 	}
 	return auth.New(ctx, opts)
+}
+
+// publicHost is the host of server.public_url, which a reverse proxy on the
+// same machine forwards as Host to a loopback listener.
+func publicHost(cfg *config.Config) []string {
+	u, err := url.Parse(cfg.Server.PublicURL)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	return []string{u.Host}
 }

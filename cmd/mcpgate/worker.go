@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/mcpgate/mcpgate/tools"
@@ -12,7 +10,6 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db/postgres"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
 	"github.com/mcpgate/mcpgate/worker"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func init() {
@@ -56,27 +53,22 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = Version
 	}
-	// A worker with no database settings serves only the tools that need
-	// none; naming a database toolset then fails with a clear error.
-	if m.Getenv(db.EnvDSN) != "" || m.Getenv(db.EnvDriver) != "" {
-		session, err := openDB(ctx, m.Getenv, id)
-		if err != nil {
-			return err
-		}
-		defer session.Close()
-		opts.DB = session
+	// With no database settings the worker uses SQLite under ./data,
+	// creating it with the demo schema on first use.
+	session, err := openDB(ctx, m.Getenv, id)
+	if err != nil {
+		return err
 	}
+	defer session.Close()
+	opts.DB = session
 	srv, err := tools.NewServer(opts)
 	if err != nil {
 		return err
 	}
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}})
-	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
-		return nil // stdin closed, or the gateway stopped the worker
-	default:
+	if err := tools.Serve(ctx, srv, m.Stdin, m.Stdout); err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
+	return nil
 }
 
 // openDB opens the session's database as the session's user.
@@ -94,8 +86,3 @@ func openDB(ctx context.Context, getenv func(string) string, id worker.Identity)
 	}
 	return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
 }
-
-// nopWriteCloser keeps the server's Close from closing the process's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

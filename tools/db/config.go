@@ -32,6 +32,11 @@ const (
 
 // Defaults for the zero Config.
 const (
+	// DefaultSQLitePath is where a worker given no DSN keeps its SQLite
+	// database: the data directory ./data, relative to the worker's working
+	// directory (the gateway's), which `make run` uses.
+	DefaultSQLitePath = "data/mcpgate.db"
+
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLockTimeout      = 5 * time.Second
 	DefaultMaxRows          = 500
@@ -41,7 +46,7 @@ const (
 // set) is a SQLite database with the default limits.
 type Config struct {
 	Driver string // SQLite (default) or Postgres
-	DSN    string // SQLite: file path (the gateway defaults it under its data directory); Postgres: a pgx connection string
+	DSN    string // SQLite: file path (default DefaultSQLitePath); Postgres: a pgx connection string
 
 	// SetRole makes a PostgreSQL session SET ROLE to its user, so grants
 	// and row-level security apply per user.
@@ -130,8 +135,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.MaxRows = n
 	}
 	c = c.WithDefaults()
+	if c.DSN == "" && c.Driver == SQLite {
+		c.DSN = DefaultSQLitePath
+	}
 	if c.DSN == "" {
-		problems = append(problems, fmt.Sprintf("%s is empty: set it to the SQLite file's path or a PostgreSQL connection string", EnvDSN))
+		problems = append(problems, fmt.Sprintf("%s is empty: set it to a PostgreSQL connection string", EnvDSN))
 	}
 	if c.SetRole && c.Driver != Postgres {
 		problems = append(problems, fmt.Sprintf("%s=true needs %s=%s", EnvSetRole, EnvDriver, Postgres))

@@ -27,6 +27,7 @@ type Error struct {
 	Err     error  // the cause
 }
 
+// Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the cause.

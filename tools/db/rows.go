@@ -1,9 +1,11 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,10 +16,20 @@ type Rows struct {
 	Columns []string `json:"columns"`
 	Rows    [][]any  `json:"rows"`
 	// Total is the number of rows the statement returned, counted past the
-	// cap, so a caller can say "showing 500 of 12,345".
-	Total     int  `json:"total"`
-	Truncated bool `json:"truncated"`
+	// cap, so a caller can say "showing 500 of 12,345"; counting stops at
+	// CountLimit, and TotalAtLeast then says the true total is larger.
+	Total        int  `json:"total"`
+	TotalAtLeast bool `json:"totalAtLeast,omitempty"`
+	Truncated    bool `json:"truncated"`
 }
+
+// MaxBytes caps the bytes of values one result keeps; rows past it are
+// counted but not kept, as rows past the row cap are.
+const MaxBytes = 1 << 20
+
+// CountLimit bounds how far past the row cap a result is counted, so that
+// a huge result costs a bounded scan rather than a statement timeout.
+const CountLimit = 1_000_000
 
 // DefaultMaxCell caps one value's text in a result.
 const DefaultMaxCell = 4096
@@ -25,33 +37,79 @@ const DefaultMaxCell = 4096
 // Collect reads rows, keeping at most maxRows and cutting long values to
 // maxCell bytes (0: no cut), and counts the rest. It closes rows.
 func Collect(rows *sql.Rows, maxRows, maxCell int) (*Rows, error) {
+	return collect(rows, maxRows, maxCell, CountLimit)
+}
+
+func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
+	p, err := scan(rows, maxRows, countLimit, func(vals []any) ([]any, int) {
+		row, size := make([]any, len(vals)), 0
+		for i, v := range vals {
+			row[i] = Normalize(v, maxCell)
+			if s, ok := row[i].(string); ok {
+				size += len(s)
+			} else {
+				size += 8
+			}
+		}
+		return row, size
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Rows{Columns: p.Columns, Rows: p.Items, Total: p.Total, TotalAtLeast: p.TotalAtLeast, Truncated: p.Truncated}, nil
+}
+
+// Page is what Scan keeps of a result.
+type Page[T any] struct {
+	Columns      []string
+	Items        []T
+	Total        int  // rows counted, up to CountLimit
+	TotalAtLeast bool // counting stopped at CountLimit
+	Truncated    bool // fewer items than rows
+}
+
+// Scan reads rows, turning each into an item with convert (which also
+// returns its size in bytes). It keeps items while there are fewer than
+// maxRows and their sizes add up to at most MaxBytes (always the first),
+// counts the rest up to CountLimit, and closes rows.
+func Scan[T any](rows *sql.Rows, maxRows int, convert func(vals []any) (T, int)) (*Page[T], error) {
+	return scan(rows, maxRows, CountLimit, convert)
+}
+
+func scan[T any](rows *sql.Rows, maxRows, countLimit int, convert func(vals []any) (T, int)) (*Page[T], error) {
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
 	}
-	out := &Rows{Columns: cols, Rows: [][]any{}}
+	p := &Page[T]{Columns: cols, Items: []T{}}
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
+	size := 0
 	for rows.Next() {
-		out.Total++
-		if len(out.Rows) >= maxRows {
-			out.Truncated = true
+		if p.Total == countLimit {
+			p.TotalAtLeast = true
+			break
+		}
+		p.Total++
+		if p.Truncated || len(p.Items) >= maxRows {
+			p.Truncated = true
 			continue
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		row := make([]any, len(cols))
-		for i, v := range vals {
-			row[i] = Normalize(v, maxCell)
+		item, n := convert(vals)
+		if size += n; size > MaxBytes && len(p.Items) > 0 {
+			p.Truncated = true
+			continue
 		}
-		out.Rows = append(out.Rows, row)
+		p.Items = append(p.Items, item)
 	}
-	return out, rows.Err()
+	return p, rows.Err()
 }
 
 // Normalize turns a driver value into a JSON-friendly one: text for bytes
@@ -80,11 +138,11 @@ func Normalize(v any, maxCell int) any {
 	}
 }
 
-func cut(s string, max int) string {
-	if max <= 0 || len(s) <= max {
+func cut(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
 		return s
 	}
-	c := max
+	c := limit
 	for c > 0 && !utf8.RuneStart(s[c]) {
 		c--
 	}
@@ -93,6 +151,9 @@ func cut(s string, max int) string {
 
 // Note says how much of the result is shown.
 func (r *Rows) Note() string {
+	if r.TotalAtLeast {
+		return fmt.Sprintf("(showing %d of more than %d rows)", len(r.Rows), r.Total)
+	}
 	if r.Truncated {
 		return fmt.Sprintf("(showing %d of %d rows)", len(r.Rows), r.Total)
 	}
@@ -156,4 +217,55 @@ func display(v any, maxWidth int) string {
 		s = string(rs[:maxWidth-1]) + "…"
 	}
 	return s
+}
+
+// Select runs a query and scans every row with scan. Catalog queries use it.
+func Select[T any](ctx context.Context, q Querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Strings runs a query that yields one text column.
+func Strings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
+	return Select(ctx, q, func(r *sql.Rows) (s string, err error) { return s, r.Scan(&s) }, query, args...)
+}
+
+// Literal renders a value as an SQL literal; the engine supplies the forms
+// that differ (booleans, byte strings).
+func Literal(v any, boolean func(bool) string, bytes func([]byte) string) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return boolean(x)
+	case []byte:
+		return bytes(x)
+	case time.Time:
+		return StringLiteral(x.Format(time.RFC3339Nano))
+	case string:
+		return StringLiteral(x)
+	default:
+		return StringLiteral(fmt.Sprint(x))
+	}
+}
+
+// StringLiteral quotes s as a standard SQL string literal.
+func StringLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }

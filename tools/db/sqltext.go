@@ -185,9 +185,53 @@ func ReadName(s string) (parts []string, quoted []bool, rest string) {
 			part, s = s[:end], s[end:]
 		}
 		parts, quoted = append(parts, part), append(quoted, q)
-		if !strings.HasPrefix(s, ".") {
+		// SQL allows white space around the dot of a qualified name.
+		after := strings.TrimLeftFunc(s, unicode.IsSpace)
+		if !strings.HasPrefix(after, ".") {
 			return parts, quoted, s
 		}
-		s = s[1:]
+		s = strings.TrimLeftFunc(after[1:], unicode.IsSpace)
 	}
+}
+
+// StripComments replaces every comment outside quotes with a space, so
+// that a parser of statement heads need not know comments.
+func StripComments(sql string) string {
+	var b strings.Builder
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; {
+		case c == '\'' || c == '"' || c == '`':
+			j := min(skipQuoted(sql, i, c), len(sql)-1)
+			b.WriteString(sql[i : j+1])
+			i = j
+		case c == '$':
+			if tag, ok := dollarTag(sql[i:]); ok {
+				end := len(sql)
+				if k := strings.Index(sql[i+len(tag):], tag); k >= 0 {
+					end = i + len(tag) + k + len(tag)
+				}
+				b.WriteString(sql[i:end])
+				i = end - 1
+				continue
+			}
+			b.WriteByte(c)
+		case c == '-' && strings.HasPrefix(sql[i:], "--"):
+			j := strings.IndexByte(sql[i:], '\n')
+			if j < 0 {
+				j = len(sql) - i
+			}
+			b.WriteByte(' ')
+			i += j - 1
+		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
+			j := strings.Index(sql[i+2:], "*/")
+			if j < 0 {
+				return b.String() + " "
+			}
+			b.WriteByte(' ')
+			i += j + 3
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

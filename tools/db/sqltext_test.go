@@ -69,6 +69,7 @@ func TestReadName(t *testing.T) {
 		{`public."My ""T"""(a)`, []string{"public", `My "T"`}, []bool{false, true}, "(a)"},
 		{`"pg_catalog".pg_class`, []string{"pg_catalog", "pg_class"}, []bool{true, false}, ""},
 		{"(x)", nil, nil, "(x)"},
+		{"pg_catalog . t (x int)", []string{"pg_catalog", "t"}, []bool{false, false}, " (x int)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -76,6 +77,22 @@ func TestReadName(t *testing.T) {
 			assert.Equal(t, tt.parts, parts)
 			assert.Equal(t, tt.quoted, quoted)
 			assert.Equal(t, tt.rest, rest)
+		})
+	}
+}
+
+func TestStripComments(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"CREATE /* x */ TABLE t", "CREATE   TABLE t"},
+		{"CREATE TABLE t -- note\n(x int)", "CREATE TABLE t  \n(x int)"},
+		{"SELECT '/* not */', \"--id\"", "SELECT '/* not */', \"--id\""},
+		{"SELECT $$ -- kept $$", "SELECT $$ -- kept $$"},
+		{"SELECT 1 /* open", "SELECT 1  "},
+		{"SELECT 'open", "SELECT 'open"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			assert.Equal(t, tt.want, StripComments(tt.in))
 		})
 	}
 }

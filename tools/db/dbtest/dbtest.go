@@ -140,3 +140,11 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// Run executes one statement in a session's transaction.
+func Run(ctx context.Context, s *db.Session, stmt string) error {
+	return s.Do(ctx, func(ctx context.Context, q db.Querier) error {
+		_, err := q.ExecContext(ctx, stmt)
+		return err
+	})
+}

@@ -2,12 +2,11 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 )
@@ -54,35 +53,30 @@ func (e Engine) Objects(ctx context.Context, q db.Querier, s string) ([]db.Objec
 		}
 		filter, args = "n.nspname = $1", []any{sc}
 	}
-	rows, err := q.QueryContext(ctx, `
+	return db.Select(ctx, q, func(r *sql.Rows) (o db.Object, err error) {
+		return o, r.Scan(&o.Schema, &o.Name, &o.Type, &o.Table)
+	}, objectsQuery(filter), args...)
+}
+
+// objectsQuery lists every kind of schema entry in the namespaces n that
+// pass filter.
+func objectsQuery(filter string) string {
+	return `
 SELECT n.nspname, c.relname,
        CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view'
                       WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' ELSE 'index' END,
        COALESCE((SELECT t.relname FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid WHERE i.indexrelid = c.oid), '')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'i', 'I') AND `+filter+`
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'i', 'I') AND ` + filter + `
 UNION ALL
 SELECT n.nspname, t.tgname, 'trigger', c.relname
 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE NOT t.tgisinternal AND `+filter+`
+WHERE NOT t.tgisinternal AND ` + filter + `
 UNION ALL
 SELECT n.nspname, p.proname, CASE p.prokind WHEN 'p' THEN 'procedure' WHEN 'a' THEN 'aggregate' ELSE 'function' END, ''
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE `+filter+`
-ORDER BY 1, 3, 2`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []db.Object{}
-	for rows.Next() {
-		var o db.Object
-		if err := rows.Scan(&o.Schema, &o.Name, &o.Type, &o.Table); err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+WHERE ` + filter + `
+ORDER BY 1, 3, 2`
 }
 
 // relation resolves a table or view: exact spelling, else the one
@@ -128,15 +122,30 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND `
 }
 
 // Table describes a table or view from pg_attribute, pg_constraint and
-// pg_index; the row estimate is the planner's (reltuples).
+// pg_index; the row estimate is the planner's (reltuples), or a count of a
+// small table never analysed.
 func (e Engine) Table(ctx context.Context, q db.Querier, s, name string) (*db.Table, error) {
 	oid, sc, canon, kind, estimate, comment, err := e.relation(ctx, q, s, name)
 	if err != nil {
 		return nil, err
 	}
 	t := &db.Table{Schema: sc, Name: canon, Type: kind, Comment: comment, Columns: []db.Column{}, PrimaryKey: []string{}, Indexes: []db.Index{}, ForeignKeys: []db.ForeignKey{}, RowEstimate: -1}
-	if kind == "table" && estimate >= 0 {
+	switch {
+	case kind != "table":
+	case estimate >= 0:
 		t.RowEstimate = int64(estimate)
+	default:
+		// Never analysed (reltuples = -1 since PostgreSQL 14): a small
+		// table is counted, a large one stays unknown.
+		var small bool
+		if err := q.QueryRowContext(ctx, "SELECT pg_relation_size($1) < 8 * 1024 * 1024", oid).Scan(&small); err != nil {
+			return nil, err
+		}
+		if small {
+			if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+db.Qualify(sc, canon)).Scan(&t.RowEstimate); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if t.PrimaryKey, err = strs(ctx, q, `SELECT a.attname FROM pg_constraint k, unnest(k.conkey) WITH ORDINALITY u(attnum, ord)
 JOIN pg_attribute a ON a.attrelid = $1 AND a.attnum = u.attnum WHERE k.conrelid = $1 AND k.contype = 'p' ORDER BY u.ord`, oid); err != nil {
@@ -281,7 +290,9 @@ UNION ALL SELECT pg_get_triggerdef(oid) || ';' FROM pg_trigger WHERE tgrelid = $
 // Definitions lists views (their SELECT), triggers and routines
 // (pg_get_functiondef) in the user's schemas.
 func (Engine) Definitions(ctx context.Context, q db.Querier) ([]db.Definition, error) {
-	rows, err := q.QueryContext(ctx, `
+	return db.Select(ctx, q, func(r *sql.Rows) (d db.Definition, err error) {
+		return d, r.Scan(&d.Schema, &d.Name, &d.Type, &d.Table, &d.Signature, &d.Source)
+	}, `
 SELECT n.nspname, c.relname, 'view', '', '', pg_get_viewdef(c.oid, true)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('v', 'm') AND `+userSchema+`
 UNION ALL
@@ -291,40 +302,16 @@ UNION ALL
 SELECT n.nspname, p.proname, CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END, '', pg_get_function_identity_arguments(p.oid), pg_get_functiondef(p.oid)
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.prokind IN ('f', 'p') AND `+userSchema+`
 ORDER BY 1, 3, 2`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []db.Definition{}
-	for rows.Next() {
-		var d db.Definition
-		if err := rows.Scan(&d.Schema, &d.Name, &d.Type, &d.Table, &d.Signature, &d.Source); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
 }
 
 // Columns lists every column of every table and view in the user's schemas.
 func (Engine) Columns(ctx context.Context, q db.Querier) ([]db.ColumnRef, error) {
-	rows, err := q.QueryContext(ctx, `SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
+	return db.Select(ctx, q, func(r *sql.Rows) (c db.ColumnRef, err error) {
+		return c, r.Scan(&c.Schema, &c.Table, &c.Column, &c.Type)
+	}, `SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 AND NOT a.attisdropped AND `+userSchema+`
 ORDER BY 1, 2, a.attnum`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []db.ColumnRef{}
-	for rows.Next() {
-		var c db.ColumnRef
-		if err := rows.Scan(&c.Schema, &c.Table, &c.Column, &c.Type); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }
 
 // systemNamespace is true for the namespace whose oid is $1 when it is the
@@ -352,32 +339,18 @@ func (Engine) SystemRelation(ctx context.Context, q db.Querier, schema, name str
 // Fold lower-cases an unquoted identifier, as PostgreSQL does.
 func (Engine) Fold(ident string) string { return strings.ToLower(ident) }
 
-// Literal renders v as a PostgreSQL literal (standard_conforming_strings).
+// Literal renders v as a PostgreSQL literal (standard_conforming_strings
+// is on by default since 9.1): bytes as bytea, non-finite floats cast.
 func (Engine) Literal(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "NULL"
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return "'" + strconv.FormatFloat(x, 'g', -1, 64) + "'::float8"
-		}
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case bool:
-		if x {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return "'" + strconv.FormatFloat(f, 'g', -1, 64) + "'::float8"
+	}
+	return db.Literal(v, func(b bool) string {
+		if b {
 			return "TRUE"
 		}
 		return "FALSE"
-	case []byte:
-		return `'\x` + hex.EncodeToString(x) + `'::bytea`
-	case time.Time:
-		return "'" + x.Format(time.RFC3339Nano) + "'"
-	case string:
-		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
-	default:
-		return "'" + strings.ReplaceAll(fmt.Sprint(x), "'", "''") + "'"
-	}
+	}, func(b []byte) string { return "decode('" + hex.EncodeToString(b) + "', 'hex')" })
 }
 
 // Features: PostgreSQL has them all.
@@ -386,19 +359,4 @@ func (Engine) Features() db.Features {
 }
 
 // strs runs a query that yields one text column.
-func strs(ctx context.Context, q db.Querier, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
+var strs = db.Strings

@@ -35,6 +35,10 @@ func (Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: the connection string does not parse: %w", err)
 	}
+	// Ad hoc SQL, and tables that change shape under it: a cached prepared
+	// statement would fail with "cached plan must not change result type"
+	// after an ALTER, so every statement is described afresh.
+	pc.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
 	}

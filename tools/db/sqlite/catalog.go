@@ -2,11 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
-	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 )
@@ -53,25 +51,18 @@ func (e Engine) Objects(ctx context.Context, q db.Querier, s string) ([]db.Objec
 	}
 	out := []db.Object{}
 	for _, sc := range schemas {
-		rows, err := q.QueryContext(ctx, "SELECT type, name, tbl_name FROM "+db.Quote(sc)+".sqlite_schema WHERE "+notInternal+" ORDER BY type, name")
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			o := db.Object{Schema: sc}
-			if err := rows.Scan(&o.Type, &o.Name, &o.Table); err != nil {
-				rows.Close()
-				return nil, err
-			}
+		objs, err := db.Select(ctx, q, func(r *sql.Rows) (o db.Object, err error) {
+			o.Schema = sc
+			err = r.Scan(&o.Type, &o.Name, &o.Table)
 			if o.Type == "table" || o.Type == "view" {
 				o.Table = ""
 			}
-			out = append(out, o)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return o, err
+		}, "SELECT type, name, tbl_name FROM "+db.Quote(sc)+".sqlite_schema WHERE "+notInternal+" ORDER BY type, name")
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, objs...)
 	}
 	return out, nil
 }
@@ -245,25 +236,18 @@ func (e Engine) Definitions(ctx context.Context, q db.Querier) ([]db.Definition,
 	}
 	out := []db.Definition{}
 	for _, sc := range schemas {
-		rows, err := q.QueryContext(ctx, "SELECT type, name, tbl_name, sql FROM "+db.Quote(sc)+".sqlite_schema WHERE type IN ('view', 'trigger') AND sql IS NOT NULL AND "+notInternal+" ORDER BY type, name")
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			d := db.Definition{Schema: sc}
-			if err := rows.Scan(&d.Type, &d.Name, &d.Table, &d.Source); err != nil {
-				rows.Close()
-				return nil, err
-			}
+		defs, err := db.Select(ctx, q, func(r *sql.Rows) (d db.Definition, err error) {
+			d.Schema = sc
+			err = r.Scan(&d.Type, &d.Name, &d.Table, &d.Source)
 			if d.Type == "view" {
 				d.Table = ""
 			}
-			out = append(out, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return d, err
+		}, "SELECT type, name, tbl_name, sql FROM "+db.Quote(sc)+".sqlite_schema WHERE type IN ('view', 'trigger') AND sql IS NOT NULL AND "+notInternal+" ORDER BY type, name")
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, defs...)
 	}
 	return out, nil
 }
@@ -276,22 +260,14 @@ func (e Engine) Columns(ctx context.Context, q db.Querier) ([]db.ColumnRef, erro
 	}
 	out := []db.ColumnRef{}
 	for _, sc := range schemas {
-		rows, err := q.QueryContext(ctx, "SELECT m.name, p.name, p.type FROM "+db.Quote(sc)+".sqlite_schema m, pragma_table_info(m.name, ?) p WHERE m.type IN ('table', 'view') AND m."+notInternal+" ORDER BY m.name, p.cid", sc)
+		cols, err := db.Select(ctx, q, func(r *sql.Rows) (c db.ColumnRef, err error) {
+			c.Schema = sc
+			return c, r.Scan(&c.Table, &c.Column, &c.Type)
+		}, "SELECT m.name, p.name, p.type FROM "+db.Quote(sc)+".sqlite_schema m, pragma_table_info(m.name, ?) p WHERE m.type IN ('table', 'view') AND m."+notInternal+" ORDER BY m.name, p.cid", sc)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			c := db.ColumnRef{Schema: sc}
-			if err := rows.Scan(&c.Table, &c.Column, &c.Type); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out = append(out, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		out = append(out, cols...)
 	}
 	return out, nil
 }
@@ -307,29 +283,15 @@ func (Engine) SystemRelation(_ context.Context, _ db.Querier, _, name string) (b
 	return strings.HasPrefix(strings.ToLower(name), "sqlite_"), nil
 }
 
-// Literal renders v as an SQLite literal.
+// Literal renders v as an SQLite literal: booleans as 1 and 0, bytes as a
+// blob literal.
 func (Engine) Literal(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "NULL"
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case bool:
-		if x {
+	return db.Literal(v, func(b bool) string {
+		if b {
 			return "1"
 		}
 		return "0"
-	case []byte:
-		return "X'" + hex.EncodeToString(x) + "'"
-	case time.Time:
-		return "'" + x.Format(time.RFC3339Nano) + "'"
-	case string:
-		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
-	default:
-		return "'" + strings.ReplaceAll(fmt.Sprint(x), "'", "''") + "'"
-	}
+	}, func(b []byte) string { return "X'" + hex.EncodeToString(b) + "'" })
 }
 
 // Features: SQLite has no schemas to create, no stored routines, no
@@ -337,22 +299,7 @@ func (Engine) Literal(v any) string {
 func (Engine) Features() db.Features { return db.Features{} }
 
 // strs runs a query that yields one text column.
-func strs(ctx context.Context, q db.Querier, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
+var strs = db.Strings
 
 // Fold keeps an identifier as written: SQLite matches names
 // case-insensitively.

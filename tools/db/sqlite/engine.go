@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"modernc.org/sqlite"
@@ -83,13 +84,23 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 	})
 }
 
-// readOnlyAuthorizer denies what query_only does not cover.
+// readPragmas take an argument that names what to read, not a new value.
+var readPragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
+	"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true, "quick_check": true,
+}
+
+// readOnlyAuthorizer denies what query_only does not cover: ATTACH (an
+// attached file would open read-write), DETACH, and any PRAGMA given a value
+// (query_only = 0 among them) except those whose argument names what to
+// read. (SQLite authorizer: https://www.sqlite.org/c3ref/set_authorizer.html;
+// for SQLITE_PRAGMA, arg1 is the pragma and arg2 its argument.)
 func readOnlyAuthorizer(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
 	switch action {
 	case sqlite.AuthAttach, sqlite.AuthDetach:
 		return sqlite.AuthorizerDeny
 	case sqlite.AuthPragma:
-		if arg2 != "" { // PRAGMA name = value: a setting, not a read
+		if arg2 != "" && !readPragmas[strings.ToLower(arg1)] {
 			return sqlite.AuthorizerDeny
 		}
 	}
@@ -130,6 +141,10 @@ func (Engine) Classify(err error) *db.Error {
 	}
 	code := se.Code()
 	name := sqlite.ErrorCodeString[code]
+	if code == sqlite3.SQLITE_BUSY_SNAPSHOT {
+		return &db.Error{Kind: db.KindConflict, Code: name, Err: err,
+			Message: "sqlite: another session committed since this transaction began, so it cannot write (SQLite allows writes only from the newest snapshot); abort, then retry"}
+	}
 	switch code & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return &db.Error{Kind: db.KindConflict, Code: name, Err: err,
@@ -144,9 +159,11 @@ func (Engine) Classify(err error) *db.Error {
 	return &db.Error{Kind: db.KindSQLError, Code: name, Err: err, Message: "sqlite: " + se.Error()}
 }
 
-// DatabaseName returns the main database file's path.
+// DatabaseName returns the main database file's name, without the
+// directories: where the server keeps its files is not the client's
+// business.
 func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
 	var name string
 	err := q.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&name)
-	return name, err
+	return filepath.Base(name), err
 }

@@ -5,7 +5,10 @@
 //
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
 // inflight, write (the one "gated" tool). Environment: STUB_IGNORE_TERM=1 ignores
-// SIGTERM; STUB_HANG_INIT=1 never answers initialize; STUB_INIT_ERROR=1
+// SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
+// tools/call; STUB_CALL_LOG=FILE records every tool run; STUB_DEAF=1 stops
+// reading stdin after notifications/initialized; STUB_HANG_INIT=1
+// never answers initialize; STUB_INIT_ERROR=1
 // refuses it.
 package main
 
@@ -20,16 +23,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
+type message = worker.Message
 
 type stub struct {
 	outMu sync.Mutex
@@ -74,6 +72,11 @@ func main() {
 				delete(s.cancelled, string(p.RequestID))
 			}
 			s.mu.Unlock()
+		case m.Method == "notifications/initialized" && os.Getenv("STUB_DEAF") == "1":
+			time.Sleep(time.Hour) // stops reading stdin: a hung worker
+		case m.ID == nil && m.Method == "tools/call" && os.Getenv("STUB_NAIVE") == "1":
+			// A naive server runs an id-less tools/call too.
+			record(exactName(m.Params))
 		case m.ID == nil: // other notifications
 		default:
 			cancel := make(chan struct{})
@@ -138,6 +141,7 @@ func (s *stub) handle(m message, cancel chan struct{}) {
 	switch m.Method {
 	case "initialize":
 		if os.Getenv("STUB_HANG_INIT") == "1" {
+			fmt.Fprintln(os.Stderr, "stub: hanging in initialize")
 			<-cancel
 			return
 		}
@@ -191,6 +195,10 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		s.fail(m.ID, -32602, "stub: bad params")
 		return
 	}
+	if os.Getenv("STUB_NAIVE") == "1" {
+		p.Name = exactName(m.Params) // as SDKs read it: the key "name" exactly
+	}
+	record(p.Name)
 	a := p.Arguments
 	switch p.Name {
 	case "echo":
@@ -260,4 +268,30 @@ func (s *stub) call(m message, cancel chan struct{}) {
 	default:
 		s.fail(m.ID, -32602, "stub: unknown tool "+p.Name)
 	}
+}
+
+// exactName reads params.name with an exact key match, as SDKs do (Go's
+// struct decoding would match "Name" too).
+func exactName(params json.RawMessage) string {
+	var p map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(params, &p) == nil {
+		_ = json.Unmarshal(p["name"], &name)
+	}
+	return name
+}
+
+// record appends a tool the stub ran to $STUB_CALL_LOG, when set, so a test
+// can see what ran in the worker whatever the gateway answered.
+func record(name string) {
+	path := os.Getenv("STUB_CALL_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, name)
 }

@@ -1,0 +1,50 @@
+package db
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConfigRoundTrip(t *testing.T) {
+	tests := []Config{
+		{Driver: SQLite, DSN: "/var/lib/mcpgate/data/mcpgate.db"},
+		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50},
+	}
+	for _, want := range tests {
+		t.Run(want.Driver, func(t *testing.T) {
+			env := map[string]string{}
+			for _, kv := range want.Environ() {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			got, err := ConfigFromEnv(func(k string) string { return env[k] })
+			require.NoError(t, err)
+			assert.Equal(t, want.WithDefaults(), got)
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	got, err := ConfigFromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	assert.Equal(t, Config{Driver: SQLite, DSN: DefaultSQLitePath, StatementTimeout: DefaultStatementTimeout, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows}, got)
+}
+
+func TestConfigErrors(t *testing.T) {
+	env := map[string]string{
+		EnvDriver:           "postgres",
+		EnvSetRole:          "maybe",
+		EnvStatementTimeout: "soon",
+		EnvLockTimeout:      "-1s",
+		EnvMaxRows:          "many",
+	}
+	_, err := ConfigFromEnv(func(k string) string { return env[k] })
+	require.Error(t, err)
+	for _, name := range []string{EnvDSN, EnvSetRole, EnvStatementTimeout, EnvLockTimeout, EnvMaxRows} {
+		assert.Contains(t, err.Error(), name, "every problem is reported at once")
+	}
+}

@@ -1,0 +1,97 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/tools/db/dbtest"
+	"github.com/mcpgate/mcpgate/tools/db/postgres"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func open(t *testing.T, cfg db.Config, user string, readOnly bool) *db.Session {
+	t.Helper()
+	s, err := db.Open(t.Context(), postgres.Engine{}, cfg, user, readOnly)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func kind(t *testing.T, err error) string {
+	t.Helper()
+	var de *db.Error
+	require.True(t, errors.As(err, &de), "got %T %v, want *db.Error", err, err)
+	return de.Kind
+}
+
+// TestReadOnlyByTheDatabase bypasses the tools' statement checks: the
+// server refuses every write of a read-only session, even after the
+// session tries to switch its defaults back to read-write.
+func TestReadOnlyByTheDatabase(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	s := open(t, cfg, "ada", true)
+	writes := []string{
+		"INSERT INTO customers (id, name, email) VALUES (9, 'x', 'x@example.org')",
+		"WITH d AS (DELETE FROM customers RETURNING id) SELECT count(*) FROM d",
+		"CREATE TABLE t (x int)",
+		"CREATE TEMP TABLE t (x int)",
+	}
+	for _, w := range writes {
+		assert.Equal(t, db.KindReadOnly, kind(t, dbtest.Run(t.Context(), s, w)), w)
+	}
+	assert.Error(t, dbtest.Run(t.Context(), s, "SET TRANSACTION READ WRITE"))
+	require.NoError(t, dbtest.Run(t.Context(), s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE"))
+	require.NoError(t, s.Commit(t.Context()))
+	assert.Equal(t, db.KindReadOnly, kind(t, dbtest.Run(t.Context(), s, writes[0])), "the next transaction is still read-only")
+}
+
+func TestRoleMustExist(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cfg.SetRole = true
+	_, err := db.Open(t.Context(), postgres.Engine{}, cfg, `no "such" role`, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `cannot run as a database role`)
+}
+
+func TestBadDSN(t *testing.T) {
+	_, err := db.Open(t.Context(), postgres.Engine{}, db.Config{Driver: db.Postgres, DSN: "host=/nonexistent/dir port=1 user=x password=hunter2 connect_timeout=2"}, "ada", false)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "hunter2", "the password never reaches an error")
+}
+
+func TestLiteral(t *testing.T) {
+	tests := []struct {
+		v    any
+		want string
+	}{
+		{nil, "NULL"},
+		{int64(-3), "-3"},
+		{1.5, "1.5"},
+		{true, "TRUE"},
+		{"it's", "'it''s'"},
+		{[]byte{0xde, 0xad}, "decode('dead', 'hex')"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, postgres.Engine{}.Literal(tt.v))
+	}
+}
+
+// TestConnectionLost: a session whose server connection is killed says so,
+// and keeps saying so, instead of failing in odd ways.
+func TestConnectionLost(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	s := open(t, cfg, "ada", false)
+	var pid int64
+	require.NoError(t, s.Do(t.Context(), func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	}))
+	dbtest.Exec(t, dbtest.Postgres(t), "SELECT pg_terminate_backend($1)", pid)
+	err := dbtest.Run(t.Context(), s, "SELECT 1")
+	require.Error(t, err)
+	err = dbtest.Run(t.Context(), s, "SELECT 1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "start a new MCP session")
+}

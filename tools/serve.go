@@ -1,0 +1,122 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxFrame bounds one inbound JSON-RPC line, as the SDK's own stdio
+// transport does (mcp.DefaultMaxLineLength).
+const maxFrame = mcp.DefaultMaxLineLength
+
+// Serve runs srv over newline-delimited JSON-RPC on in and out (a worker's
+// stdin and stdout) until in ends or ctx is cancelled. A line that is not a
+// JSON-RPC message is answered with a JSON-RPC error (-32700 parse error,
+// -32600 invalid request) and skipped: the go-sdk would end the whole
+// session on it, and one bad frame must not cost a client its session.
+func Serve(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer) error {
+	w := &lockedWriter{w: out}
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	go filterFrames(in, pw, w)
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil // stdin ended, or the gateway stopped the worker
+	}
+	return err
+}
+
+// filterFrames copies the valid JSON-RPC lines of in to pw, answers the
+// others on out, and closes pw when in ends. It stops when pw is closed.
+func filterFrames(in io.Reader, pw *io.PipeWriter, out io.Writer) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if reply := check(line); reply != nil {
+				if _, werr := out.Write(reply); werr != nil {
+					pw.CloseWithError(werr)
+					return
+				}
+			} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
+				return // the server has stopped
+			}
+		}
+		if err != nil {
+			pw.CloseWithError(err) // io.EOF ends the session normally
+			return
+		}
+	}
+}
+
+// readLine reads one line without its newline. A line over maxFrame is
+// drained and returned as a truncated line, which check then refuses.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) <= maxFrame {
+			line = append(line, chunk...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return bytes.TrimSuffix(line, []byte("\n")), err
+		}
+	}
+}
+
+// check returns the error answer for a line that is not a JSON-RPC 2.0
+// message or a non-empty batch of them (JSON-RPC 2.0 §5.1), or nil.
+func check(line []byte) []byte {
+	if !json.Valid(line) {
+		return rpcError(nil, -32700, "parse error: the line is not JSON")
+	}
+	var msgs []json.RawMessage
+	if trimmed := bytes.TrimSpace(line); trimmed[0] == '[' {
+		if err := json.Unmarshal(trimmed, &msgs); err != nil || len(msgs) == 0 {
+			return rpcError(nil, -32600, "invalid request: an empty or malformed batch")
+		}
+	} else {
+		msgs = []json.RawMessage{trimmed}
+	}
+	for _, m := range msgs {
+		var head struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(m, &head); err != nil || head.JSONRPC != "2.0" {
+			return rpcError(head.ID, -32600, `invalid request: not a JSON-RPC 2.0 message (want "jsonrpc": "2.0")`)
+		}
+	}
+	return nil
+}
+
+func rpcError(id json.RawMessage, code int, message string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": "mcpgate worker: " + message}})
+	return append(b, '\n')
+}
+
+// lockedWriter serialises whole writes, so that a filter's error answer
+// never lands inside one of the server's lines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Close does nothing: the worker's stdout outlives the session.
+func (l *lockedWriter) Close() error { return nil }

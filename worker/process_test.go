@@ -1,0 +1,148 @@
+package worker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return f[0] != "Z"
+}
+
+// awaitDead waits for a grandchild's death; it cannot be waited for, so
+// /proc is polled until SIGKILL has been delivered.
+func awaitDead(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d: got alive, want dead", pid)
+		}
+	}
+}
+
+func start(t *testing.T, script string) (*Process, <-chan string) {
+	t.Helper()
+	p, err := StartProcess(ProcessConfig{Command: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		_ = p.ReadLoop(func(l []byte) { lines <- string(l) })
+		close(lines)
+	}()
+	t.Cleanup(func() { _ = p.Stop(context.Background(), 0) })
+	return p, lines
+}
+
+func TestStop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		grace  time.Duration
+		want   string
+	}{
+		// A stdio server ends when its input does (MCP §Lifecycle).
+		{"ends on stdin EOF", `echo ready; read x; exit 0`, 10 * time.Second, "exit status 0"},
+		{"SIGTERM", `trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done`, 300 * time.Millisecond, "exit status 7"},
+		{"ignores SIGTERM: SIGKILL after grace", `trap '' TERM; echo ready; while :; do sleep 0.05; done`, 300 * time.Millisecond, "killed by signal killed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, lines := start(t, tc.script)
+			if got := <-lines; got != "ready" {
+				t.Fatalf("got %q, want ready", got)
+			}
+			if err := p.Stop(context.Background(), tc.grace); err != nil {
+				t.Fatalf("Stop: %v", err)
+			}
+			if got := ExitDescription(p.ExitErr()); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if alive(p.Pid()) {
+				t.Errorf("pid %d still there after Stop", p.Pid())
+			}
+		})
+	}
+}
+
+func TestProcessGroupDiesWithTheWorker(t *testing.T) {
+	// The worker starts a child that ignores SIGTERM and outlives the
+	// worker's own exit; the group kill must still reach it.
+	p, lines := start(t, `(trap '' TERM; exec sleep 1000) & echo $!; read x`)
+	child, err := strconv.Atoi(<-lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alive(child) {
+		t.Fatalf("child %d not running", child)
+	}
+	if err := p.Stop(context.Background(), 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	awaitDead(t, child)
+}
+
+func TestCrashKillsTheGroup(t *testing.T) {
+	p, lines := start(t, `sleep 1000 & echo $!; exit 3`)
+	child, _ := strconv.Atoi(<-lines)
+	if got := ExitDescription(p.ExitErr()); got != "exit status 3" {
+		t.Errorf("got %q, want exit status 3", got)
+	}
+	awaitDead(t, child)
+}
+
+func TestEnvironmentIsOnlyWhatIsGiven(t *testing.T) {
+	t.Setenv("MCPGATE_TEST_SECRET", "x")
+	p, lines := start(t, `env | sort`)
+	var got []string
+	for l := range lines {
+		got = append(got, l)
+	}
+	_ = p.ExitErr()
+	for _, kv := range got {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "PWD=") && !strings.HasPrefix(kv, "SHLVL=") && !strings.HasPrefix(kv, "_=") {
+			t.Errorf("got %q in the worker's environment, want only what the gateway passes", kv)
+		}
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	if _, err := StartProcess(ProcessConfig{}); err == nil {
+		t.Error("no command: got nil error")
+	}
+	if _, err := StartProcess(ProcessConfig{Command: []string{"/nonexistent/worker"}}); err == nil {
+		t.Error("missing program: got nil error")
+	}
+}
+
+func TestLogLimiter(t *testing.T) {
+	var l logLimiter
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range logLinesPerSecond {
+		if ok, _ := l.allow(t0); !ok {
+			t.Fatalf("line %d: got dropped, want logged", i)
+		}
+	}
+	for range 5 {
+		if ok, _ := l.allow(t0.Add(500 * time.Millisecond)); ok {
+			t.Fatal("over the limit: got logged, want dropped")
+		}
+	}
+	ok, dropped := l.allow(t0.Add(time.Second))
+	if !ok || dropped != 5 {
+		t.Errorf("next window: got %v, %d dropped, want true, 5", ok, dropped)
+	}
+}
