@@ -73,7 +73,7 @@ type Limits struct {
 	// plain number of bytes or a size such as 8MiB or 512KiB.
 	MaxBodyBytes ByteSize `mapstructure:"max_body_bytes"`
 	// MaxConnections caps live connections; the next one gets 503.
-	// Default 512.
+	// Default 4096; each open SSE stream holds one.
 	MaxConnections int `mapstructure:"max_connections"`
 	// ReadHeaderTimeout bounds reading a request's head. Default 10s.
 	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`

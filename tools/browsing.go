@@ -176,7 +176,25 @@ func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 			quoted[i] = db.Quote(c)
 		}
 		head := "INSERT INTO " + target + " (" + strings.Join(quoted, ", ") + ") VALUES ("
-		page, err = db.Scan(rows, limit, func(vals []any) (string, int) {
+		page, err = db.Scan(rows, limit, db.MaxBytes, func(vals []any) (string, int) {
+			// Size the INSERT before building it: a row over the cap is
+			// left out, not rendered (a cut INSERT would load wrong data).
+			n := len(head) + 2
+			for _, v := range vals {
+				switch x := v.(type) {
+				case db.Long:
+					return "", db.MaxBytes + 1
+				case []byte:
+					n += 2*len(x) + 5
+				case string:
+					n += len(x) + strings.Count(x, "'") + strings.Count(x, `\`) + 4
+				default:
+					n += 24
+				}
+			}
+			if n > db.MaxBytes {
+				return "", n
+			}
 			lits := make([]string, len(vals))
 			for i, v := range vals {
 				lits[i] = cat.Literal(v)
@@ -196,8 +214,11 @@ func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 	case page.Truncated:
 		note = fmt.Sprintf("-- showing %d of %d rows", len(page.Items), page.Total)
 	}
+	if page.Oversize > 0 {
+		note += fmt.Sprintf("; %d row(s) left out: each one's INSERT is over the %d-byte result cap (query shows them, with long values cut)", page.Oversize, db.MaxBytes)
+	}
 	text := ddl + "\n" + strings.Join(page.Items, "\n") + "\n" + note + "\n"
-	return &Result{Text: text, Structured: map[string]any{"ddl": ddl, "inserts": page.Items, "total": page.Total, "truncated": page.Truncated}}, nil
+	return &Result{Text: text, Structured: map[string]any{"ddl": ddl, "inserts": page.Items, "total": page.Total, "truncated": page.Truncated, "oversize": page.Oversize}}, nil
 }
 
 // definition finds the definitions of one type ("view", or "routine" for

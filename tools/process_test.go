@@ -61,6 +61,14 @@ func TestMain(m *testing.M) {
 // and returns a go-sdk client connected to it over stdio.
 func startWorker(t *testing.T, id worker.Identity, cfg *db.Config) *mcp.ClientSession {
 	t.Helper()
+	cs, _ := startWorkerCmd(t, id, cfg)
+	return cs
+}
+
+// startWorkerCmd is startWorker that also returns the worker's command, for
+// a test that looks at the process.
+func startWorkerCmd(t *testing.T, id worker.Identity, cfg *db.Config) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(mcpgateBinary(t), "worker")
 	cmd.Env = append(os.Environ(), id.Environ()...)
 	if cfg != nil {
@@ -71,7 +79,7 @@ func startWorker(t *testing.T, id worker.Identity, cfg *db.Config) *mcp.ClientSe
 		Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { cs.Close() })
-	return cs
+	return cs, cmd
 }
 
 // testWriter logs a worker's stderr into the test's output.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,50 @@ CREATE FUNCTION sneaky() RETURNS int LANGUAGE plpgsql AS $$ BEGIN INSERT INTO cu
 			}
 		})
 	}
+}
+
+// TestSQLiteGuardThroughTools: text the statement splitter misreads (it
+// lexes as PostgreSQL does, so E'\' opens an escape string for it, where
+// SQLite reads the column E and the string '\') cannot smuggle a COMMIT and
+// a DELETE through query, nor an ATTACH through execute_sql, in a
+// read-write session: SQLite's authorizer refuses them.
+func TestSQLiteGuardThroughTools(t *testing.T) {
+	const misread = `SELECT E'\' FROM (SELECT 1 AS E) WHERE 0`
+	require.Len(t, db.Split(misread+"; COMMIT; --'"), 1, "the splitter sees one statement")
+	cfg := dbtest.Config(t, db.SQLite)
+	rw := session(t, cfg, "ada", false)
+	ro := session(t, cfg, "cy", true)
+	items := count(t, ro, "SELECT count(*) FROM order_items")
+	require.NotZero(t, items)
+	t.Run("query", func(t *testing.T) {
+		kind, msg := callErr(t, rw, "query", map[string]any{"sql": misread + "; COMMIT; DELETE FROM order_items; --'"})
+		assert.Equal(t, "refused", kind, msg)
+		kind, msg = callErr(t, rw, "query", map[string]any{"sql": misread + "; DELETE FROM order_items; --'"})
+		assert.Equal(t, "readOnly", kind, msg)
+		kind, msg = callErr(t, rw, "query", map[string]any{"sql": "PRAGMA foreign_keys = 0"})
+		assert.Equal(t, "readOnly", kind, msg)
+	})
+	t.Run("execute_sql", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, sql := range []string{
+			"CREATE TABLE t1 (begin int); ATTACH '" + filepath.Join(dir, "a.db") + "' AS e; CREATE TABLE e.t (x)",
+			misread + "; ATTACH '" + filepath.Join(dir, "b.db") + "' AS f; CREATE TABLE f.t (x); --'",
+			misread + "; COMMIT; --'",
+		} {
+			kind, msg := callErr(t, rw, "execute_sql", map[string]any{"sql": sql})
+			assert.Equal(t, "refused", kind, msg)
+		}
+		left, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, left, "no database file was created")
+	})
+	callOK(t, rw, "refresh", nil)
+	assert.Equal(t, items, count(t, rw, "SELECT count(*) FROM order_items"))
+	assert.Equal(t, float64(1), count(t, rw, "SELECT foreign_keys FROM pragma_foreign_keys"))
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "DELETE FROM order_items"})
+	callOK(t, rw, "commit", nil)
+	callOK(t, ro, "refresh", nil)
+	assert.Zero(t, count(t, ro, "SELECT count(*) FROM order_items"), "the session's own commit works")
 }
 
 func TestSystemObjectsRefused(t *testing.T) {

@@ -1,7 +1,11 @@
 package tools_test
 
 import (
+	"encoding/json"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/tools"
@@ -402,6 +406,64 @@ func TestExportRoundTrip(t *testing.T) {
 			assert.Len(t, after["rows"], 2)
 		})
 	}
+}
+
+// TestSQLiteValueCaps: long values are cut before they are copied, and
+// SQLite refuses values over sqlite.MaxLength, so a few short statements
+// cannot take the worker's memory; export_table leaves out a row whose
+// INSERT is over the byte cap and says so.
+func TestSQLiteValueCaps(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	rw := session(t, cfg, "ada", false)
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "CREATE TABLE big (id INTEGER PRIMARY KEY, v BLOB); INSERT INTO big VALUES (1, randomblob(8 << 20)), (2, X'0102'), (3, randomblob(600000))"})
+	callOK(t, rw, "commit", nil)
+	ro, cmd := startWorkerCmd(t, worker.Identity{User: "ro", SessionID: "s-ro", ReadOnly: true}, &cfg)
+	t.Run("export_table", func(t *testing.T) {
+		text, sc := callOK(t, ro, "export_table", map[string]any{"table": "big"})
+		b, err := json.Marshal(sc["inserts"])
+		require.NoError(t, err)
+		assert.Less(t, len(b), 1<<10)
+		assert.Equal(t, []any{`INSERT INTO "main"."big" ("id", "v") VALUES (2, X'0102');`}, sc["inserts"])
+		assert.Equal(t, float64(3), sc["total"])
+		assert.Equal(t, float64(2), sc["oversize"], "the 8 MiB row and the 600 kB one, 1.2 MB in hex")
+		assert.Equal(t, true, sc["truncated"])
+		assert.Contains(t, text, "-- showing 1 of 3 rows; 2 row(s) left out")
+	})
+	t.Run("values over the length limit", func(t *testing.T) {
+		kind, msg := callErr(t, ro, "query", map[string]any{"sql": "SELECT zeroblob(100000000), zeroblob(100000000), zeroblob(100000000)"})
+		assert.Equal(t, "sqlError", kind, msg)
+		assert.Contains(t, msg, "too big")
+	})
+	t.Run("long values are cut", func(t *testing.T) {
+		_, sc := callOK(t, ro, "query", map[string]any{"sql": "SELECT randomblob(15000000) AS a, zeroblob(15000000) AS b, printf('%.*c', 15000000, 'x') AS c"})
+		row := sc["rows"].([]any)[0].([]any)
+		assert.True(t, strings.HasSuffix(row[0].(string), "… [30000002 bytes]"), "got %.40q", row[0])
+		assert.True(t, strings.HasPrefix(row[0].(string), `\x`), "got %.40q", row[0])
+		assert.True(t, strings.HasSuffix(row[1].(string), "… [15000000 bytes]"), "got %.40q", row[1])
+		assert.True(t, strings.HasSuffix(row[2].(string), "… [15000000 bytes]"), "got %.40q", row[2])
+		assert.Less(t, len(row[0].(string)), 5000)
+	})
+	peak := peakKB(t, cmd.Process.Pid)
+	t.Logf("worker peak RSS: %d KiB", peak)
+	assert.Less(t, peak, 200<<10, "worker peak RSS in KiB")
+}
+
+// peakKB is a process's peak resident set size (VmHWM), in KiB.
+func peakKB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Skipf("no /proc status for the worker: %v", err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			n, err := strconv.Atoi(f[1])
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Skip("no VmHWM in the worker's /proc status")
+	return 0
 }
 
 // TestSchemaChangeBetweenQueries: the same query text before and after the

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -21,6 +22,8 @@ type Rows struct {
 	Total        int  `json:"total"`
 	TotalAtLeast bool `json:"totalAtLeast,omitempty"`
 	Truncated    bool `json:"truncated"`
+	// Oversize counts rows left out because each alone is over MaxBytes.
+	Oversize int `json:"oversize,omitempty"`
 }
 
 // MaxBytes caps the bytes of values one result keeps; rows past it are
@@ -41,7 +44,13 @@ func Collect(rows *sql.Rows, maxRows, maxCell int) (*Rows, error) {
 }
 
 func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
-	p, err := scan(rows, maxRows, countLimit, func(vals []any) ([]any, int) {
+	keep := maxCell
+	if keep > 0 {
+		// Enough of a long value for its text form: the bytes themselves, or
+		// half as many in hex.
+		keep += utf8.UTFMax
+	}
+	p, err := scan(rows, maxRows, keep, countLimit, func(vals []any) ([]any, int) {
 		row, size := make([]any, len(vals)), 0
 		for i, v := range vals {
 			row[i] = Normalize(v, maxCell)
@@ -56,7 +65,7 @@ func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rows{Columns: p.Columns, Rows: p.Items, Total: p.Total, TotalAtLeast: p.TotalAtLeast, Truncated: p.Truncated}, nil
+	return &Rows{Columns: p.Columns, Rows: p.Items, Total: p.Total, TotalAtLeast: p.TotalAtLeast, Truncated: p.Truncated, Oversize: p.Oversize}, nil
 }
 
 // Page is what Scan keeps of a result.
@@ -66,54 +75,107 @@ type Page[T any] struct {
 	Total        int  // rows counted, up to CountLimit
 	TotalAtLeast bool // counting stopped at CountLimit
 	Truncated    bool // fewer items than rows
+	Oversize     int  // rows left out because each alone is over MaxBytes
+}
+
+// Long stands for a text or byte value longer than a scan keeps: its first
+// bytes and its true length. Scanning it copies only Head, so a huge value
+// costs no more than the driver's own copy.
+type Long struct {
+	Head []byte
+	Len  int
+	Text bool // the value was text (a string), not bytes
 }
 
 // Scan reads rows, turning each into an item with convert (which also
-// returns its size in bytes). It keeps items while there are fewer than
-// maxRows and their sizes add up to at most MaxBytes (always the first),
-// counts the rest up to CountLimit, and closes rows.
-func Scan[T any](rows *sql.Rows, maxRows int, convert func(vals []any) (T, int)) (*Page[T], error) {
-	return scan(rows, maxRows, CountLimit, convert)
+// returns its size in bytes). A text or byte value longer than maxValue
+// bytes (0: no limit) reaches convert as a Long. Scan keeps items while
+// there are fewer than maxRows and their sizes add up to at most MaxBytes;
+// an item over MaxBytes by itself is left out and counted in Oversize, and
+// later items are still kept. It counts the rest up to CountLimit and
+// closes rows.
+func Scan[T any](rows *sql.Rows, maxRows, maxValue int, convert func(vals []any) (T, int)) (*Page[T], error) {
+	return scan(rows, maxRows, maxValue, CountLimit, convert)
 }
 
-func scan[T any](rows *sql.Rows, maxRows, countLimit int, convert func(vals []any) (T, int)) (*Page[T], error) {
+func scan[T any](rows *sql.Rows, maxRows, maxValue, countLimit int, convert func(vals []any) (T, int)) (*Page[T], error) {
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
 	}
 	p := &Page[T]{Columns: cols, Items: []T{}}
-	vals := make([]any, len(cols))
+	cells := make([]cell, len(cols))
 	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
+	vals := make([]any, len(cols))
+	for i := range cells {
+		cells[i].max = maxValue
+		ptrs[i] = &cells[i]
 	}
-	size := 0
+	size, full := 0, false
 	for rows.Next() {
 		if p.Total == countLimit {
 			p.TotalAtLeast = true
 			break
 		}
 		p.Total++
-		if p.Truncated || len(p.Items) >= maxRows {
+		if full || len(p.Items) >= maxRows {
 			p.Truncated = true
 			continue
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		item, n := convert(vals)
-		if size += n; size > MaxBytes && len(p.Items) > 0 {
-			p.Truncated = true
-			continue
+		for i := range cells {
+			vals[i] = cells[i].v
 		}
-		p.Items = append(p.Items, item)
+		item, n := convert(vals)
+		switch {
+		case n > MaxBytes:
+			p.Oversize++
+			p.Truncated = true
+		case size+n > MaxBytes:
+			full, p.Truncated = true, true
+		default:
+			size += n
+			p.Items = append(p.Items, item)
+		}
 	}
 	return p, rows.Err()
 }
 
+// cell scans one value. database/sql hands a Scanner the driver's own bytes
+// (https://pkg.go.dev/database/sql#Scanner), so a long value is cut here,
+// before any copy, where scanning into an any would clone it whole.
+type cell struct {
+	v   any
+	max int
+}
+
+// Scan keeps src, copying at most max bytes of a text or byte value.
+func (c *cell) Scan(src any) error {
+	switch x := src.(type) {
+	case []byte:
+		if c.max > 0 && len(x) > c.max {
+			c.v = Long{Head: bytes.Clone(x[:c.max]), Len: len(x)}
+		} else {
+			c.v = bytes.Clone(x)
+		}
+	case string:
+		if c.max > 0 && len(x) > c.max {
+			c.v = Long{Head: []byte(x[:c.max]), Len: len(x), Text: true}
+		} else {
+			c.v = x
+		}
+	default:
+		c.v = x
+	}
+	return nil
+}
+
 // Normalize turns a driver value into a JSON-friendly one: text for bytes
-// (hex when not UTF-8) and times, long text cut to maxCell bytes.
+// (hex when not UTF-8) and times, long text cut to maxCell bytes. A Long is
+// shown as text when its head is UTF-8 (the rest is not looked at).
 func Normalize(v any, maxCell int) any {
 	switch x := v.(type) {
 	case []byte:
@@ -121,6 +183,16 @@ func Normalize(v any, maxCell int) any {
 			return cut(string(x), maxCell)
 		}
 		return cut(`\x`+hex.EncodeToString(x), maxCell)
+	case Long:
+		head := x.Head
+		// A rune cut off at the end of the head is not an encoding error.
+		for i := 0; i < utf8.UTFMax && len(head) > 0 && !utf8.Valid(head); i++ {
+			head = head[:len(head)-1]
+		}
+		if x.Text || utf8.Valid(head) && len(head) > 0 {
+			return cutTo(string(head), maxCell, x.Len)
+		}
+		return cutTo(`\x`+hex.EncodeToString(x.Head), maxCell, 2+2*x.Len)
 	case string:
 		return cut(x, maxCell)
 	case time.Time:
@@ -139,20 +211,29 @@ func Normalize(v any, maxCell int) any {
 }
 
 func cut(s string, limit int) string {
-	if limit <= 0 || len(s) <= limit {
+	return cutTo(s, limit, len(s))
+}
+
+// cutTo cuts s, the start of a value of total bytes, to limit bytes at a
+// rune boundary and says how long the value was.
+func cutTo(s string, limit, total int) string {
+	if limit <= 0 || total <= limit {
 		return s
 	}
-	c := limit
-	for c > 0 && !utf8.RuneStart(s[c]) {
+	c := min(limit, len(s))
+	for c > 0 && c < len(s) && !utf8.RuneStart(s[c]) {
 		c--
 	}
-	return s[:c] + fmt.Sprintf("… [%d bytes]", len(s))
+	return s[:c] + fmt.Sprintf("… [%d bytes]", total)
 }
 
 // Note says how much of the result is shown.
 func (r *Rows) Note() string {
 	if r.TotalAtLeast {
 		return fmt.Sprintf("(showing %d of more than %d rows)", len(r.Rows), r.Total)
+	}
+	if r.Oversize > 0 {
+		return fmt.Sprintf("(showing %d of %d rows; %d left out, each over the %d-byte result cap)", len(r.Rows), r.Total, r.Oversize, MaxBytes)
 	}
 	if r.Truncated {
 		return fmt.Sprintf("(showing %d of %d rows)", len(r.Rows), r.Total)

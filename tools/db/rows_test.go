@@ -67,4 +67,42 @@ func TestCollect(t *testing.T) {
 		assert.True(t, strings.HasSuffix(lines[2], `| \x00ff`), lines[2])
 		assert.Contains(t, lines[1], "-+-")
 	})
+	t.Run("long binary values are cut, as hex", func(t *testing.T) {
+		r, err := pool.QueryContext(ctx, "SELECT randomblob(5000)")
+		require.NoError(t, err)
+		got, err := db.Collect(r, 10, 100)
+		require.NoError(t, err)
+		s := got.Rows[0][0].(string)
+		assert.True(t, strings.HasPrefix(s, `\x`), s)
+		assert.True(t, strings.HasSuffix(s, "… [10002 bytes]"), s)
+	})
+	t.Run("an oversize first row is left out", func(t *testing.T) {
+		r, err := pool.QueryContext(ctx, "SELECT printf('%.*c', 2 << 20, 'x') UNION ALL SELECT 'small'")
+		require.NoError(t, err)
+		got, err := db.Collect(r, 10, 0)
+		require.NoError(t, err)
+		assert.Equal(t, [][]any{{"small"}}, got.Rows)
+		assert.Equal(t, 2, got.Total)
+		assert.Equal(t, 1, got.Oversize)
+		assert.True(t, got.Truncated)
+		assert.Equal(t, "(showing 1 of 2 rows; 1 left out, each over the 1048576-byte result cap)", got.Note())
+	})
+}
+
+// TestScanCutsBeforeCopying: a value over Scan's limit reaches convert as a
+// Long holding only its head and its true length.
+func TestScanCutsBeforeCopying(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	pool, err := sql.Open("sqlite", cfg.DSN)
+	require.NoError(t, err)
+	defer pool.Close()
+	r, err := pool.QueryContext(t.Context(), "SELECT zeroblob(1 << 20), printf('%.*c', 300, 'y'), 'short', X'01', 7, NULL")
+	require.NoError(t, err)
+	page, err := db.Scan(r, 10, 100, func(vals []any) ([]any, int) { return vals, 0 })
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	row := page.Items[0]
+	assert.Equal(t, db.Long{Head: make([]byte, 100), Len: 1 << 20}, row[0])
+	assert.Equal(t, db.Long{Head: []byte(strings.Repeat("y", 100)), Len: 300, Text: true}, row[1])
+	assert.Equal(t, []any{"short", []byte{1}, int64(7), nil}, row[2:])
 }

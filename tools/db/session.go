@@ -414,7 +414,9 @@ func (s *Session) Read(ctx context.Context, fn func(ctx context.Context, q Queri
 				return err
 			}
 		}
-		if err := fn(ctx, q); err != nil {
+		// The mark lets the engine refuse writes in fn's statements
+		// themselves (SQLite), beyond undoing them afterwards.
+		if err := fn(ReadContext(ctx), q); err != nil {
 			return err
 		}
 		return errUndo

@@ -1,8 +1,10 @@
 // Package sqlite is the SQLite engine of the built-in worker (tools/db): a
 // pure-Go driver (modernc.org/sqlite, no cgo), one database file, WAL mode
-// and a busy timeout. A read-only session opens the file read-only
-// (mode=ro) with PRAGMA query_only and an authorizer that refuses ATTACH,
-// so no statement can write through any path.
+// and a busy timeout. Every connection carries an authorizer (guard.go)
+// that refuses ATTACH, DETACH and any transaction control but the
+// session's own, and any write in a read. A read-only session also opens
+// the file read-only (mode=ro) with PRAGMA query_only, and its authorizer
+// refuses PRAGMA settings, so no statement can write through any path.
 package sqlite
 
 import (
@@ -12,7 +14,6 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"strings"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"modernc.org/sqlite"
@@ -58,58 +59,37 @@ func (Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := sql.Open("sqlite", d)
+	base, err := sqlite.NewConnector(d)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.DSN, err)
 	}
-	return pool, nil
+	return sql.OpenDB(connector{base: base, readOnly: readOnly}), nil
 }
 
-// Setup installs, on a read-only session's connection, an authorizer that
-// refuses ATTACH and DETACH: mode=ro binds only the main file, and an
-// attached file would be opened read-write.
+// MaxLength caps one string, blob or row (SQLITE_LIMIT_LENGTH): a
+// statement that would make a larger one fails with "string or blob too
+// big" instead of taking the worker's memory (zeroblob(1e9) is a short
+// statement). SQLite's default is 1e9.
+const MaxLength = 16 << 20
+
+// Setup checks the connection and caps its values' length. Every
+// connection already carries the authorizer (guard.go).
 func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string, readOnly bool) error {
 	if err := c.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", cfg.DSN, err)
 	}
-	if !readOnly {
-		return nil
+	if _, err := sqlite.Limit(c, sqlite3.SQLITE_LIMIT_LENGTH, MaxLength); err != nil {
+		return fmt.Errorf("sqlite: cap the value length: %w", err)
 	}
-	return c.Raw(func(dc any) error {
-		r, ok := dc.(sqlite.AuthorizerRegisterer)
-		if !ok {
-			return errors.New("sqlite: the driver cannot install an authorizer, so a read-only session cannot be made safe")
-		}
-		return r.RegisterAuthorizer(readOnlyAuthorizer)
-	})
+	return nil
 }
 
-// readPragmas take an argument that names what to read, not a new value.
-var readPragmas = map[string]bool{
-	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
-	"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true, "quick_check": true,
-}
-
-// readOnlyAuthorizer denies what query_only does not cover: ATTACH (an
-// attached file would open read-write), DETACH, and any PRAGMA given a value
-// (query_only = 0 among them) except those whose argument names what to
-// read. (SQLite authorizer: https://www.sqlite.org/c3ref/set_authorizer.html;
-// for SQLITE_PRAGMA, arg1 is the pragma and arg2 its argument.)
-func readOnlyAuthorizer(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
-	switch action {
-	case sqlite.AuthAttach, sqlite.AuthDetach:
-		return sqlite.AuthorizerDeny
-	case sqlite.AuthPragma:
-		if arg2 != "" && !readPragmas[strings.ToLower(arg1)] {
-			return sqlite.AuthorizerDeny
-		}
-	}
-	return sqlite.AuthorizerOK
-}
+// beginStatement starts the session's transaction.
+const beginStatement = "BEGIN DEFERRED"
 
 // Begin starts a deferred transaction; Mark's read then fixes its snapshot,
 // so the session sees other sessions' commits only after a refresh.
-func (Engine) Begin(bool) string { return "BEGIN DEFERRED" }
+func (Engine) Begin(bool) string { return beginStatement }
 
 type mark struct{ changes, schema int64 }
 
@@ -152,7 +132,9 @@ func (Engine) Classify(err error) *db.Error {
 	case sqlite3.SQLITE_READONLY:
 		return &db.Error{Kind: db.KindReadOnly, Code: name, Err: err, Message: "sqlite: this session is read-only: " + se.Error()}
 	case sqlite3.SQLITE_AUTH:
-		return &db.Error{Kind: db.KindReadOnly, Code: name, Err: err, Message: "sqlite: not allowed in a read-only session (ATTACH, DETACH and PRAGMA settings are refused): " + se.Error()}
+		// The guard (guard.go) explains its refusals itself; this is the
+		// rest, a script's later statement compiled while rows are read.
+		return &db.Error{Kind: db.KindRefused, Code: name, Err: err, Message: "sqlite: refused: ATTACH, DETACH and transaction control are never allowed, and query and a read-only session cannot write or change a setting: " + se.Error()}
 	case sqlite3.SQLITE_INTERRUPT:
 		return &db.Error{Kind: db.KindOther, Code: "cancelled", Err: err, Message: "sqlite: the statement was interrupted"}
 	}

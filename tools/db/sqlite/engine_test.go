@@ -127,3 +127,127 @@ func TestLiteral(t *testing.T) {
 		assert.Equal(t, tt.want, sqlite.Engine{}.Literal(tt.v))
 	}
 }
+
+// kindOf returns the kind of a session error, or "" for nil.
+func kindOf(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		return ""
+	}
+	var de *db.Error
+	require.True(t, errors.As(err, &de), "got %T: %v", err, err)
+	return de.Kind
+}
+
+// read runs stmt through Session.Read, as the query tool does.
+func read(ctx context.Context, s *db.Session, stmt string) error {
+	return s.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		rows, err := q.QueryContext(ctx, stmt)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+		}
+		rows.Close()
+		return rows.Err()
+	})
+}
+
+// scalar reads one integer in its own call.
+func scalar(t *testing.T, s *db.Session, query string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.Do(t.Context(), func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, query).Scan(&n)
+	}))
+	return n
+}
+
+// TestGuardReadWrite bypasses the tools' statement splitter: on a
+// read-write session's connection the authorizer itself refuses ATTACH,
+// DETACH, VACUUM INTO and transaction control hidden in a script, and a read
+// (Session.Read, as query) writes nothing, whatever the text holds.
+func TestGuardReadWrite(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	s := open(t, cfg, false)
+	dir := t.TempDir()
+	items := scalar(t, s, "SELECT count(*) FROM order_items")
+	require.Positive(t, items)
+	t.Run("client statements", func(t *testing.T) {
+		tests := []struct{ name, sql, want string }{
+			{"attach", "ATTACH DATABASE '" + filepath.Join(dir, "a.db") + "' AS a", db.KindRefused},
+			{"attach in a script", "CREATE TABLE t1 (x); ATTACH '" + filepath.Join(dir, "b.db") + "' AS b; CREATE TABLE b.t (x)", db.KindRefused},
+			{"detach", "DETACH DATABASE main", db.KindRefused},
+			{"commit in a script", "SELECT 1; COMMIT; DELETE FROM order_items", db.KindRefused},
+			{"begin", "BEGIN", db.KindRefused},
+			{"end", "END", db.KindRefused},
+			{"savepoint", "SAVEPOINT mine", db.KindRefused},
+			{"the session's savepoint, in a script", "SELECT 1; RELEASE SAVEPOINT mcpgate_call", db.KindRefused},
+			{"rollback with a comment", "ROLLBACK -- x", db.KindRefused},
+			{"a write", "DELETE FROM order_items WHERE 0", ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				assert.Equal(t, tt.want, kindOf(t, dbtest.Run(t.Context(), s, tt.sql)))
+			})
+		}
+		left, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, left, "no file was attached or written")
+	})
+	t.Run("reads", func(t *testing.T) {
+		tests := []struct{ name, sql, want string }{
+			{"split mismatch", "SELECT 1 AS x$a$ WHERE 0; COMMIT; DELETE FROM order_items; -- $a$", db.KindRefused},
+			{"delete", "DELETE FROM order_items", db.KindReadOnly},
+			{"insert returning", "INSERT INTO customers (id, name, email) VALUES (9, 'x', 'x@example.org') RETURNING id", db.KindReadOnly},
+			{"cte delete", "WITH x AS (SELECT 1) DELETE FROM order_items", db.KindReadOnly},
+			{"ddl", "CREATE TABLE t2 (x)", db.KindReadOnly},
+			{"temp table", "CREATE TEMP TABLE t3 (x)", db.KindReadOnly},
+			{"setting that outlives the savepoint", "PRAGMA foreign_keys = 0", db.KindReadOnly},
+			{"the session's own commit", "COMMIT", db.KindRefused},
+			{"attach", "ATTACH DATABASE '" + filepath.Join(dir, "d.db") + "' AS d", db.KindRefused},
+			{"select", "SELECT count(*) FROM order_items", ""},
+			{"reading pragma", "SELECT count(*) FROM pragma_table_info('customers')", ""},
+			{"pragma read", "PRAGMA foreign_keys", ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				assert.Equal(t, tt.want, kindOf(t, read(t.Context(), s, tt.sql)))
+			})
+		}
+	})
+	assert.Equal(t, 1, scalar(t, s, "PRAGMA foreign_keys"))
+	assert.Equal(t, items, scalar(t, open(t, cfg, true), "SELECT count(*) FROM order_items"), "no delete was committed")
+	// The session's own transaction control still works.
+	require.NoError(t, dbtest.Run(t.Context(), s, "DELETE FROM order_items"))
+	require.NoError(t, s.Commit(t.Context()))
+	assert.Equal(t, 0, scalar(t, open(t, cfg, true), "SELECT count(*) FROM order_items"))
+	require.NoError(t, dbtest.Run(t.Context(), s, "CREATE TABLE kept (x)"))
+	require.NoError(t, s.Abort(t.Context()))
+	require.NoError(t, s.Refresh(t.Context()))
+}
+
+// TestGuardEveryConnection: a connection of the engine's pool carries the
+// authorizer before any session uses it, read-write too, and outside a
+// transaction, where VACUUM INTO would otherwise write a copy anywhere.
+func TestGuardEveryConnection(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	pool, err := sqlite.Engine{}.Open(cfg, false)
+	require.NoError(t, err)
+	defer pool.Close()
+	dir := t.TempDir()
+	for _, stmt := range []string{
+		"VACUUM INTO '" + filepath.Join(dir, "copy.db") + "'",
+		"ATTACH DATABASE '" + filepath.Join(dir, "a.db") + "' AS a",
+		"SELECT 1; COMMIT",
+	} {
+		_, err := pool.ExecContext(t.Context(), stmt)
+		assert.Equal(t, db.KindRefused, kindOf(t, err), stmt)
+	}
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "no file was written")
+	var n int
+	require.NoError(t, pool.QueryRowContext(t.Context(), "SELECT count(*) FROM customers").Scan(&n))
+	assert.Equal(t, 3, n)
+}
