@@ -69,6 +69,9 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 		"MCPGATE_AUTH_WRITE_SCOPE":     "mcp:write",
 		"MCPGATE_AUTH_USER_CLAIM":      "preferred_username",
 		"MCPGATE_DATABASE_PATH":        filepath.Join(dir, "data", "mcpgate.db"),
+		// The worker is this test binary (built with -race when the suite
+		// is): on a loaded 2-core machine its start can pass the default.
+		"MCPGATE_LIMITS_WORKER_START_TIMEOUT": "60s",
 	}
 	for k, v := range extraEnv {
 		env[k] = v
