@@ -105,16 +105,16 @@ func Encode(v any) ([]byte, error) {
 
 // Decode reads one JSON-RPC message. The common message (an object whose
 // members are among jsonrpc, id, method, params, result and error, each
-// spelled exactly and present once, on one line) is read by a scan of its
-// top level only, and is written out again by appending its members' bytes
-// (see encode) rather than by encoding/json, which would re-validate and
-// compact every raw member; its fields then alias data, which the caller
-// must not change. Anything else (duplicates, keys
-// differing in case or spelled with escapes, other members, a method that is
-// not plain ASCII, line breaks) is decoded by encoding/json as before, so it
-// behaves exactly as it always did: re-encoded on the way out. Errors are
-// encoding/json's (a *json.SyntaxError for text that is not JSON); the
-// caller still calls Validate.
+// spelled exactly and present once, with no line break) is read by a scan of
+// its top level only and written out again by appending its members' bytes
+// (see encode), not by encoding/json, which would re-validate and compact
+// every raw member; its fields then alias data, which the caller must not
+// change. Anything else (duplicates, keys differing in case or spelled with
+// escapes, other members, a method that is not plain ASCII, line breaks,
+// which must not reach the newline-delimited worker pipe or an SSE line) is
+// decoded by encoding/json as before and behaves exactly as it always did:
+// re-encoded on the way out. Errors are encoding/json's (a *json.SyntaxError
+// for text that is not JSON); the caller still calls Validate.
 func Decode(data []byte) (*Message, error) {
 	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 && json.Valid(data) {
 		if m, ok := decodeFast(data); ok {

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -163,5 +164,46 @@ func TestProgressTokenMatchesParamsInfo(t *testing.T) {
 	}
 	if got := (&Message{}).ProgressToken(); got != "" {
 		t.Errorf("no params: got %q, want none", got)
+	}
+}
+
+// BenchmarkAnswer measures what the gateway does to a worker's answer on
+// its way to the client — read it, restore the client's id, write it — for
+// a small and a 64 KiB result: "encoding/json" is json.Unmarshal into a
+// Message and Encode (the way before Decode), "decode" is Decode and
+// encodeWithID.
+func BenchmarkAnswer(b *testing.B) {
+	for _, size := range []int{16, 64 << 10} {
+		text := bytes.Repeat([]byte("x"), size)
+		line := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"` + string(text) +
+			`"}],"structuredContent":{"text":"` + string(text) + `"}}}`)
+		clientID := json.RawMessage(`"client-7"`)
+		b.Run(fmt.Sprintf("%dB/encoding-json", size), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				var m Message
+				if json.Unmarshal(line, &m) != nil || m.Validate() != nil {
+					b.Fatal("not a message")
+				}
+				m.ID = clientID
+				if _, err := Encode(&m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dB/decode", size), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				m, err := Decode(line)
+				if err != nil || m.Validate() != nil || !m.plain {
+					b.Fatal("not a message on the fast path")
+				}
+				if _, err := m.encodeWithID(clientID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
