@@ -116,7 +116,7 @@ func Encode(v any) ([]byte, error) {
 // re-encoded on the way out. Errors are encoding/json's (a *json.SyntaxError
 // for text that is not JSON); the caller still calls Validate.
 func Decode(data []byte) (*Message, error) {
-	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 && json.Valid(data) {
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 && valid(data) {
 		if m, ok := decodeFast(data); ok {
 			return m, nil
 		}
