@@ -129,7 +129,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
 func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream, readOnly bool) {
-	_, token := worker.ParamsInfo(m.Params)
+	token := m.ProgressToken()
 	var rewrite func(json.RawMessage) json.RawMessage
 	if readOnly {
 		switch {
@@ -207,8 +207,8 @@ func parseBody(body []byte) (msgs []*worker.Message, batch bool, f failure, ok b
 }
 
 func decodeMessage(raw []byte) (*worker.Message, failure, bool) {
-	m := new(worker.Message)
-	if err := json.Unmarshal(raw, m); err != nil {
+	m, err := worker.Decode(raw)
+	if err != nil {
 		return nil, syntaxOr(err, errInvalid), false
 	}
 	if m.Validate() != nil {

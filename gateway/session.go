@@ -68,7 +68,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 	var initialized atomic.Bool
 	st := worker.NewStream(sseOK)
 	st.Expect(1)
-	_, token := worker.ParamsInfo(m.Params)
+	token := m.ProgressToken()
 	s.conn.Call(m, token, st, func(res json.RawMessage) json.RawMessage {
 		initialized.Store(true)
 		return res

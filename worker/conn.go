@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,9 +133,7 @@ func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(js
 	}
 	c.mu.Unlock()
 
-	out := *m
-	out.ID = strconv.AppendInt(nil, gid, 10)
-	data, err := Encode(&out)
+	data, err := m.encodeWithID(strconv.AppendInt(nil, gid, 10))
 	if err == nil {
 		err = c.proc.Send(data)
 	}
@@ -177,6 +176,7 @@ func (c *Conn) rewriteCancel(m *Message) (*Message, bool) {
 	cl.stream.forget()
 	params["requestId"] = strconv.AppendInt(nil, gid, 10)
 	out := *m
+	out.plain = false
 	out.Params, _ = Encode(params)
 	return &out, true
 }
@@ -195,13 +195,18 @@ func (c *Conn) Respond(m *Message) error {
 	if !ok {
 		return ErrUnknownResponse
 	}
-	out := *m
-	out.ID = wid
-	return c.send(&out)
+	data, err := m.encodeWithID(wid)
+	if err != nil {
+		return fmt.Errorf("worker: encode: %w", err)
+	}
+	if err := c.proc.Send(data); err != nil {
+		return ErrClosed
+	}
+	return nil
 }
 
 func (c *Conn) send(m *Message) error {
-	data, err := Encode(m)
+	data, err := m.encode()
 	if err != nil {
 		return fmt.Errorf("worker: encode: %w", err)
 	}
@@ -314,18 +319,23 @@ func (c *Conn) run() {
 
 // handle takes one line from the worker.
 func (c *Conn) handle(line []byte) {
-	var m Message
-	if err := json.Unmarshal(line, &m); err != nil || m.Validate() != nil {
+	m, err := Decode(line)
+	if err != nil || m.Validate() != nil {
 		c.proc.Logf(slog.LevelWarn, "worker: dropped a line that is not JSON-RPC 2.0", "bytes", len(line))
 		return
 	}
+	if !m.IsResponse() && m.plain {
+		// line is the reader's buffer: what outlives this call (the
+		// worker's id, a notification queued on a stream) needs its own.
+		m, _ = Decode(bytes.Clone(line))
+	}
 	switch {
 	case m.IsResponse():
-		c.answer(&m)
+		c.answer(m) // encode copies its members
 	case m.IsRequest():
-		c.request(&m)
+		c.request(m)
 	default:
-		c.notification(&m)
+		c.notification(m)
 	}
 }
 
@@ -344,12 +354,15 @@ func (c *Conn) answer(m *Message) {
 		c.log.Debug("worker: dropped an answer to no request in flight", "pid", c.Pid(), "id", string(m.ID))
 		return
 	}
-	out := *m
-	out.ID = cl.clientID
-	if cl.rewrite != nil && out.Result != nil {
-		out.Result = cl.rewrite(out.Result)
+	out := m
+	if cl.rewrite != nil && m.Result != nil {
+		if res := cl.rewrite(m.Result); !sameBytes(res, m.Result) {
+			out = new(Message)
+			*out = *m
+			out.plain, out.Result = false, res
+		}
 	}
-	data, err := Encode(&out)
+	data, err := out.encodeWithID(cl.clientID)
 	if err != nil {
 		data = ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, "gateway: the worker's answer could not be encoded", nil})
 	}
@@ -366,9 +379,7 @@ func (c *Conn) request(m *Message) {
 	s := c.routeLocked("")
 	c.mu.Unlock()
 
-	out := *m
-	out.ID = json.RawMessage(key)
-	data, err := Encode(&out)
+	data, err := m.encodeWithID(json.RawMessage(key))
 	if err == nil && s != nil && s.push(Outgoing{Data: data}) {
 		return
 	}
@@ -403,6 +414,7 @@ func (c *Conn) notification(m *Message) {
 			if ok {
 				params["requestId"] = json.RawMessage(key)
 				out := *m
+				out.plain = false
 				out.Params, _ = Encode(params)
 				m = &out
 			}
@@ -411,10 +423,16 @@ func (c *Conn) notification(m *Message) {
 	c.mu.Lock()
 	s := c.routeLocked(token)
 	c.mu.Unlock()
-	data, err := Encode(m)
+	data, err := m.encode()
 	if err != nil || s == nil || !s.push(Outgoing{Data: data}) {
 		c.log.Debug("worker: dropped a notification with no stream to carry it", "pid", c.Pid(), "method", m.Method)
 	}
+}
+
+// sameBytes reports whether a and b are the same slice (a rewrite that
+// returned its input unchanged).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // routeLocked picks the one stream for a message of the worker's own (DESIGN,

@@ -17,6 +17,13 @@ type Message struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   json.RawMessage `json:"error,omitempty"`
+
+	// plain is set when Decode read the message on its fast path (see
+	// decodeFast): every member is then exactly as it would be encoded, so
+	// the message can be written by appending its members' bytes rather
+	// than by encoding/json. Code that changes a member of a copy other than
+	// its id must clear plain.
+	plain bool
 }
 
 // ErrInvalidMessage marks a message that is JSON but not a JSON-RPC 2.0
@@ -96,6 +103,228 @@ func Encode(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
+// Decode reads one JSON-RPC message. The common message (an object whose
+// members are among jsonrpc, id, method, params, result and error, each
+// spelled exactly and present once, with no line break) is read by a scan of
+// its top level only and written out again by appending its members' bytes
+// (see encode), not by encoding/json, which would re-validate and compact
+// every raw member; its fields then alias data, which the caller must not
+// change. Anything else (duplicates, keys differing in case or spelled with
+// escapes, other members, a method that is not plain ASCII, line breaks,
+// which must not reach the newline-delimited worker pipe or an SSE line) is
+// decoded by encoding/json as before and behaves exactly as it always did:
+// re-encoded on the way out. Errors are encoding/json's (a *json.SyntaxError
+// for text that is not JSON); the caller still calls Validate.
+func Decode(data []byte) (*Message, error) {
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 && valid(data) {
+		if m, ok := decodeFast(data); ok {
+			return m, nil
+		}
+	}
+	m := new(Message)
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// decodeFast reads the top level of data, which must be valid JSON (the
+// scanning below relies on it), and reports false for anything but the
+// common message described at Decode.
+func decodeFast(data []byte) (*Message, bool) {
+	m := &Message{plain: true}
+	var seen uint8
+	ok := eachMember(data, func(key, val []byte) bool {
+		var bit uint8
+		switch string(key) {
+		case "jsonrpc":
+			if string(val) != `"2.0"` {
+				return false
+			}
+			bit, m.JSONRPC = 1, "2.0"
+		case "id":
+			bit, m.ID = 2, val
+		case "method":
+			if !plainString(val) {
+				return false
+			}
+			bit, m.Method = 4, string(val[1:len(val)-1])
+		case "params":
+			bit, m.Params = 8, val
+		case "result":
+			bit, m.Result = 16, val
+		case "error":
+			bit, m.Error = 32, val
+		default:
+			// Another member, a key in another case or with escapes:
+			// encoding/json decides, as it always has.
+			return false
+		}
+		if seen&bit != 0 {
+			return false // a duplicate: likewise
+		}
+		seen |= bit
+		return true
+	})
+	return m, ok
+}
+
+// eachMember calls fn with the raw key (between its quotes, escapes not
+// undone) and the raw value of each member of the object obj, in order,
+// until fn returns false. obj must be valid JSON; eachMember reports false
+// when it is not an object or fn stopped it.
+func eachMember(obj []byte, fn func(key, val []byte) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) {
+			return false
+		}
+		switch obj[i] {
+		case '}':
+			return true
+		case ',':
+			i = skipSpace(obj, i+1)
+		}
+		if i >= len(obj) || obj[i] != '"' {
+			return false
+		}
+		ke := stringEnd(obj, i)
+		key := obj[i+1 : max(ke-1, i+1)]
+		i = skipSpace(obj, ke) // at ':'
+		vs := skipSpace(obj, i+1)
+		if vs >= len(obj) {
+			return false
+		}
+		ve := valueEnd(obj, vs)
+		if !fn(key, obj[vs:ve]) {
+			return false
+		}
+		i = ve
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// stringEnd returns the index after the string that starts at data[i]
+// (a '"'). In valid JSON a quote ends the string unless an odd number of
+// backslashes precedes it.
+func stringEnd(data []byte, i int) int {
+	j := i + 1
+	for {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			return len(data)
+		}
+		j += q
+		n := 0
+		for k := j - 1; k > i && data[k] == '\\'; k-- {
+			n++
+		}
+		j++
+		if n%2 == 0 {
+			return j
+		}
+	}
+}
+
+// valueEnd returns the index after the JSON value that starts at data[i].
+func valueEnd(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return stringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i = stringEnd(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// plainString reports whether the JSON string s holds printable ASCII only,
+// with no escapes: its bytes are then exactly what encoding/json would write.
+func plainString(s []byte) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for _, c := range s[1 : len(s)-1] {
+		if c < 0x20 || c > 0x7e || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// encode returns m as it goes on the wire. A message Decode read on its fast
+// path is written member by member, in the order and with the bytes that
+// encoding/json would produce for it except that params, result and error
+// keep the whitespace they came with (encoding/json would compact them).
+func (m *Message) encode() ([]byte, error) {
+	if !m.plain {
+		return Encode(m)
+	}
+	n := len(`{"jsonrpc":"2.0"}`) + len(m.ID) + len(m.Method) + len(m.Params) + len(m.Result) + len(m.Error) + 48
+	b := make([]byte, 0, n)
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	b = appendMember(b, `,"id":`, m.ID)
+	if m.Method != "" {
+		b = append(append(append(b, `,"method":"`...), m.Method...), '"')
+	}
+	b = appendMember(b, `,"params":`, m.Params)
+	b = appendMember(b, `,"result":`, m.Result)
+	b = appendMember(b, `,"error":`, m.Error)
+	return append(b, '}'), nil
+}
+
+func appendMember(b []byte, key string, val json.RawMessage) []byte {
+	if len(val) == 0 {
+		return b // omitempty
+	}
+	return append(append(b, key...), val...)
+}
+
+// encodeWithID returns m on the wire with id in place of its own.
+func (m *Message) encodeWithID(id json.RawMessage) ([]byte, error) {
+	out := *m
+	out.ID = id
+	return out.encode()
+}
+
 // ErrorObject is a JSON-RPC error object.
 type ErrorObject struct {
 	Code    int    `json:"code"`
@@ -169,6 +398,71 @@ type requestParams struct {
 	Meta struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
 	} `json:"_meta"`
+}
+
+// ProgressToken returns the Key of the request's params._meta.progressToken
+// (MCP §Progress), or "" when there is none; the same as ParamsInfo's, but
+// for a message Decode read on its fast path it reads only the members on
+// the way to the token instead of decoding the whole params (a tools/call's
+// arguments may be large).
+func (m *Message) ProgressToken() string {
+	if m.plain {
+		if tok, ok := fastProgressToken(m.Params); ok {
+			return tok
+		}
+	}
+	_, tok := ParamsInfo(m.Params)
+	return tok
+}
+
+// fastProgressToken is ParamsInfo's token for valid JSON params whose keys
+// on the way are plain: it reports false, leaving the answer to ParamsInfo,
+// for anything encoding/json might read differently (a key spelled in
+// another case or with escapes, a duplicate, a member of the wrong type,
+// which makes ParamsInfo return nothing).
+func fastProgressToken(params json.RawMessage) (string, bool) {
+	if len(params) == 0 {
+		return "", true
+	}
+	meta, ok := plainMember(params, "_meta", func(key, val []byte) bool {
+		// ParamsInfo decodes the name as a string too: any other type
+		// fails it whole.
+		return !bytes.EqualFold(key, []byte("name")) || val[0] == '"' || string(val) == "null"
+	})
+	if !ok || meta == nil || string(meta) == "null" {
+		return "", ok
+	}
+	if meta[0] != '{' {
+		return "", false // ParamsInfo fails whole on a _meta that is no object
+	}
+	tok, ok := plainMember(meta, "progressToken", nil)
+	if !ok || tok == nil || string(tok) == "null" {
+		return "", ok
+	}
+	return Key(tok), true
+}
+
+// plainMember returns the value of the member of object obj (valid JSON)
+// named exactly name, nil when there is none. It reports false when
+// obj is not an object, a key holds an escape, a key other than name equals
+// it ignoring case (encoding/json's rule), name appears twice, or check
+// (when not nil) refuses some member.
+func plainMember(obj []byte, name string, check func(key, val []byte) bool) ([]byte, bool) {
+	var found []byte
+	ok := eachMember(obj, func(key, val []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 || (check != nil && !check(key, val)) {
+			return false
+		}
+		if string(key) == name {
+			if found != nil {
+				return false
+			}
+			found = val
+			return true
+		}
+		return !bytes.EqualFold(key, []byte(name))
+	})
+	return found, ok
 }
 
 // ParamsInfo returns the tool name (tools/call) and the progress token key of

@@ -1,0 +1,209 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+// decodeCases are messages Decode must read exactly as json.Unmarshal does:
+// the fast path's, and the ones it must leave to encoding/json.
+var decodeCases = []struct {
+	name, in string
+	plain    bool // read on the fast path
+}{
+	{"request", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, true},
+	{"response", `{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"x"}]}}`, true},
+	{"error", `{"id":7,"jsonrpc":"2.0","error":{"code":-32601,"message":"no"}}`, true},
+	{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":1}}`, true},
+	{"spaces", " \t{ \"jsonrpc\" : \"2.0\" , \"id\" : 1.5e3 , \"result\" : { \"a\" : [ 1 , 2 ] } } ", true},
+	{"tricky strings", `{"jsonrpc":"2.0","id":"x\"}","result":{"t":"a\\\"b\\\\","u":"}{][,:\u0022","v":[{"w":"\\"}]}}`, true},
+	{"null id", `{"jsonrpc":"2.0","id":null,"result":{}}`, true},
+	{"null params", `{"jsonrpc":"2.0","id":1,"method":"m","params":null}`, true},
+	{"html", `{"jsonrpc":"2.0","id":1,"result":{"text":"<b>a & b</b>"}}`, true},
+	{"empty method", `{"jsonrpc":"2.0","id":1,"method":"","result":{}}`, true},
+	{"duplicate id", `{"jsonrpc":"2.0","id":1,"method":"m","id":2}`, false},
+	{"duplicate params", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a"},"params":{"name":"b"}}`, false},
+	{"key in other case", `{"jsonrpc":"2.0","ID":1,"method":"m"}`, false},
+	{"key with escape", `{"jsonrpc":"2.0","\u0069d":1,"method":"m"}`, false},
+	{"key with unicode fold", `{"jsonrpc":"2.0","id":1,"method":"m","paramſ":{}}`, false},
+	{"other member", `{"jsonrpc":"2.0","id":1,"method":"m","extra":true}`, false},
+	{"version escaped", `{"jsonrpc":"2\u002e0","id":1,"method":"m"}`, false},
+	{"version null", `{"jsonrpc":"2.0","jsonrpc":null,"id":1,"method":"m"}`, false},
+	{"version number", `{"jsonrpc":2,"id":1,"method":"m"}`, false},
+	{"method escaped", `{"jsonrpc":"2.0","id":1,"method":"tools\/call"}`, false},
+	{"method unicode", `{"jsonrpc":"2.0","id":1,"method":"tööls"}`, false},
+	{"method number", `{"jsonrpc":"2.0","id":1,"method":5}`, false},
+	{"line break", "{\"jsonrpc\":\"2.0\",\n\"id\":1,\"method\":\"m\"}", false},
+	{"array", `[{"jsonrpc":"2.0","id":1,"method":"m"}]`, false},
+	{"string", `"x"`, false},
+	{"null", `null`, false},
+	{"empty object", `{}`, true},
+	{"not json", `{"jsonrpc":"2.0","id":1,"method":"m","params":{bad}}`, false},
+	{"trailing garbage", `{"jsonrpc":"2.0","id":1,"method":"m"}x`, false},
+	{"truncated", `{"jsonrpc":"2.0","id":1,"method":"m"`, false},
+}
+
+func TestDecodeMatchesUnmarshal(t *testing.T) {
+	for _, tc := range decodeCases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkDecode(t, []byte(tc.in))
+			m, err := Decode([]byte(tc.in))
+			if got := err == nil && m.plain; got != tc.plain {
+				t.Errorf("got fast path %v, want %v", got, tc.plain)
+			}
+		})
+	}
+}
+
+// checkDecode compares Decode with json.Unmarshal into a Message: the same
+// error or none, the same members, and encode writing what Encode writes
+// (up to the whitespace inside params, result and error, which encode keeps).
+func checkDecode(t *testing.T, in []byte) {
+	t.Helper()
+	var want Message
+	wantErr := json.Unmarshal(in, &want)
+	got, err := Decode(bytes.Clone(in))
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("got error %v, want %v", err, wantErr)
+	}
+	if err != nil {
+		if _, syntax := wantErr.(*json.SyntaxError); syntax {
+			if _, ok := err.(*json.SyntaxError); !ok {
+				t.Fatalf("got error %T, want a *json.SyntaxError", err)
+			}
+		}
+		return
+	}
+	if got.JSONRPC != want.JSONRPC || got.Method != want.Method || !bytes.Equal(got.ID, want.ID) ||
+		!bytes.Equal(got.Params, want.Params) || !bytes.Equal(got.Result, want.Result) || !bytes.Equal(got.Error, want.Error) {
+		t.Fatalf("got %+v, want %+v", *got, want)
+	}
+	if (got.Validate() == nil) != (want.Validate() == nil) {
+		t.Fatalf("got Validate %v, want %v", got.Validate(), want.Validate())
+	}
+	if want.Validate() != nil {
+		return // never encoded
+	}
+	for _, id := range []json.RawMessage{nil, json.RawMessage(`42`), json.RawMessage(`"c-1"`)} {
+		var enc, wantEnc []byte
+		if id == nil {
+			enc, err = got.encode()
+			wantEnc, _ = Encode(&want)
+		} else {
+			enc, err = got.encodeWithID(id)
+			w := want
+			w.ID = id
+			wantEnc, _ = Encode(&w)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, enc); err != nil {
+			t.Fatalf("encode wrote %q, not JSON: %v", enc, err)
+		}
+		if !bytes.Equal(compact.Bytes(), wantEnc) {
+			t.Fatalf("encode wrote %s, want %s", enc, wantEnc)
+		}
+		if bytes.ContainsAny(enc, "\r\n") {
+			t.Fatalf("encode wrote a line break: %q", enc)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, tc := range decodeCases {
+		f.Add([]byte(tc.in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		checkDecode(t, in)
+	})
+}
+
+// progressCases are request params; ProgressToken must agree with
+// ParamsInfo on each.
+var progressCases = []struct{ name, params string }{
+	{"none", `{"name":"echo","arguments":{"text":"_meta"}}`},
+	{"number", `{"name":"echo","_meta":{"progressToken":5}}`},
+	{"string", `{"_meta":{"progressToken":"p-1","x":{"progressToken":2}},"name":"echo"}`},
+	{"spaces", `{ "_meta" : { "progressToken" : "a b" } }`},
+	{"null token", `{"_meta":{"progressToken":null}}`},
+	{"null meta", `{"_meta":null}`},
+	{"meta not object", `{"_meta":"x"}`},
+	{"meta array", `{"_meta":[1]}`},
+	{"meta other case", `{"_Meta":{"progressToken":1}}`},
+	{"token other case", `{"_meta":{"progresstoken":1}}`},
+	{"both cases", `{"_meta":{"progressToken":1},"_META":{"progressToken":2}}`},
+	{"duplicate meta", `{"_meta":{"progressToken":1},"_meta":{"progressToken":2}}`},
+	{"duplicate token", `{"_meta":{"progressToken":1,"progressToken":2}}`},
+	{"escaped key", `{"_meta":{"progress\u0054oken":1}}`},
+	{"name not string", `{"name":5,"_meta":{"progressToken":1}}`},
+	{"name other case not string", `{"NAME":[],"_meta":{"progressToken":1}}`},
+	{"name null", `{"name":null,"_meta":{"progressToken":1}}`},
+	{"params array", `[1]`},
+	{"params null", `null`},
+}
+
+func TestProgressTokenMatchesParamsInfo(t *testing.T) {
+	for _, tc := range progressCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + tc.params + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.plain {
+				t.Fatal("got the decoding path, want the fast path")
+			}
+			_, want := ParamsInfo(json.RawMessage(tc.params))
+			if got := m.ProgressToken(); got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+	if got := (&Message{}).ProgressToken(); got != "" {
+		t.Errorf("no params: got %q, want none", got)
+	}
+}
+
+// BenchmarkAnswer measures what the gateway does to a worker's answer on
+// its way to the client — read it, restore the client's id, write it — for
+// a small and a 64 KiB result: "encoding/json" is json.Unmarshal into a
+// Message and Encode (the way before Decode), "decode" is Decode and
+// encodeWithID.
+func BenchmarkAnswer(b *testing.B) {
+	for _, size := range []int{16, 64 << 10} {
+		text := bytes.Repeat([]byte("x"), size)
+		line := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"` + string(text) +
+			`"}],"structuredContent":{"text":"` + string(text) + `"}}}`)
+		clientID := json.RawMessage(`"client-7"`)
+		b.Run(fmt.Sprintf("%dB/encoding-json", size), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				var m Message
+				if json.Unmarshal(line, &m) != nil || m.Validate() != nil {
+					b.Fatal("not a message")
+				}
+				m.ID = clientID
+				if _, err := Encode(&m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dB/decode", size), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				m, err := Decode(line)
+				if err != nil || m.Validate() != nil || !m.plain {
+					b.Fatal("not a message on the fast path")
+				}
+				if _, err := m.encodeWithID(clientID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
