@@ -156,16 +156,17 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	}
 
 	var payload []byte
+	raw := []byte(token)
 	if alg.IsSymmetric() {
 		// Only the configured secret: never a JWKS key, whatever kid says.
-		payload, err = jws.VerifyCompactFast(a.opts.HMACSecret, []byte(token), alg)
+		payload, err = jws.VerifyCompactFast(a.opts.HMACSecret, raw, alg)
 	} else {
 		keys, kerr := a.keys.keys(ctx, h.Kid, alg)
 		if kerr != nil {
 			return kerr
 		}
 		for _, k := range keys {
-			if payload, err = jws.VerifyCompactFast(k.raw, []byte(token), alg); err == nil {
+			if payload, err = jws.VerifyCompactFast(k.raw, raw, alg); err == nil {
 				p.KeyID = k.kid
 				break
 			}

@@ -46,7 +46,8 @@ type Server struct {
 	// AllowedOrigins are extra hosts a browser Origin header may name,
 	// besides the loopback hosts that are always allowed. Each entry is a
 	// host (app.example.com, app.example.com:8443) or an origin
-	// (https://app.example.com); see AllowedOriginHosts.
+	// (https://app.example.com, which also pins the scheme); Validate
+	// checks the form, the gateway compares.
 	AllowedOrigins []string `mapstructure:"allowed_origins"`
 	// ReadOnly makes every session read-only, whatever its token says.
 	ReadOnly bool `mapstructure:"read_only"`
@@ -77,9 +78,9 @@ type Limits struct {
 	MaxConnections int `mapstructure:"max_connections"`
 	// ReadHeaderTimeout bounds reading a request's head. Default 10s.
 	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
-	// ReadTimeout bounds reading a whole request, head and body, from its
-	// first byte: an aggregate, so a peer dribbling bytes cannot hold a
-	// connection forever. Default 30s.
+	// ReadTimeout bounds reading a POST body, from when the gateway starts
+	// reading it: an aggregate, so a peer dribbling bytes cannot hold a
+	// request (408). The head is bounded by ReadHeaderTimeout. Default 30s.
 	ReadTimeout time.Duration `mapstructure:"read_timeout"`
 	// IdleTimeout bounds a kept-alive connection between requests.
 	// Default 2m.

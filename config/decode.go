@@ -170,7 +170,7 @@ func decodeHook() mapstructure.DecodeHookFunc {
 			}
 			switch d := data.(type) {
 			case string:
-				return ParseByteSize(d)
+				return parseByteSize(d)
 			case float64:
 				if d != float64(int64(d)) {
 					return nil, fmt.Errorf("size %v is not a whole number of bytes", d)

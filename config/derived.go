@@ -57,19 +57,6 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// AllowedOriginHosts returns server.allowed_origins as lower-case hosts
-// (with a port when one was given), the form compared with the host of a
-// request's Origin header. Entries Validate would reject are skipped.
-func (c *Config) AllowedOriginHosts() []string {
-	var hosts []string
-	for _, o := range c.Server.AllowedOrigins {
-		if h, err := originHost(o); err == nil {
-			hosts = append(hosts, h)
-		}
-	}
-	return hosts
-}
-
 // originHost reduces an allowed_origins entry to its host[:port].
 func originHost(entry string) (string, error) {
 	entry = strings.TrimSpace(entry)

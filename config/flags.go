@@ -25,10 +25,6 @@ func flagKey(flag string) (key, bool) {
 	return lookupKey(name)
 }
 
-// FlagKey returns the configuration key a flag of Flags sets ("" for
-// --config and unknown flags); docs and help text use it.
-func FlagKey(flag string) string { return flagKeys[flag] }
-
 // Flags returns the flags of `mcpgate serve`. Load applies only the flags
 // that were set on the command line, so a flag's shown default never
 // overrides the file or the environment. The caller may add flags of its

@@ -476,7 +476,7 @@ func TestKeysAndEnvNames(t *testing.T) {
 	}
 }
 
-func TestParseByteSize(t *testing.T) {
+func TestByteSizeParsing(t *testing.T) {
 	tests := []struct {
 		in   string
 		want ByteSize
@@ -501,7 +501,7 @@ func TestParseByteSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseByteSize(tt.in)
+			got, err := parseByteSize(tt.in)
 			if tt.err {
 				assert.Error(t, err)
 				return

@@ -32,8 +32,8 @@ var sizeUnits = map[string]float64{
 	"ki": 1 << 10, "kib": 1 << 10, "mi": 1 << 20, "mib": 1 << 20, "gi": 1 << 30, "gib": 1 << 30,
 }
 
-// ParseByteSize parses a size such as "8MiB", "512 KiB", "1.5MB" or "4096".
-func ParseByteSize(s string) (ByteSize, error) {
+// parseByteSize parses a size such as "8MiB", "512 KiB", "1.5MB" or "4096".
+func parseByteSize(s string) (ByteSize, error) {
 	t := strings.TrimSpace(s)
 	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	if i < 0 {

@@ -23,6 +23,7 @@ type Problem struct {
 	Message string // what is wrong and how to fix it; never a secret
 }
 
+// Error formats the problem as "config: <key>: <message>".
 func (p *Problem) Error() string { return "config: " + p.Key + ": " + p.Message }
 
 // Problems returns the Problems joined in an error from Validate.
@@ -189,7 +190,7 @@ func (c *Config) validateLimits(v *validator) {
 		v.add("limits.max_body_bytes", "%d is outside 1 byte to 1GiB; use a size such as 8MiB (0 or no key means the default)", int64(l.MaxBodyBytes))
 	}
 	if l.ReadHeaderTimeout > 0 && l.ReadTimeout > 0 && l.ReadHeaderTimeout > l.ReadTimeout {
-		v.add("limits.read_header_timeout", "%v is longer than limits.read_timeout %v, which bounds the whole request; lower it", l.ReadHeaderTimeout, l.ReadTimeout)
+		v.add("limits.read_header_timeout", "%v is longer than limits.read_timeout %v, which bounds reading the body; lower it", l.ReadHeaderTimeout, l.ReadTimeout)
 	}
 	if l.MaxSessionsPerUser > 0 && l.MaxSessions > 0 && l.MaxSessionsPerUser > l.MaxSessions {
 		v.add("limits.max_sessions_per_user", "%d is more than limits.max_sessions %d; lower it or raise max_sessions", l.MaxSessionsPerUser, l.MaxSessions)

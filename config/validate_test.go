@@ -377,13 +377,6 @@ func TestLoopback(t *testing.T) {
 	}
 }
 
-func TestAllowedOriginHosts(t *testing.T) {
-	c := &Config{Server: Server{AllowedOrigins: []string{
-		"https://App.Example.com", "tools.example.com:8443", "http://[::1]:3000/", "ftp://bad", "",
-	}}}
-	assert.Equal(t, []string{"app.example.com", "tools.example.com:8443", "[::1]:3000"}, c.AllowedOriginHosts())
-}
-
 func TestLogLevel(t *testing.T) {
 	for in, want := range map[string]slog.Level{
 		"debug": slog.LevelDebug, "INFO": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError, "bogus": slog.LevelInfo,

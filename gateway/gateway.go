@@ -188,15 +188,11 @@ func (g *Gateway) lookup(r *http.Request, id string) *session {
 	if s == nil {
 		return nil
 	}
-	owner := ""
+	owner, user := "", ""
 	if p := auth.PrincipalFrom(r.Context()); p != nil {
-		owner = p.Owner()
+		owner, user = p.Owner(), p.UserID
 	}
 	if owner != s.owner {
-		user := ""
-		if p := auth.PrincipalFrom(r.Context()); p != nil {
-			user = p.UserID
-		}
 		s.log.Warn("gateway: a request named a session of another principal", "session_user", s.user, "request_user", user, "remote", r.RemoteAddr)
 		return nil
 	}

@@ -178,11 +178,18 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 }
 
 func TestWorkerStartFailuresLeaveNoProcess(t *testing.T) {
-	for _, env := range [][]string{{"STUB_HANG_INIT=1"}, {"STUB_INIT_ERROR=1"}, {"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"}} {
-		t.Run(strings.Join(env, ","), func(t *testing.T) {
-			g, srv := newTestGateway(t, Options{WorkerEnv: env, WorkerStartTimeout: 200 * time.Millisecond, WorkerStopGrace: 200 * time.Millisecond})
+	for _, tc := range []struct {
+		env  []string
+		want int
+	}{
+		{[]string{"STUB_HANG_INIT=1"}, http.StatusGatewayTimeout},
+		{[]string{"STUB_INIT_ERROR=1"}, http.StatusOK}, // the worker's own JSON-RPC error
+		{[]string{"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"}, http.StatusGatewayTimeout},
+	} {
+		t.Run(strings.Join(tc.env, ","), func(t *testing.T) {
+			g, srv := newTestGateway(t, Options{WorkerEnv: tc.env, WorkerStartTimeout: 200 * time.Millisecond, WorkerStopGrace: 200 * time.Millisecond})
 			resp, body := rawDo(t, http.MethodPost, srv.URL, initBody)
-			assert.Contains(t, []int{http.StatusOK, http.StatusGatewayTimeout}, resp.StatusCode, body)
+			assert.Equal(t, tc.want, resp.StatusCode, body)
 			assert.Empty(t, resp.Header.Get(sidHdr))
 			assert.Contains(t, body, `"error"`)
 			assert.Zero(t, g.Sessions())

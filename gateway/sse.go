@@ -75,8 +75,12 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(held[0].Data)
 	default:
+		pos := make(map[string]int, len(batch))
+		for i := len(batch) - 1; i >= 0; i-- {
+			pos[batch[i]] = i // the first occurrence wins
+		}
 		slices.SortStableFunc(held, func(a, b worker.Outgoing) int {
-			return slices.Index(batch, worker.Key(a.ID)) - slices.Index(batch, worker.Key(b.ID))
+			return pos[worker.Key(a.ID)] - pos[worker.Key(b.ID)]
 		})
 		out := []byte{'['}
 		for i, h := range held {

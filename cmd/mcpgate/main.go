@@ -14,10 +14,10 @@ import (
 
 // Main is the program, so that end-to-end tests can drive it in-process.
 type Main struct {
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-	Getenv func(string) string
+	Stdin  io.Reader           // the protocol input of `mcpgate worker`
+	Stdout io.Writer           // command output; the protocol output of `mcpgate worker`
+	Stderr io.Writer           // logs and errors
+	Getenv func(string) string // the environment; required (os.Getenv in main)
 
 	closers []func() error
 }
@@ -39,6 +39,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
 		return errUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(m.Stdout, usage)
+		return nil
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -105,8 +105,14 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log}
 
 	// Wait until the gateway serves its metadata (it listens shortly after
-	// Run starts) or Run fails.
+	// Run starts) or Run fails. net.Listen happens inside Run, so polling
+	// is the only outside view of it; the deadline keeps a broken start
+	// from hanging the suite.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not serve within 60s\n%s", log.String())
+		}
 		select {
 		case err := <-done:
 			t.Fatalf("serve ended early: %v\n%s", err, log.String())
@@ -324,4 +330,19 @@ func TestGatewayOptionsDatabase(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, db.Config{Driver: db.Postgres, DSN: cfg.Database.DSN, ConnectAsUser: true}.WithDefaults(), got)
+}
+
+// TestHelpAndUnknown checks the top-level usage: help exits 0 on stdout, an
+// unknown command is a usage error on stderr.
+func TestHelpAndUnknown(t *testing.T) {
+	for _, arg := range []string{"-h", "--help", "help"} {
+		var out bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+		require.NoError(t, m.Run(context.Background(), []string{arg}))
+		assert.Contains(t, out.String(), "mcpgate serve", arg)
+	}
+	var errOut bytes.Buffer
+	m := &Main{Stdout: io.Discard, Stderr: &errOut, Getenv: func(string) string { return "" }}
+	require.ErrorIs(t, m.Run(context.Background(), []string{"serv"}), errUsage)
+	assert.Contains(t, errOut.String(), `unknown command "serv"`)
 }
