@@ -466,7 +466,10 @@ func plainMember(obj []byte, name string, check func(key, val []byte) bool) ([]b
 }
 
 // ParamsInfo returns the tool name (tools/call) and the progress token key of
-// a request's params; both are empty when absent or unreadable.
+// a request's params; both are empty when absent or unreadable. Its name is
+// read the encoding/json way (keys matched without regard to case, the last
+// duplicate winning), which is not how workers read it: a read-only decision
+// must use ToolName instead.
 func ParamsInfo(params json.RawMessage) (name, progressToken string) {
 	if len(params) == 0 {
 		return "", ""
