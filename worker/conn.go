@@ -327,7 +327,9 @@ func (c *Conn) handle(line []byte) {
 	if !m.IsResponse() && m.plain {
 		// line is the reader's buffer: what outlives this call (the
 		// worker's id, a notification queued on a stream) needs its own.
-		m, _ = Decode(bytes.Clone(line))
+		// On the fast path only id and params point into it (a request or
+		// notification has no result or error; method is a string).
+		m.ID, m.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
 	}
 	switch {
 	case m.IsResponse():
