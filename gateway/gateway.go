@@ -28,8 +28,9 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	perUser  map[string]int // live and starting sessions per user
-	starting int            // sessions whose worker is starting
+	perUser  map[string]int          // live and starting sessions and per-user workers per user
+	workers  map[poolKey]*userWorker // 2026-07-28 per-user workers, starting ones included
+	starting int                     // sessions whose worker is starting
 	closing  bool
 
 	shutdown   chan struct{}  // closed by Close; cuts initializes short
@@ -60,6 +61,7 @@ func New(opts Options) (*Gateway, error) {
 		safe:       make(map[string]bool, len(opts.SafeTools)),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
+		workers:    make(map[poolKey]*userWorker),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
@@ -118,7 +120,8 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.shutdown)
 	}
 	<-g.reaperDone
-	err := g.endSessions(ctx, sessions, "gateway: the gateway is shutting down")
+	err := errors.Join(g.endSessions(ctx, sessions, "gateway: the gateway is shutting down"),
+		g.stopWorkers(ctx, g.readyWorkers(), "gateway: the gateway is shutting down"))
 	// An initialize in progress stops its own worker on shutdown.
 	done := make(chan struct{})
 	go func() { g.inits.Wait(); close(done) }()
@@ -231,6 +234,7 @@ func (g *Gateway) reaper() {
 			return
 		case <-t.C:
 			g.reapIdle()
+			g.reapIdleWorkers()
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -38,15 +39,23 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	firstID := firstRequestID(msgs)
 
-	// A 2026-07-28 client probes with server/discover and that version's
-	// header; answer with that revision's refusal so it falls back to
-	// initialize on 2025-11-25 (SEP-2575).
+	// MCP 2026-07-28 §Versioning: the revision is chosen per request.
 	version, supported := protocolVersion(r)
-	if !supported || hasMethod(msgs, "server/discover") {
-		if supported {
-			version = "2026-07-28"
-		}
+	switch {
+	case version == modernVersion:
+		g.serveModern(w, r, msgs, batch, jsonOK, sseOK)
+		return
+	case !supported:
 		unsupportedVersion(version).write(w, firstID)
+		return
+	case bodyMetaVersion(msgs) != "":
+		// The body speaks 2026-07-28 (or names another revision) and the
+		// header does not agree: a header must never say less than the body.
+		errModernHeaderAbsent.write(w, firstID)
+		return
+	case hasMethod(msgs, "server/discover"):
+		// server/discover exists only in 2026-07-28: tell the client so.
+		discoverNeedsModern(version).write(w, firstID)
 		return
 	}
 	if batch && version != "2025-03-26" {
@@ -129,23 +138,34 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
 func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream, readOnly bool) {
+	g.forwardTo(s.conn, s.log, m, st, readOnly, nil)
+}
+
+// forwardTo sends one client request to conn, applying the read-only rules
+// on the way (DESIGN decision 4), the same for sessions and per-user
+// workers: the body's tool name as a worker reads it decides, never a
+// header. then, when set, rewrites the result after the read-only filter.
+func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *worker.Message, st *worker.Stream, readOnly bool, then func(json.RawMessage) json.RawMessage) {
 	token := m.ProgressToken()
-	var rewrite func(json.RawMessage) json.RawMessage
+	rewrite := then
 	if readOnly {
 		switch {
 		case strings.EqualFold(m.Method, "tools/call"):
 			// The name as a worker reads it; an ambiguous one is refused.
 			name, ok := worker.ToolName(m.Params)
 			if !ok || !g.safe[name] {
-				s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
+				log.Info("gateway: refused a tool to a read-only caller", "tool", name, "unambiguous", ok)
 				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
 				return
 			}
 		case strings.EqualFold(m.Method, "tools/list"):
 			rewrite = g.filterTools
+			if then != nil {
+				rewrite = func(res json.RawMessage) json.RawMessage { return then(g.filterTools(res)) }
+			}
 		}
 	}
-	s.conn.Call(m, token, st, rewrite)
+	conn.Call(m, token, st, rewrite)
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A

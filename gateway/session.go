@@ -52,7 +52,8 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 			env = append(env, k+"="+v)
 		}
 	}
-	env = append(append(env, id.Environ()...), g.opts.WorkerEnv...)
+	env = append(append(env, id.Environ()...), worker.EnvScope+"="+worker.ScopeSession)
+	env = append(env, g.opts.WorkerEnv...)
 	proc, err := worker.StartProcess(worker.ProcessConfig{Command: g.command, Env: env, Dir: g.opts.WorkerDir, Logger: s.log})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
@@ -159,7 +160,7 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	switch {
 	case g.closing:
 		return errShuttingDown, false
-	case len(g.sessions)+g.starting >= g.opts.MaxSessions:
+	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
 		return errTooManyForUser, false

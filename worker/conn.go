@@ -56,6 +56,7 @@ type Conn struct {
 
 	done   chan struct{}
 	onExit func()
+	onNote func(*Message) bool
 }
 
 type call struct {
@@ -71,6 +72,9 @@ type ConnConfig struct {
 	Logger    *slog.Logger  // protocol problems; nil means slog.Default()
 	StopGrace time.Duration // SIGTERM to SIGKILL; 0 means 5s
 	OnExit    func()        // called once, when the worker has gone, before its requests are settled
+	// OnNotification, when set, sees each notification of the worker's own
+	// first; true means it took the message, which is then not routed.
+	OnNotification func(*Message) bool
 }
 
 // NewConn starts reading p's messages. The Conn owns p from now on.
@@ -92,6 +96,7 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 		workerOut: make(map[string]string),
 		done:      make(chan struct{}),
 		onExit:    cfg.OnExit,
+		onNote:    cfg.OnNotification,
 	}
 	go c.run()
 	return c
@@ -382,7 +387,7 @@ func (c *Conn) request(m *Message) {
 	c.mu.Unlock()
 
 	data, err := m.encodeWithID(json.RawMessage(key))
-	if err == nil && s != nil && s.push(Outgoing{Data: data}) {
+	if err == nil && s != nil && !s.NoRequests && s.push(Outgoing{Data: data}) {
 		return
 	}
 	// Nowhere to deliver it: tell the worker, rather than leave it waiting.
@@ -396,6 +401,9 @@ func (c *Conn) request(m *Message) {
 
 // notification routes a notification the worker sends the client.
 func (c *Conn) notification(m *Message) {
+	if c.onNote != nil && c.onNote(m) {
+		return
+	}
 	var token string
 	switch m.Method {
 	case "notifications/progress":
@@ -425,6 +433,9 @@ func (c *Conn) notification(m *Message) {
 	c.mu.Lock()
 	s := c.routeLocked(token)
 	c.mu.Unlock()
+	if s != nil && s.Keep != nil && !s.Keep(m) {
+		return
+	}
 	data, err := m.encode()
 	if err != nil || s == nil || !s.push(Outgoing{Data: data}) {
 		c.log.Debug("worker: dropped a notification with no stream to carry it", "pid", c.Pid(), "method", m.Method)

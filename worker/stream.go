@@ -26,6 +26,13 @@ type Stream struct {
 	// SSE says the client accepts text/event-stream, so the router may send
 	// this stream messages that are not answers.
 	SSE bool
+	// NoRequests says the stream must not carry requests of the worker's
+	// own (MCP 2026-07-28 §Receiving Messages); the router answers such a
+	// request to the worker with a noStream error instead.
+	NoRequests bool
+	// Keep, when set, decides whether a notification of the worker's own
+	// that the router picked this stream for is sent (false: dropped).
+	Keep func(*Message) bool
 
 	mu       sync.Mutex
 	queue    []Outgoing
