@@ -14,8 +14,10 @@ import (
 	"time"
 )
 
-// stubWorker is the path of the stub stdio MCP server, built by TestMain.
-var stubWorker string
+// stubWorker is the path of the stub stdio MCP server (it speaks 2025-11-25
+// only), and sdkWorker that of a go-sdk server (every revision, 2026-07-28
+// included); TestMain builds both.
+var stubWorker, sdkWorker string
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts under testdata/")
 
@@ -27,10 +29,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	stubWorker = filepath.Join(dir, "stubworker")
-	build := exec.Command("go", "build", "-o", stubWorker, "github.com/mcpgate/mcpgate/worker/internal/stubworker")
+	sdkWorker = filepath.Join(dir, "sdkworker")
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/mcpgate/mcpgate/worker/internal/stubworker", "github.com/mcpgate/mcpgate/worker/internal/sdkworker")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the stub worker:", err)
+		fmt.Fprintln(os.Stderr, "building the test workers:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -54,8 +57,11 @@ func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 // server; both are closed when the test ends, and no worker may be left.
 func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
 	t.Helper()
-	if opts.WorkerCommand == nil {
+	switch {
+	case opts.WorkerCommand == nil:
 		opts.WorkerCommand = []string{stubWorker}
+	case opts.WorkerCommand[0] == "sdkworker": // in tables built before TestMain ran
+		opts.WorkerCommand = []string{sdkWorker}
 	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
