@@ -5,25 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mcpgate/mcpgate/worker"
-)
-
-// JSON-RPC error codes (JSON-RPC 2.0 §5.1, MCP).
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternalError  = -32603
-	// codeSessionNotFound is what the TypeScript SDK answers for an unknown
-	// session; MCP leaves the body of that 404 open.
-	codeSessionNotFound = -32001
-	// codeHeaderMismatch is the 2026-07-28 revision's HeaderMismatchError
-	// (§Server Validation; renumbered from -32001 in its changelog).
-	codeHeaderMismatch = -32020
-	// codeUnsupportedProtocolVersion is the 2026-07-28 revision's
-	// UnsupportedProtocolVersionError (SEP-2575; renumbered from -32004).
-	codeUnsupportedProtocolVersion = -32022
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // failure is one refusal at the HTTP edge: its status and its JSON-RPC
@@ -37,48 +19,57 @@ type failure struct {
 }
 
 var (
-	errOriginForbidden = failure{http.StatusForbidden, codeInvalidRequest, "gateway: Origin not allowed; add it to the gateway's allowed origins", nil}
-	errHostForbidden   = failure{http.StatusForbidden, codeInvalidRequest, "gateway: Host is not a loopback name on this loopback listener (DNS rebinding protection)", nil}
-	errMethod          = failure{http.StatusMethodNotAllowed, codeInvalidRequest, "gateway: method not allowed; use POST, GET or DELETE", nil}
-	errContentType     = failure{http.StatusUnsupportedMediaType, codeInvalidRequest, "gateway: Content-Type must be application/json", nil}
-	errAcceptPOST      = failure{http.StatusNotAcceptable, codeInvalidRequest, "gateway: Accept must include application/json or text/event-stream", nil}
-	errAcceptGET       = failure{http.StatusNotAcceptable, codeInvalidRequest, "gateway: Accept must include text/event-stream", nil}
-	errTooLarge        = failure{http.StatusRequestEntityTooLarge, codeInvalidRequest, "gateway: request body too large", nil}
-	errBodyTimeout     = failure{http.StatusRequestTimeout, codeInvalidRequest, "gateway: request body not received in time", nil}
-	errBodyRead        = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: could not read the request body", nil}
-	errParse           = failure{http.StatusBadRequest, codeParseError, "gateway: the body is not valid JSON", nil}
-	errInvalid         = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: the body is not a JSON-RPC 2.0 message or batch", nil}
-	errEmptyBatch      = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: empty batch", nil}
-	errBatchVersion    = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: JSON-RPC batches exist only in protocol 2025-03-26", nil}
-	errInitInBatch     = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: initialize must be sent alone, not in a batch", nil}
-	errInitWithSession = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: initialize must not carry an MCP-Session-Id; it opens a new session", nil}
-	errNoSession       = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: MCP-Session-Id header required; send initialize first", nil}
-	errUnknownSession  = failure{http.StatusNotFound, codeSessionNotFound, "gateway: session not found or ended; initialize a new session", nil}
-	errStreamConflict  = failure{http.StatusConflict, codeInvalidRequest, "gateway: this session already has a standalone stream open", nil}
-	errLastEventID     = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: stream resumption (Last-Event-ID) is not supported", nil}
-	errTooManySessions = failure{http.StatusServiceUnavailable, codeInternalError, "gateway: too many sessions; try again later", nil}
-	errTooManyForUser  = failure{http.StatusTooManyRequests, codeInternalError, "gateway: too many sessions for this user; end one (DELETE) or wait for idle ones to expire", nil}
-	errWorkerStart     = failure{http.StatusBadGateway, codeInternalError, "gateway: the worker process could not be started", nil}
-	errWorkerTimeout   = failure{http.StatusGatewayTimeout, codeInternalError, "gateway: the worker did not answer initialize in time", nil}
-	errWorkerExited    = failure{http.StatusBadGateway, codeInternalError, "gateway: the worker exited during initialize", nil}
-	errShuttingDown    = failure{http.StatusServiceUnavailable, codeInternalError, "gateway: shutting down", nil}
+	errOriginForbidden = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: Origin not allowed; add it to the gateway's allowed origins", nil}
+	errHostForbidden   = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: Host is not a loopback name on this loopback listener (DNS rebinding protection)", nil}
+	errMethod          = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: method not allowed; use POST, GET or DELETE", nil}
+	errContentType     = failure{http.StatusUnsupportedMediaType, jsonrpc.CodeInvalidRequest, "gateway: Content-Type must be application/json", nil}
+	errAcceptPOST      = failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: Accept must include application/json or text/event-stream", nil}
+	errAcceptGET       = failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: Accept must include text/event-stream", nil}
+	errTooLarge        = failure{http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest, "gateway: request body too large", nil}
+	errBodyTimeout     = failure{http.StatusRequestTimeout, jsonrpc.CodeInvalidRequest, "gateway: request body not received in time", nil}
+	errBodyRead        = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: could not read the request body", nil}
+	errParse           = failure{http.StatusBadRequest, jsonrpc.CodeParseError, "gateway: the body is not valid JSON", nil}
+	errInvalid         = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: the body is not a JSON-RPC 2.0 message or batch", nil}
+	errEmptyBatch      = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: empty batch", nil}
+	errBatchVersion    = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: JSON-RPC batches exist only in protocol 2025-03-26", nil}
+	errInitInBatch     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: initialize must be sent alone, not in a batch", nil}
+	errInitWithSession = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: initialize must not carry an MCP-Session-Id; it opens a new session", nil}
+	errNoSession       = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP-Session-Id header required; send initialize first", nil}
+	errUnknownSession  = failure{http.StatusNotFound, jsonrpc.CodeSessionNotFound, "gateway: session not found or ended; initialize a new session", nil}
+	errStreamConflict  = failure{http.StatusConflict, jsonrpc.CodeInvalidRequest, "gateway: this session already has a standalone stream open", nil}
+	errLastEventID     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: stream resumption (Last-Event-ID) is not supported", nil}
+	errTooManySessions = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: too many sessions; try again later", nil}
+	errTooManyForUser  = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many sessions for this user; end one (DELETE) or wait for idle ones to expire", nil}
+	errWorkerStart     = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker process could not be started", nil}
+	errWorkerTimeout   = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer initialize in time", nil}
+	errWorkerExited    = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker exited during initialize", nil}
+	errShuttingDown    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: shutting down", nil}
 
 	// MCP 2026-07-28 (no sessions; see modern.go and stateless.go).
-	errModernMethod       = failure{http.StatusMethodNotAllowed, codeInvalidRequest, "gateway: MCP " + modernVersion + " uses POST only (GET streams and DELETE belong to sessions of 2025-11-25 and earlier)", nil}
-	errModernBatch        = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: MCP " + modernVersion + " takes one JSON-RPC message per POST, not a batch", nil}
-	errModernResponse     = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: MCP " + modernVersion + " clients send no JSON-RPC responses; answer an input request by retrying the original request with inputResponses", nil}
-	errModernHeaderAbsent = failure{http.StatusBadRequest, codeHeaderMismatch, "gateway: header mismatch: the body carries params._meta." + metaProtocolVersion + " but the MCP-Protocol-Version header does not name the same revision; send both, equal", nil}
-	errTooManyWorkers     = failure{http.StatusServiceUnavailable, codeInternalError, "gateway: too many sessions and workers; try again later", nil}
-	errTooManyForUserW    = failure{http.StatusTooManyRequests, codeInternalError, "gateway: too many sessions and workers for this user; end a session (DELETE) or wait for idle ones to expire", nil}
-	errWorkerStartW       = failure{http.StatusBadGateway, codeInternalError, "gateway: the worker process could not be started; try again", nil}
-	errWorkerExitedW      = failure{http.StatusBadGateway, codeInternalError, "gateway: the worker has stopped; send the request again", nil}
-	errWorkerTimeoutW     = failure{http.StatusGatewayTimeout, codeInternalError, "gateway: the worker did not answer its handshake in time; try again", nil}
+	errModernMethod       = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " uses POST only (GET streams and DELETE belong to sessions of 2025-11-25 and earlier)", nil}
+	errModernBatch        = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " takes one JSON-RPC message per POST, not a batch", nil}
+	errModernResponse     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " clients send no JSON-RPC responses; answer an input request by retrying the original request with inputResponses", nil}
+	errModernHeaderAbsent = failure{http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, "gateway: header mismatch: the body carries params._meta." + metaProtocolVersion + " but the MCP-Protocol-Version header does not name the same revision; send both, equal", nil}
+	errTooManyWorkers     = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: too many sessions and workers; try again later", nil}
+	errTooManyForUserW    = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many sessions and workers for this user; end a session (DELETE) or wait for idle ones to expire", nil}
+	errWorkerStartW       = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker process could not be started; try again", nil}
+	errWorkerExitedW      = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker has stopped; send the request again", nil}
+	errWorkerTimeoutW     = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer its handshake in time; try again", nil}
 )
 
 // removedMethod answers a 2026-07-28 request for a method that revision
 // removed: -32601 with HTTP 404 (§Protocol Version Header).
 func removedMethod(method string) failure {
-	return failure{http.StatusNotFound, codeMethodNotFound, "gateway: " + quote(method) + " does not exist in MCP " + modernVersion, nil}
+	return failure{http.StatusNotFound, jsonrpc.CodeMethodNotFound, "gateway: " + quote(method) + " does not exist in MCP " + modernVersion, nil}
+}
+
+// discoverNeedsModern refuses server/discover on an older revision's
+// header with the UnsupportedProtocolVersionError, so that a dual-era client
+// retries on 2026-07-28.
+func discoverNeedsModern(requested string) failure {
+	f := unsupportedVersion(requested)
+	f.msg = "gateway: server/discover exists only in MCP " + modernVersion + "; send MCP-Protocol-Version: " + modernVersion + " and that revision's params._meta"
+	return f
 }
 
 // supportedVersions are the protocol revisions this transport speaks, newest
@@ -92,21 +83,12 @@ var sessionVersions = supportedVersions[1:]
 // UnsupportedProtocolVersionError (SEP-2575: HTTP 400, code -32022, data
 // {supported, requested}), which a client of any era can read.
 func unsupportedVersion(requested string) failure {
-	return failure{http.StatusBadRequest, codeUnsupportedProtocolVersion,
+	return failure{http.StatusBadRequest, jsonrpc.CodeUnsupportedProtocolVersion,
 		"gateway: protocol version " + requested + " is not supported; supported: " + strings.Join(supportedVersions, ", "),
 		struct {
 			Supported []string `json:"supported"`
 			Requested string   `json:"requested"`
 		}{supportedVersions, requested}}
-}
-
-// discoverNeedsModern refuses server/discover on an older revision's
-// header with the UnsupportedProtocolVersionError, so that a dual-era client
-// retries on 2026-07-28.
-func discoverNeedsModern(requested string) failure {
-	f := unsupportedVersion(requested)
-	f.msg = "gateway: server/discover exists only in MCP " + modernVersion + "; send MCP-Protocol-Version: " + modernVersion + " and that revision's params._meta"
-	return f
 }
 
 // write sends f as a JSON-RPC error response for id (nil: null).
@@ -123,5 +105,5 @@ func (f failure) write(w http.ResponseWriter, id json.RawMessage) {
 		h.Set("Retry-After", "30")
 	}
 	w.WriteHeader(f.status)
-	_, _ = w.Write(worker.ErrorResponse(id, worker.ErrorObject{Code: f.code, Message: f.msg, Data: f.data}))
+	_, _ = w.Write(jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: f.code, Message: f.msg, Data: f.data}))
 }

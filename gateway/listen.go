@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -96,7 +97,7 @@ type subscriptions struct {
 
 // deliver copies worker notification m to every listener that opted in,
 // tagged with that listener's subscription id.
-func (s *subscriptions) deliver(m *worker.Message) {
+func (s *subscriptions) deliver(m *jsonrpc.Message) {
 	s.mu.Lock()
 	targets := make([]*listener, 0, len(s.listeners))
 	for l := range s.listeners {
@@ -111,8 +112,8 @@ func (s *subscriptions) deliver(m *worker.Message) {
 		meta := map[string]json.RawMessage{}
 		_ = json.Unmarshal(params["_meta"], &meta)
 		meta[metaSubscriptionID] = l.id
-		params["_meta"], _ = worker.Encode(meta)
-		data, err := worker.Encode(map[string]any{"jsonrpc": "2.0", "method": m.Method, "params": params})
+		params["_meta"], _ = jsonrpc.Marshal(meta)
+		data, err := jsonrpc.Marshal(map[string]any{"jsonrpc": "2.0", "method": m.Method, "params": params})
 		if err == nil {
 			l.push(data)
 		}
@@ -220,8 +221,8 @@ func (g *Gateway) addListener(uw *userWorker, l *listener) bool {
 		uw.conn.CancelStream(old)
 		old.Detach()
 	}
-	params, _ := worker.Encode(map[string]any{"_meta": g.gatewayMeta(), "notifications": u})
-	uw.conn.Call(&worker.Message{JSONRPC: "2.0", ID: json.RawMessage(`"mcpgate-listen"`), Method: "subscriptions/listen", Params: params}, "", up, nil)
+	params, _ := jsonrpc.Marshal(map[string]any{"_meta": g.gatewayMeta(), "notifications": u})
+	uw.conn.Call(&jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(`"mcpgate-listen"`), Method: "subscriptions/listen", Params: params}, "", up, nil)
 	return true
 }
 
@@ -248,15 +249,15 @@ func (g *Gateway) removeListener(uw *userWorker, l *listener) {
 // caller's own worker only, each tagged with the subscription id. Progress
 // and log messages never go here. It ends when the client closes it, or
 // with a completion result when the worker or the gateway stops.
-func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWorker, m *worker.Message, sseOK bool) {
+func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWorker, m *jsonrpc.Message, sseOK bool) {
 	if !sseOK {
-		failure{http.StatusNotAcceptable, codeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}.write(w, m.ID)
+		failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}.write(w, m.ID)
 		return
 	}
 	raw, ok := exactMember(m.Params, "notifications")
 	var req notifyFilter
 	if !ok || raw == nil || json.Unmarshal(raw, &req) != nil {
-		failure{http.StatusBadRequest, codeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}.write(w, m.ID)
+		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}.write(w, m.ID)
 		return
 	}
 	l := &listener{id: m.ID, filter: agreed(req, uw.discover), notify: make(chan struct{}, 1)}
@@ -268,11 +269,11 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 
 	sw := sseWriter{w: w, rc: http.NewResponseController(w)}
 	sw.start()
-	ackParams, _ := worker.Encode(map[string]any{
+	ackParams, _ := jsonrpc.Marshal(map[string]any{
 		"_meta":         map[string]json.RawMessage{metaSubscriptionID: m.ID},
 		"notifications": l.filter,
 	})
-	ack, _ := worker.Encode(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": json.RawMessage(ackParams)})
+	ack, _ := jsonrpc.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": json.RawMessage(ackParams)})
 	sw.event(ack)
 	if !sw.flush() {
 		return
@@ -286,7 +287,7 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 		}
 		if closed {
 			// MCP §Graceful Closure: a completion result ends it.
-			res, _ := worker.Encode(map[string]any{"resultType": "complete", "_meta": map[string]json.RawMessage{metaSubscriptionID: m.ID}})
+			res, _ := jsonrpc.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]json.RawMessage{metaSubscriptionID: m.ID}})
 			sw.event(resultResponse(m.ID, res))
 			sw.flush()
 			return
@@ -308,6 +309,6 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 
 // resultResponse encodes a JSON-RPC result answer.
 func resultResponse(id, result json.RawMessage) []byte {
-	b, _ := worker.Encode(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "result": result})
+	b, _ := jsonrpc.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "result": result})
 	return b
 }

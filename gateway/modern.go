@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // Protocol revision 2026-07-28 ("modern": no initialize, no session; every
@@ -137,7 +137,7 @@ func nameMember(method string) string {
 // request: the standard headers must be present and equal to the body, as
 // the body is read by the worker. It returns the refusal, or ok. Mcp-Param-*
 // headers are checked later, against the worker's tool schemas.
-func checkModernHeaders(r *http.Request, m *worker.Message, meta modernMeta) (failure, bool) {
+func checkModernHeaders(r *http.Request, m *jsonrpc.Message, meta modernMeta) (failure, bool) {
 	method := r.Header.Get(methodHdr)
 	switch {
 	case method == "":
@@ -145,13 +145,13 @@ func checkModernHeaders(r *http.Request, m *worker.Message, meta modernMeta) (fa
 	case method != m.Method:
 		return headerMismatch("the Mcp-Method header " + quote(method) + " does not match the body's method " + quote(m.Method)), false
 	case !meta.ok:
-		return failure{http.StatusBadRequest, codeInvalidParams, "gateway: params._meta must be an object without duplicate keys", nil}, false
+		return failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params._meta must be an object without duplicate keys", nil}, false
 	case meta.version == "":
-		return failure{http.StatusBadRequest, codeInvalidParams, "gateway: params._meta." + metaProtocolVersion + " is required on MCP " + modernVersion + " requests", nil}, false
+		return failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params._meta." + metaProtocolVersion + " is required on MCP " + modernVersion + " requests", nil}, false
 	case meta.version != r.Header.Get(protoHdrName):
 		return headerMismatch("the MCP-Protocol-Version header " + quote(r.Header.Get(protoHdrName)) + " does not match params._meta." + metaProtocolVersion + " " + quote(meta.version)), false
 	case !meta.hasCaps:
-		return failure{http.StatusBadRequest, codeInvalidParams, "gateway: params._meta." + metaClientCapabilities + " is required on MCP " + modernVersion + " requests", nil}, false
+		return failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params._meta." + metaClientCapabilities + " is required on MCP " + modernVersion + " requests", nil}, false
 	}
 	if member := nameMember(m.Method); member != "" {
 		hv := r.Header.Get(nameHdr)
@@ -177,7 +177,7 @@ func checkModernHeaders(r *http.Request, m *worker.Message, meta modernMeta) (fa
 const protoHdrName = "MCP-Protocol-Version"
 
 func headerMismatch(msg string) failure {
-	return failure{http.StatusBadRequest, codeHeaderMismatch, "gateway: header mismatch: " + msg, nil}
+	return failure{http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, "gateway: header mismatch: " + msg, nil}
 }
 
 // decodeHeaderValue undoes MCP 2026-07-28 §Value Encoding: a value in
@@ -200,7 +200,7 @@ func decodeHeaderValue(v string) (string, bool) {
 
 // bodyMetaVersion returns params._meta's protocol version of the first
 // request that has one, read exactly; "" when none does.
-func bodyMetaVersion(msgs []*worker.Message) string {
+func bodyMetaVersion(msgs []*jsonrpc.Message) string {
 	for _, m := range msgs {
 		if m.IsRequest() {
 			if v := readModernMeta(m.Params).version; v != "" {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // maxToolPages bounds the tools/list pages the gateway reads from a worker
@@ -200,7 +200,7 @@ func primitiveEqual(header string, val json.RawMessage) bool {
 // intercept is the worker's notification hook: list changes and resource
 // updates go to the subscriptions/listen streams that asked for them, and
 // tools/list_changed also makes the header table stale.
-func (uw *userWorker) intercept(m *worker.Message) bool {
+func (uw *userWorker) intercept(m *jsonrpc.Message) bool {
 	switch m.Method {
 	case "notifications/tools/list_changed":
 		uw.headers.markStale()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -192,11 +193,11 @@ func (e *errRPC) Error() string { return "gateway: the worker answered " + strin
 // call sends the gateway's own request to uw's worker and waits for the
 // answer's result, bounded by ctx.
 func (uw *userWorker) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	p, err := worker.Encode(params)
+	p, err := jsonrpc.Marshal(params)
 	if err != nil {
 		return nil, err
 	}
-	m := &worker.Message{JSONRPC: "2.0", ID: json.RawMessage(`"mcpgate"`), Method: method, Params: p}
+	m := &jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(`"mcpgate"`), Method: method, Params: p}
 	st := worker.NewStream(false)
 	st.Expect(1)
 	defer st.Detach()
@@ -207,7 +208,7 @@ func (uw *userWorker) call(ctx context.Context, method string, params any) (json
 			if !o.Response {
 				continue
 			}
-			ans, err := worker.Decode(o.Data)
+			ans, err := jsonrpc.Decode(o.Data)
 			if err != nil {
 				return nil, err
 			}
@@ -254,7 +255,7 @@ func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
 		if json.Unmarshal(res, &d) == nil && containsString(d.SupportedVersions, modernVersion) {
 			uw.modern = true
 			uw.discover = res
-			uw.serverInfo, _ = worker.Encode(d.Meta[metaServerInfo])
+			uw.serverInfo, _ = jsonrpc.Marshal(d.Meta[metaServerInfo])
 			return nil
 		}
 	}
@@ -280,7 +281,7 @@ func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
 	if err := json.Unmarshal(res, &init); err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
-	if err := uw.conn.Notify(&worker.Message{JSONRPC: "2.0", Method: "notifications/initialized"}); err != nil {
+	if err := uw.conn.Notify(&jsonrpc.Message{JSONRPC: "2.0", Method: "notifications/initialized"}); err != nil {
 		return err
 	}
 	uw.serverInfo = init.ServerInfo
@@ -288,7 +289,7 @@ func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
 	if init.Instructions != "" {
 		d["instructions"] = init.Instructions
 	}
-	uw.discover, _ = worker.Encode(d)
+	uw.discover, _ = jsonrpc.Marshal(d)
 	return nil
 }
 

@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
 // serveModern serves one POST of protocol revision 2026-07-28: no session;
 // the request runs in the caller's per-user worker (pool.go) after the
 // checks of MCP 2026-07-28 §Server Validation.
-func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*worker.Message, batch, jsonOK, sseOK bool) {
+func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch, jsonOK, sseOK bool) {
 	if batch {
 		errModernBatch.write(w, firstRequestID(msgs))
 		return
@@ -58,7 +59,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*wo
 		g.serveListen(w, r, uw, m, sseOK)
 		return
 	case "tools/call":
-		name, _ := worker.ToolName(m.Params)
+		name, _ := toolName(m.Params)
 		binds, err := uw.headers.bindings(r.Context(), uw, name)
 		if err != nil {
 			errWorkerExitedW.write(w, m.ID)
@@ -117,7 +118,7 @@ func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMes
 		if meta != nil {
 			if _, ok := meta[metaServerInfo]; !ok {
 				meta[metaServerInfo] = uw.serverInfo
-				res["_meta"], _ = worker.Encode(meta)
+				res["_meta"], _ = jsonrpc.Marshal(meta)
 			}
 		}
 	}
@@ -128,9 +129,9 @@ func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMes
 		}
 	}
 	if method == "server/discover" {
-		res["supportedVersions"], _ = worker.Encode(supportedVersions)
+		res["supportedVersions"], _ = jsonrpc.Marshal(supportedVersions)
 	}
-	out, err := worker.Encode(res)
+	out, err := jsonrpc.Marshal(res)
 	if err != nil {
 		return result
 	}
@@ -138,7 +139,7 @@ func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMes
 }
 
 // modernStatusWriter gives a 2026-07-28 JSON error answer its HTTP status,
-// as the go-sdk does (-32601: 404; -32602, -32020, -32021, -32022: 400;
+// as the go-sdk does (-32601: 404; -32602, -32020, jsonrpc.CodeMissingRequiredClientCapability, -32022: 400;
 // MCP 2026-07-28 §Protocol Version Header). An SSE stream is 200 from its
 // start.
 type modernStatusWriter struct {
@@ -165,7 +166,7 @@ func (s *modernStatusWriter) Write(b []byte) (int, error) {
 func (s *modernStatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func modernErrorStatus(data []byte) int {
-	m, err := worker.Decode(data)
+	m, err := jsonrpc.Decode(data)
 	if err != nil || m.Error == nil {
 		return 0
 	}
@@ -176,9 +177,9 @@ func modernErrorStatus(data []byte) int {
 		return 0
 	}
 	switch e.Code {
-	case codeMethodNotFound:
+	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case codeInvalidParams, codeHeaderMismatch, -32021, codeUnsupportedProtocolVersion:
+	case jsonrpc.CodeInvalidParams, jsonrpc.CodeHeaderMismatch, jsonrpc.CodeMissingRequiredClientCapability, jsonrpc.CodeUnsupportedProtocolVersion:
 		return http.StatusBadRequest
 	}
 	return 0
@@ -191,9 +192,9 @@ var logLevels = map[string]int{"debug": 0, "info": 1, "notice": 2, "warning": 3,
 // messages at or above the request's _meta logLevel, and none when the
 // request set none (MCP 2026-07-28 changelog §Major 5: no notifications/message
 // for a request without the field). Other messages pass.
-func logFilter(level string) func(*worker.Message) bool {
+func logFilter(level string) func(*jsonrpc.Message) bool {
 	min, set := logLevels[strings.ToLower(level)]
-	return func(m *worker.Message) bool {
+	return func(m *jsonrpc.Message) bool {
 		if m.Method != "notifications/message" {
 			return true
 		}

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"strconv"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // EnvScope tells a worker what it serves: ScopeSession (one MCP session of
@@ -32,6 +34,6 @@ func (c *Conn) CancelStream(s *Stream) {
 	for _, gid := range gids {
 		s.forget()
 		params := `{"requestId":` + strconv.FormatInt(gid, 10) + `,"reason":"the client closed its stream"}`
-		_ = c.send(&Message{JSONRPC: "2.0", Method: "notifications/cancelled", Params: []byte(params)})
+		_ = c.send(&jsonrpc.Message{JSONRPC: "2.0", Method: "notifications/cancelled", Params: []byte(params)})
 	}
 }

@@ -3,6 +3,8 @@ package worker
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // Outgoing is one message on its way from a worker to a client.
@@ -32,7 +34,7 @@ type Stream struct {
 	NoRequests bool
 	// Keep, when set, decides whether a notification of the worker's own
 	// that the router picked this stream for is sent (false: dropped).
-	Keep func(*Message) bool
+	Keep func(*jsonrpc.Message) bool
 
 	mu       sync.Mutex
 	queue    []Outgoing
