@@ -54,6 +54,7 @@ var (
 	errTooManyForUserW    = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many sessions and workers for this user; end a session (DELETE) or wait for idle ones to expire", nil}
 	errWorkerStartW       = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker process could not be started; try again", nil}
 	errWorkerExitedW      = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker has stopped; send the request again", nil}
+	errTooManyListeners   = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many subscriptions/listen streams open for this user; close one", nil}
 	errWorkerTimeoutW     = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer its handshake in time; try again", nil}
 )
 

@@ -11,6 +11,10 @@ import (
 	"github.com/mcpgate/mcpgate/worker"
 )
 
+// maxListeners bounds the subscriptions/listen streams open on one worker
+// (one user and read-only flag); one more gets 429.
+const maxListeners = 16
+
 // maxListenQueue bounds the notifications waiting for one slow listener;
 // beyond it the oldest are dropped (a list change is a hint to re-list, so a
 // later one says as much as an earlier one).
@@ -157,17 +161,21 @@ func agreed(req notifyFilter, discover json.RawMessage) notifyFilter {
 	return out
 }
 
-// add registers l and widens the worker's own subscription when l asks for
+// addListener registers l and widens the worker's own subscription when l asks for
 // more than it holds.
-func (g *Gateway) addListener(uw *userWorker, l *listener) bool {
+func (g *Gateway) addListener(uw *userWorker, l *listener) (failure, bool) {
 	s := &uw.subs
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return false
+		return errWorkerExitedW, false
 	}
 	if s.listeners == nil {
 		s.listeners = map[*listener]bool{}
+	}
+	if len(s.listeners) >= maxListeners {
+		s.mu.Unlock()
+		return errTooManyListeners, false
 	}
 	s.listeners[l] = true
 	u := s.union
@@ -190,7 +198,7 @@ func (g *Gateway) addListener(uw *userWorker, l *listener) bool {
 	}
 	if !grow {
 		s.mu.Unlock()
-		return true
+		return failure{}, true
 	}
 	s.union = u
 	old := s.upstream
@@ -213,7 +221,7 @@ func (g *Gateway) addListener(uw *userWorker, l *listener) bool {
 			}
 			cancel()
 		}
-		return true
+		return failure{}, true
 	}
 	// The go-sdk drops a session's subscription when any of its listens
 	// ends: end the old one before the wider one starts.
@@ -223,7 +231,7 @@ func (g *Gateway) addListener(uw *userWorker, l *listener) bool {
 	}
 	params, _ := jsonrpc.Marshal(map[string]any{"_meta": g.gatewayMeta(), "notifications": u})
 	uw.conn.Call(&jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(`"mcpgate-listen"`), Method: "subscriptions/listen", Params: params}, "", up, nil)
-	return true
+	return failure{}, true
 }
 
 // removeListener unregisters l; the last one out ends the worker's own
@@ -261,8 +269,8 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 		return
 	}
 	l := &listener{id: m.ID, filter: agreed(req, uw.discover), notify: make(chan struct{}, 1)}
-	if !g.addListener(uw, l) {
-		errWorkerExitedW.write(w, m.ID)
+	if f, ok := g.addListener(uw, l); !ok {
+		f.write(w, m.ID)
 		return
 	}
 	defer g.removeListener(uw, l)

@@ -141,6 +141,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		Logger: uw.log, StopGrace: g.opts.WorkerStopGrace,
 		OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll() },
 		OnNotification: uw.intercept,
+		ExitAdvice:     "send the request again: it starts a fresh worker",
 	})
 	uw.log.Info("gateway: per-user worker started", "pid", proc.Pid())
 

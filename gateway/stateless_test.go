@@ -341,6 +341,14 @@ func TestModernListen(t *testing.T) {
 	// Bob's worker did not change; his next message is his own change.
 	modernCall(t, url, "bob", false, "1", "addtool", map[string]any{"name": "other"})
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`, next(bob))
+
+	// Hostile: listen streams are slots; one user's are bounded.
+	for i := range maxListeners - 1 {
+		next(listen("alice", strconv.Itoa(100+i)))
+	}
+	resp, body := rawDo(t, http.MethodPost, url, modernBody("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`),
+		protoHdr, "2026-07-28", "Mcp-Method", "subscriptions/listen", "X-Test-User", "alice")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, body)
 }
 
 // TestModernClosedStreamCancels: closing a 2026-07-28 response stream

@@ -52,6 +52,8 @@ type Conn struct {
 	done   chan struct{}
 	onExit func()
 	onNote func(*jsonrpc.Message) bool
+
+	exitAdvice string
 }
 
 type call struct {
@@ -70,6 +72,10 @@ type ConnConfig struct {
 	// OnNotification, when set, sees each notification of the worker's own
 	// first; true means it took the message, which is then not routed.
 	OnNotification func(*jsonrpc.Message) bool
+	// ExitAdvice ends the message of the workerExited error: what the
+	// client should do. Empty means "the session has ended, initialize a
+	// new one".
+	ExitAdvice string
 }
 
 // NewConn starts reading p's messages. The Conn owns p from now on.
@@ -92,6 +98,11 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 		done:      make(chan struct{}),
 		onExit:    cfg.OnExit,
 		onNote:    cfg.OnNotification,
+
+		exitAdvice: cfg.ExitAdvice,
+	}
+	if c.exitAdvice == "" {
+		c.exitAdvice = "the session has ended, initialize a new one"
 	}
 	go c.run()
 	return c
@@ -293,7 +304,7 @@ func (c *Conn) run() {
 	c.closed = true
 	if c.endKind == "" {
 		c.endKind = KindWorkerExited
-		c.endMsg = fmt.Sprintf("gateway: the worker process exited (%s) before answering; the session has ended, initialize a new one", ExitDescription(exit))
+		c.endMsg = fmt.Sprintf("gateway: the worker process exited (%s) before answering; %s", ExitDescription(exit), c.exitAdvice)
 	}
 	calls, standalone := c.calls, c.standalone
 	c.calls, c.byClient, c.progress, c.standalone = nil, nil, nil, nil
