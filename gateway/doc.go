@@ -121,7 +121,11 @@
 // MaxSessions and MaxSessionsPerUser. Its handshake: server/discover with
 // 2026-07-28 _meta; a worker that answers it serves requests as they come,
 // any other answer makes the gateway initialize it once on 2025-11-25 and
-// translate (docs/gateway.md). A per-user worker that dies is removed first
+// translate (docs/gateway.md): results completed as above, per-request log
+// levels, list changes for listeners, and the worker's sampling, elicitation
+// and roots requests turned into input_required results whose requestState
+// parks the worker's call until the client's retry answers (mrtr.go), or
+// -32021 (HTTP 400) when the client did not declare the capability. A per-user worker that dies is removed first
 // too; the key's next request starts a fresh one.
 //
 // When a worker dies, the session is removed first, then every request in

@@ -55,6 +55,7 @@ var (
 	errWorkerStartW       = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker process could not be started; try again", nil}
 	errWorkerExitedW      = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker has stopped; send the request again", nil}
 	errTooManyListeners   = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many subscriptions/listen streams open for this user; close one", nil}
+	errTooManyParked      = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many requests of this user wait for input; answer or abandon one", nil}
 	errWorkerTimeoutW     = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer its handshake in time; try again", nil}
 )
 

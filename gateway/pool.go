@@ -47,6 +47,7 @@ type userWorker struct {
 
 	headers headerTable // x-mcp-header bindings of the worker's tools
 	subs    subscriptions
+	parked  parking // 2025 worker: calls waiting for a client's inputResponses
 }
 
 // acquire returns the started worker of key, starting it on the key's first
@@ -266,9 +267,11 @@ func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
 	uw.log.Info("gateway: the worker does not speak "+modernVersion+"; holding the 2025-11-25 handshake for it", "probe", errString(err))
 	res, err = uw.call(ctx, "initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
-		// No sampling, elicitation or roots: a 2026-07-28 client cannot be
-		// asked (translate.go).
-		"capabilities": map[string]any{},
+		// The worker may ask; the gateway turns each question into an
+		// input request of the 2026-07-28 client whose call it serves
+		// (mrtr.go), or refuses it when that client did not declare the
+		// capability.
+		"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "roots": map[string]any{}},
 		"clientInfo":   map[string]string{"name": "mcpgate", "version": g.opts.ServerVersion},
 	})
 	if err != nil {

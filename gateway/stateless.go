@@ -72,10 +72,19 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		}
 	}
 
+	caps, _ := exactMember(mustMeta(m.Params), metaClientCapabilities)
+	if !uw.modern && mrtrMethods[m.Method] {
+		if state, ok := exactString(m.Params, "requestState"); ok && g.resume(w, r, uw, m, meta, caps, state, jsonOK, sseOK) {
+			return
+		}
+	}
 	st := worker.NewStream(sseOK)
 	st.NoRequests = true
 	if !uw.modern {
 		st.Keep = logFilter(meta.logLevel)
+		if mrtrMethods[m.Method] {
+			st.OnRequest = g.inputRequester(uw, m, caps, st)
+		}
 	}
 	st.Expect(1)
 	g.forwardTo(uw.conn, uw.log, m, st, key.readOnly, func(res json.RawMessage) json.RawMessage {
@@ -109,6 +118,11 @@ func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMes
 	}
 	if _, ok := res["resultType"]; !ok {
 		res["resultType"] = json.RawMessage(`"complete"`)
+		if _, asks := res["inputRequests"]; asks && !uw.modern && mrtrMethods[method] {
+			// A 2025 server that already speaks the MRTR shape (its own
+			// inputRequests and requestState) only lacks the field.
+			res["resultType"] = json.RawMessage(`"input_required"`)
+		}
 	}
 	if len(uw.serverInfo) > 0 && !bytes.Equal(uw.serverInfo, []byte("null")) {
 		meta := map[string]json.RawMessage{}
@@ -208,4 +222,11 @@ func logFilter(level string) func(*jsonrpc.Message) bool {
 		l, ok := logLevels[p.Level]
 		return ok && l >= min
 	}
+}
+
+// mustMeta returns params._meta, read exactly (checkModernHeaders has
+// already refused an ambiguous one).
+func mustMeta(params json.RawMessage) json.RawMessage {
+	meta, _ := exactMember(params, "_meta")
+	return meta
 }

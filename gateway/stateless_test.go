@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,11 +113,23 @@ func TestModernSDKClientThroughA2025Worker(t *testing.T) {
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Len(t, res.Tools, 12)
-	// A server-initiated request cannot reach a 2026-07-28 client: the
-	// worker gets an error answer, the tool reports it.
-	out, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"text": "x"}})
-	require.NoError(t, err)
-	assert.True(t, out.IsError)
+	// A client without the sampling capability cannot be asked: it gets
+	// MissingRequiredClientCapabilityError, the worker an error answer.
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"text": "x"}})
+	var werr *jsonrpc.Error
+	require.ErrorAs(t, err, &werr)
+	assert.EqualValues(t, -32021, werr.Code)
+	assert.Equal(t, 1, g.PerUserWorkers())
+
+	// One that has it gets the worker's sampling request as an input
+	// request (MRTR), and its retry carries the answer back to the worker.
+	sampler := connectModern(t, srv.URL, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			text := req.Params.Messages[0].Content.(*mcp.TextContent).Text
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: strings.ToUpper(text)}}, nil
+		},
+	})
+	assert.Equal(t, "sampled: SHOUT", callText(t, sampler, "sample", map[string]any{"text": "shout"}))
 	assert.Equal(t, 1, g.PerUserWorkers())
 }
 
@@ -381,4 +394,85 @@ func TestModernClosedStreamCancels(t *testing.T) {
 	// The stub counts what it still runs: nothing but this call.
 	_, m := modernCall(t, srv.URL, "", false, "2", "inflight", nil)
 	assert.Equal(t, "0", resultText(m))
+}
+
+// TestModernInputRequestsFromA2025Worker drives the translation of a 2025
+// worker's sampling request into an input request and back, and attacks the
+// requestState: unknown, another user's, or replayed for another tool.
+func TestModernInputRequestsFromA2025Worker(t *testing.T) {
+	calls := filepath.Join(t.TempDir(), "calls")
+	_, url := principalGateway(t, Options{WorkerEnv: []string{"STUB_CALL_LOG=" + calls}})
+	const samplingMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	call := func(user, id, tool, extra string) (int, map[string]any) {
+		if extra != "" {
+			extra = "," + extra
+		}
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"hey"}` + extra + `,` + samplingMeta + `}}`
+		resp, out := rawDo(t, http.MethodPost, url, body, protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool, "X-Test-User", user)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+		return resp.StatusCode, m
+	}
+	ask := func(user string) (key, state string) {
+		status, m := call(user, "1", "sample", "")
+		require.Equal(t, http.StatusOK, status, "%v", m)
+		res := m["result"].(map[string]any)
+		require.Equal(t, "input_required", res["resultType"])
+		for k, v := range res["inputRequests"].(map[string]any) {
+			assert.Equal(t, "sampling/createMessage", v.(map[string]any)["method"])
+			key = k
+		}
+		return key, res["requestState"].(string)
+	}
+	answer := func(key string) string {
+		return `"inputResponses":{"` + key + `":{"role":"assistant","model":"m","content":{"type":"text","text":"HEY"}}}`
+	}
+
+	key, state := ask("alice")
+	// A retry without the answer gets the question again, under a new state.
+	status, m := call("alice", "2", "sample", `"requestState":"`+state+`"`)
+	require.Equal(t, http.StatusOK, status, "%v", m)
+	state = m["result"].(map[string]any)["requestState"].(string)
+	status, m = call("alice", "3", "sample", `"requestState":"`+state+`",`+answer(key))
+	require.Equal(t, http.StatusOK, status, "%v", m)
+	assert.Equal(t, "sampled: HEY", resultText(m))
+	assert.Equal(t, "complete", m["result"].(map[string]any)["resultType"])
+
+	// A state the gateway did not mint for this worker (used, tampered,
+	// another user's) is the worker's business: the request runs afresh,
+	// and so asks again; it never completes a parked call.
+	asksAgain := func(t *testing.T, status int, m map[string]any) {
+		t.Helper()
+		require.Equal(t, http.StatusOK, status, "%v", m)
+		assert.Equal(t, "input_required", m["result"].(map[string]any)["resultType"])
+	}
+	t.Run("used state", func(t *testing.T) {
+		status, m := call("alice", "4", "sample", `"requestState":"`+state+`",`+answer(key))
+		asksAgain(t, status, m)
+	})
+	t.Run("tampered state", func(t *testing.T) {
+		status, m := call("alice", "5", "sample", `"requestState":"`+state+`x",`+answer(key))
+		asksAgain(t, status, m)
+	})
+	t.Run("another user's state", func(t *testing.T) {
+		key, state := ask("alice")
+		status, m := call("bob", "6", "sample", `"requestState":"`+state+`",`+answer(key))
+		asksAgain(t, status, m) // bob cannot answer alice's worker
+		status, m = call("alice", "7", "sample", `"requestState":"`+state+`",`+answer(key))
+		assert.Equal(t, http.StatusOK, status)
+		assert.Equal(t, "sampled: HEY", resultText(m), "alice's call was not disturbed")
+	})
+	t.Run("client without the capability", func(t *testing.T) {
+		body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"sample","arguments":{"text":"x"},` + modernMetaJSON + `}}`
+		resp, out := rawDo(t, http.MethodPost, url, body, protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "sample", "X-Test-User", "alice")
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.JSONEq(t, `{"jsonrpc":"2.0","id":9,"error":{"code":-32021,"message":"gateway: this request needs the client capability \"sampling\", which the request's _meta did not declare","data":{"requiredCapabilities":{"sampling":{}}}}}`, out)
+	})
+	t.Run("state replayed for another tool", func(t *testing.T) {
+		key, state := ask("alice")
+		status, _ := call("alice", "8", "write", `"requestState":"`+state+`",`+answer(key))
+		assert.Equal(t, http.StatusBadRequest, status)
+		b, _ := os.ReadFile(calls)
+		assert.NotContains(t, string(b), "write", "the retry ran another tool")
+	})
 }

@@ -386,6 +386,9 @@ func (c *Conn) request(m *jsonrpc.Message) {
 	s := c.routeLocked("")
 	c.mu.Unlock()
 
+	if s != nil && s.NoRequests && s.OnRequest != nil && s.OnRequest(m, key) {
+		return // the stream's owner took it (MCP 2026-07-28: an input request)
+	}
 	data, err := m.EncodeWithID(json.RawMessage(key))
 	if err == nil && s != nil && !s.NoRequests && s.push(Outgoing{Data: data}) {
 		return

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
@@ -22,6 +23,21 @@ const (
 // with its gateway id (MCP 2026-07-28 §Cancellation: a closed response
 // stream cancels its request).
 func (c *Conn) CancelStream(s *Stream) {
+	for range c.cancelCalls(s) {
+		s.forget()
+	}
+}
+
+// Abandon is CancelStream for a stream whose request the gateway has
+// already answered itself (an input request, a refusal): the worker's call
+// is cancelled and forgotten, the stream is left as it is.
+func (c *Conn) Abandon(s *Stream) {
+	c.cancelCalls(s)
+}
+
+// cancelCalls forgets the calls of s and sends the worker
+// notifications/cancelled for each; it returns their gateway ids.
+func (c *Conn) cancelCalls(s *Stream) []int64 {
 	c.mu.Lock()
 	var gids []int64
 	for gid, cl := range c.calls {
@@ -32,8 +48,45 @@ func (c *Conn) CancelStream(s *Stream) {
 	}
 	c.mu.Unlock()
 	for _, gid := range gids {
-		s.forget()
 		params := `{"requestId":` + strconv.FormatInt(gid, 10) + `,"reason":"the client closed its stream"}`
 		_ = c.send(&jsonrpc.Message{JSONRPC: "2.0", Method: "notifications/cancelled", Params: []byte(params)})
+	}
+	return gids
+}
+
+// Retarget moves the request in flight on stream from to stream to, under
+// the client id id: the answer to a request whose first HTTP response has
+// ended (an input_required result the gateway made) goes to the retry's
+// stream. It reports false when from has no request in flight.
+func (c *Conn) Retarget(from, to *Stream, id json.RawMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for gid, cl := range c.calls {
+		if cl.stream != from {
+			continue
+		}
+		if c.byClient[cl.key] == gid {
+			delete(c.byClient, cl.key)
+		}
+		cl.stream, cl.clientID, cl.key = to, id, jsonrpc.Key(id)
+		c.byClient[cl.key] = gid
+		return true
+	}
+	return false
+}
+
+// Refuse answers a request of the worker's own, named by the key the
+// client would have answered it by, with a JSON-RPC error, as if no
+// client could take it.
+func (c *Conn) Refuse(key, msg string) {
+	c.mu.Lock()
+	wid, ok := c.outReqs[key]
+	if ok {
+		delete(c.outReqs, key)
+		delete(c.workerOut, jsonrpc.Key(wid))
+	}
+	c.mu.Unlock()
+	if ok {
+		_ = c.proc.Send(internalError(wid, msg, KindNoStream))
 	}
 }

@@ -35,6 +35,11 @@ type Stream struct {
 	// Keep, when set, decides whether a notification of the worker's own
 	// that the router picked this stream for is sent (false: dropped).
 	Keep func(*jsonrpc.Message) bool
+	// OnRequest, when set on a NoRequests stream, is offered a request of
+	// the worker's own that the router picked this stream for, with the id
+	// key the client must answer it by (Conn.Respond); true means it took
+	// the request, false that the worker gets the noStream error.
+	OnRequest func(m *jsonrpc.Message, key string) bool
 
 	mu       sync.Mutex
 	queue    []Outgoing
