@@ -143,6 +143,8 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll() },
 		OnNotification: uw.intercept,
 		ExitAdvice:     "send the request again: it starts a fresh worker",
+		UniqueProgress: true, // clients of one user share the worker
+
 	})
 	uw.log.Info("gateway: per-user worker started", "pid", proc.Pid())
 

@@ -476,3 +476,41 @@ func TestModernInputRequestsFromA2025Worker(t *testing.T) {
 		assert.NotContains(t, string(b), "write", "the retry ran another tool")
 	})
 }
+
+// TestModernProgressOfOneUsersClients: two clients of one user share a
+// worker and happen to use the same progress token; each still gets only
+// its own progress (the worker sees tokens unique to each request).
+func TestModernProgressOfOneUsersClients(t *testing.T) {
+	_, srv := newTestGateway(t, Options{})
+	open := func(ms int) (*bufio.Reader, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":` + strconv.Itoa(ms) + `,"steps":1},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			protoHdr: "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sleep"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		return bufio.NewReader(resp.Body), func() { cancel(); resp.Body.Close() }
+	}
+	next := func(r *bufio.Reader) string {
+		for {
+			line, err := r.ReadString('\n')
+			require.NoError(t, err)
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				return strings.TrimSpace(d)
+			}
+		}
+	}
+	first, end1 := open(3000)
+	defer end1()
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":0,"progressToken":"p"}}`, next(first))
+	second, end2 := open(600000) // registered while the first still runs
+	defer end2()
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":0,"progressToken":"p"}}`, next(second))
+	// The first call's last progress comes to the first client, not to the
+	// client whose request came last with the same token.
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"progressToken":"p"}}`, next(first))
+	assert.Contains(t, next(first), `"slept"`)
+}

@@ -53,13 +53,16 @@ type Conn struct {
 	onExit func()
 	onNote func(*jsonrpc.Message) bool
 
+	uniqueProgress bool
+
 	exitAdvice string
 }
 
 type call struct {
 	clientID json.RawMessage
-	key      string // jsonrpc.Key(clientID)
-	token    string // progress token key, if any
+	key      string          // jsonrpc.Key(clientID)
+	token    string          // progress token key, if any
+	orig     json.RawMessage // the client's progress token, when the worker was given a unique one
 	stream   *Stream
 	rewrite  func(result json.RawMessage) json.RawMessage
 }
@@ -72,6 +75,10 @@ type ConnConfig struct {
 	// OnNotification, when set, sees each notification of the worker's own
 	// first; true means it took the message, which is then not routed.
 	OnNotification func(*jsonrpc.Message) bool
+	// UniqueProgress gives each request's progress token a value unique on
+	// this worker on the way in, and restores the client's on the way out:
+	// for a worker shared by several clients, whose tokens may collide.
+	UniqueProgress bool
 	// ExitAdvice ends the message of the workerExited error: what the
 	// client should do. Empty means "the session has ended, initialize a
 	// new one".
@@ -98,6 +105,8 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 		done:      make(chan struct{}),
 		onExit:    cfg.OnExit,
 		onNote:    cfg.OnNotification,
+
+		uniqueProgress: cfg.UniqueProgress,
 
 		exitAdvice: cfg.ExitAdvice,
 	}
@@ -137,6 +146,13 @@ func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite
 	}
 	c.nextID++
 	gid := c.nextID
+	if progressToken != "" && c.uniqueProgress {
+		if out, orig, ok := uniqueProgressToken(m, gid); ok {
+			m, cl.orig = out, orig
+			cl.token = jsonrpc.Key(json.RawMessage(strconv.Quote(progressPrefix + strconv.FormatInt(gid, 10))))
+			progressToken = cl.token
+		}
+	}
 	c.calls[gid] = cl
 	c.byClient[cl.key] = gid
 	if progressToken != "" {
@@ -433,7 +449,14 @@ func (c *Conn) notification(m *jsonrpc.Message) {
 	}
 	c.mu.Lock()
 	s := c.routeLocked(token)
+	var orig json.RawMessage
+	if gid, ok := c.progress[token]; ok && token != "" && c.calls[gid] != nil {
+		orig = c.calls[gid].orig
+	}
 	c.mu.Unlock()
+	if orig != nil {
+		m = restoreProgressToken(m, orig)
+	}
 	if s != nil && s.Keep != nil && !s.Keep(m) {
 		return
 	}

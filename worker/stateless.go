@@ -90,3 +90,48 @@ func (c *Conn) Refuse(key, msg string) {
 		_ = c.proc.Send(internalError(wid, msg, KindNoStream))
 	}
 }
+
+// progressPrefix starts the progress tokens a Conn with UniqueProgress
+// gives its worker.
+const progressPrefix = "mcpgate-progress-"
+
+// uniqueProgressToken returns m with params._meta.progressToken replaced
+// by one unique to gid, and the client's token. ok is false when params or
+// _meta is not a plain object (m is then sent as it is).
+func uniqueProgressToken(m *jsonrpc.Message, gid int64) (out *jsonrpc.Message, orig json.RawMessage, ok bool) {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil {
+		return m, nil, false
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) != nil || meta["progressToken"] == nil {
+		return m, nil, false
+	}
+	orig = meta["progressToken"]
+	meta["progressToken"] = json.RawMessage(strconv.Quote(progressPrefix + strconv.FormatInt(gid, 10)))
+	b, err := jsonrpc.Marshal(meta)
+	if err != nil {
+		return m, nil, false
+	}
+	params["_meta"] = b
+	p, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return m, nil, false
+	}
+	return m.WithParams(p), orig, true
+}
+
+// restoreProgressToken puts the client's token back into a progress
+// notification.
+func restoreProgressToken(m *jsonrpc.Message, orig json.RawMessage) *jsonrpc.Message {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil {
+		return m
+	}
+	params["progressToken"] = orig
+	p, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return m
+	}
+	return m.WithParams(p)
+}
