@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -332,15 +333,7 @@ func TestModernListen(t *testing.T) {
 		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 		return bufio.NewReader(resp.Body)
 	}
-	next := func(r *bufio.Reader) string {
-		for {
-			line, err := r.ReadString('\n')
-			require.NoError(t, err)
-			if d, ok := strings.CutPrefix(line, "data: "); ok {
-				return strings.TrimSpace(d)
-			}
-		}
-	}
+	next := func(r *bufio.Reader) string { return nextData(t, r) }
 	alice := listen("alice", `"sub-a"`)
 	ack := next(alice)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-a"},"notifications":{"toolsListChanged":true}}}`, ack,
@@ -494,15 +487,7 @@ func TestModernProgressOfOneUsersClients(t *testing.T) {
 		require.NoError(t, err)
 		return bufio.NewReader(resp.Body), func() { cancel(); resp.Body.Close() }
 	}
-	next := func(r *bufio.Reader) string {
-		for {
-			line, err := r.ReadString('\n')
-			require.NoError(t, err)
-			if d, ok := strings.CutPrefix(line, "data: "); ok {
-				return strings.TrimSpace(d)
-			}
-		}
-	}
+	next := func(r *bufio.Reader) string { return nextData(t, r) }
 	first, end1 := open(3000)
 	defer end1()
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":0,"progressToken":"p"}}`, next(first))
@@ -513,4 +498,39 @@ func TestModernProgressOfOneUsersClients(t *testing.T) {
 	// client whose request came last with the same token.
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"progressToken":"p"}}`, next(first))
 	assert.Contains(t, next(first), `"slept"`)
+}
+
+// nextData returns the data of the next SSE event on r.
+func nextData(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			return strings.TrimSpace(d)
+		}
+	}
+}
+
+// TestModernKeyOf: a worker is never shared across principals, user ids
+// (a token of the same subject with another user claim) or read-only flags.
+func TestModernKeyOf(t *testing.T) {
+	g, _ := newTestGateway(t, Options{})
+	key := func(p *auth.Principal) poolKey {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		if p != nil {
+			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		}
+		return g.keyOf(r)
+	}
+	base := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice"}
+	otherUser := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "mallory"}
+	otherIssuer := &auth.Principal{Issuer: "https://j", Subject: "s1", UserID: "alice"}
+	readOnly := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice", ReadOnly: true}
+	keys := map[poolKey]bool{}
+	for _, p := range []*auth.Principal{base, otherUser, otherIssuer, readOnly, nil} {
+		keys[key(p)] = true
+	}
+	assert.Len(t, keys, 5)
+	assert.Equal(t, key(base), key(&auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice"}))
 }

@@ -209,14 +209,7 @@ func (c *Conn) rewriteCancel(m *jsonrpc.Message) (*jsonrpc.Message, bool) {
 // Respond forwards a client's answer to a request the worker sent it
 // (sampling, elicitation, roots), with the worker's own id restored.
 func (c *Conn) Respond(m *jsonrpc.Message) error {
-	key := jsonrpc.Key(m.ID)
-	c.mu.Lock()
-	wid, ok := c.outReqs[key]
-	if ok {
-		delete(c.outReqs, key)
-		delete(c.workerOut, jsonrpc.Key(wid))
-	}
-	c.mu.Unlock()
+	wid, ok := c.takeOutReq(jsonrpc.Key(m.ID))
 	if !ok {
 		return ErrUnknownResponse
 	}

@@ -79,14 +79,7 @@ func (c *Conn) Retarget(from, to *Stream, id json.RawMessage) bool {
 // client would have answered it by, with a JSON-RPC error, as if no
 // client could take it.
 func (c *Conn) Refuse(key, msg string) {
-	c.mu.Lock()
-	wid, ok := c.outReqs[key]
-	if ok {
-		delete(c.outReqs, key)
-		delete(c.workerOut, jsonrpc.Key(wid))
-	}
-	c.mu.Unlock()
-	if ok {
+	if wid, ok := c.takeOutReq(key); ok {
 		_ = c.proc.Send(internalError(wid, msg, KindNoStream))
 	}
 }
@@ -134,4 +127,17 @@ func restoreProgressToken(m *jsonrpc.Message, orig json.RawMessage) *jsonrpc.Mes
 		return m
 	}
 	return m.WithParams(p)
+}
+
+// takeOutReq removes the worker's request the client knows by key and
+// returns the worker's own id for it.
+func (c *Conn) takeOutReq(key string) (json.RawMessage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wid, ok := c.outReqs[key]
+	if ok {
+		delete(c.outReqs, key)
+		delete(c.workerOut, jsonrpc.Key(wid))
+	}
+	return wid, ok
 }
