@@ -59,6 +59,9 @@ var (
 	ErrIssuedInFuture    = check(ErrInvalidToken, "token was issued in the future")
 	ErrNoSubject         = check(ErrInvalidToken, "token has no subject")
 	ErrUserID            = check(ErrInvalidToken, "token user claim is missing or not a valid user id")
+	ErrDPoPBound         = check(ErrInvalidToken, "token is bound to a DPoP key (cnf.jkt, RFC 9449) and this resource accepts only Bearer tokens; request a token without DPoP")
+	ErrCertBound         = check(ErrInvalidToken, "token is bound to a client certificate (cnf.x5t#S256, RFC 8705) and this resource accepts only Bearer tokens; request a token that is not certificate-bound")
+	ErrKeyBound          = check(ErrInvalidToken, "token is bound to a key (cnf, RFC 7800) and this resource accepts only Bearer tokens; request an unbound token")
 	ErrMissingScope      = check(ErrInsufficientScope, "token lacks a required scope")
 )
 
