@@ -40,7 +40,7 @@ type Gateway struct {
 // session is one MCP session and its worker.
 type session struct {
 	id       string
-	owner    string // auth.Principal.Owner(); empty in localhost mode
+	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
 	user     string
 	readOnly bool
 	conn     *worker.Conn
@@ -179,8 +179,10 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, r *http.Request, id json.RawM
 	return s
 }
 
-// lookup finds a live session for the request's principal. A session owned
-// by someone else is reported as missing (DESIGN decision 7), and logged.
+// lookup finds a live session for the request's principal. A session
+// owned by someone else (another issuer, subject, user id or client: see
+// auth.Owner) is reported as missing (DESIGN decision 7), and logged with
+// the part that differed.
 func (g *Gateway) lookup(r *http.Request, id string) *session {
 	g.mu.Lock()
 	s := g.sessions[id]
@@ -188,12 +190,18 @@ func (g *Gateway) lookup(r *http.Request, id string) *session {
 	if s == nil {
 		return nil
 	}
-	owner, user := "", ""
+	var owner auth.Owner
 	if p := auth.PrincipalFrom(r.Context()); p != nil {
-		owner, user = p.Owner(), p.UserID
+		owner = p.Owner()
 	}
 	if owner != s.owner {
-		s.log.Warn("gateway: a request named a session of another principal", "session_user", s.user, "request_user", user, "remote", r.RemoteAddr)
+		differs := s.owner.Differs(owner)
+		if owner == (auth.Owner{}) {
+			differs = "no principal"
+		}
+		s.log.Warn("gateway: a request named a session it does not own", "differs", differs,
+			"session_user", s.owner.UserID, "request_user", owner.UserID,
+			"session_client", s.owner.ClientID, "request_client", owner.ClientID, "remote", r.RemoteAddr)
 		return nil
 	}
 	return s
