@@ -50,6 +50,7 @@ var (
 	errInitWithSession = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: initialize must not carry an MCP-Session-Id; it opens a new session", nil}
 	errNoSession       = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: MCP-Session-Id header required; send initialize first", nil}
 	errUnknownSession  = failure{http.StatusNotFound, codeSessionNotFound, "gateway: session not found or ended; initialize a new session", nil}
+	errDeleteReadOnly  = failure{http.StatusForbidden, codeInvalidRequest, "gateway: ending a read-write session needs a token with the write scope", nil}
 	errStreamConflict  = failure{http.StatusConflict, codeInvalidRequest, "gateway: this session already has a standalone stream open", nil}
 	errLastEventID     = failure{http.StatusBadRequest, codeInvalidRequest, "gateway: stream resumption (Last-Event-ID) is not supported", nil}
 	errTooManySessions = failure{http.StatusServiceUnavailable, codeInternalError, "gateway: too many sessions; try again later", nil}

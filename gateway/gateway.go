@@ -24,7 +24,10 @@ type Gateway struct {
 	log     *slog.Logger
 	handler http.Handler // guard, then Options.Middleware, then serveMCP
 	command []string
-	safe    map[string]bool
+	safe    map[string]bool // Options.SafeTools
+	undo    map[string]bool // Options.UndoTools
+	// safeMethods is Options.SafeMethods.
+	safeMethods map[string]bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -57,7 +60,8 @@ func New(opts Options) (*Gateway, error) {
 		opts:       opts,
 		log:        opts.Logger,
 		command:    opts.WorkerCommand,
-		safe:       make(map[string]bool, len(opts.SafeTools)),
+		safe:       set(opts.SafeTools),
+		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
 		shutdown:   make(chan struct{}),
@@ -70,9 +74,7 @@ func New(opts Options) (*Gateway, error) {
 		}
 		g.command = []string{exe, "worker"}
 	}
-	for _, t := range opts.SafeTools {
-		g.safe[t] = true
-	}
+	g.safeMethods = set(opts.SafeMethods)
 	var inner http.Handler = http.HandlerFunc(g.serveMCP)
 	if opts.Middleware != nil {
 		inner = opts.Middleware(inner)
@@ -80,6 +82,14 @@ func New(opts Options) (*Gateway, error) {
 	g.handler = g.guard(inner)
 	go g.reaper()
 	return g, nil
+}
+
+func set(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 // ServeHTTP serves the MCP endpoint: the Host and Origin checks, then
