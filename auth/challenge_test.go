@@ -112,3 +112,23 @@ func TestKeyBoundTokensRefused(t *testing.T) {
 		assert.ErrorIs(t, err, auth.ErrClaims)
 	})
 }
+
+// TestWriteScopeRequired: the runtime insufficient_scope answer names the
+// required scopes and the write scope (MCP §Runtime Insufficient Scope
+// Errors), and needs a request the middleware verified.
+func TestWriteScopeRequired(t *testing.T) {
+	e := setup(t, nil)
+	ro := mint(t)(e.iss.Keycloak("alice", resource, "mcp:use"))
+	rec := httptest.NewRecorder()
+	e.a.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		assert.True(t, auth.WriteScopeRequired(w, r, "ending this needs the write scope"))
+	})).ServeHTTP(rec, request("Bearer "+ro))
+	assert.Equal(t, http.StatusForbidden, rec.Code)
+	assert.Equal(t, `Bearer error="insufficient_scope", error_description="ending this needs the write scope", `+
+		`resource_metadata="`+wantMetadataURL+`", scope="mcp:use mcp:write"`, rec.Header().Get("WWW-Authenticate"))
+	assert.JSONEq(t, `{"error":"insufficient_scope","error_description":"ending this needs the write scope"}`, rec.Body.String())
+
+	rec = httptest.NewRecorder()
+	assert.False(t, auth.WriteScopeRequired(rec, request(), "x"), "a request no authenticator verified")
+	assert.Equal(t, 0, rec.Body.Len())
+}

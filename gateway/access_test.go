@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +134,42 @@ func TestReadOnlyTokenCannotUndoAWriteSession(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	resp, _ = a.do(t, http.MethodDelete, sid, wtok, "")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestReadOnlyTokenCannotCancelAWrite (issue 8 item 12): a read-only
+// token's notifications/cancelled on a read-write session is dropped, since
+// cancelling a write request (a commit) could roll its work back.
+func TestReadOnlyTokenCannotCancelAWrite(t *testing.T) {
+	a := newAuthedGateway(t, Options{SafeTools: []string{"echo", "inflight"}})
+	wtok := a.token(t, "alice", writeScopes, nil)
+	rtok := a.token(t, "alice", readScopes, nil)
+	sid := a.open(t, wtok)
+
+	// The write token's long request, running once its progress arrives.
+	req, err := http.NewRequest(http.MethodPost, a.url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":"w1"}}}`))
+	require.NoError(t, err)
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		sidHdr: sid, protoHdr: "2025-11-25", "Authorization": "Bearer " + wtok} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	st := &sseStream{resp, bufio.NewReader(resp.Body)}
+	require.Equal(t, "notifications/progress", st.next(t)["method"])
+
+	inflight := func(tok string) string {
+		_, body := a.do(t, http.MethodPost, sid, tok, toolCall("inflight"))
+		return body
+	}
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"hostile"}}`
+	r, _ := a.do(t, http.MethodPost, sid, rtok, cancel)
+	assert.Equal(t, http.StatusAccepted, r.StatusCode)
+	assert.Contains(t, inflight(rtok), `"text":"1"`, "the write request still runs after a read-only cancel")
+	r, _ = a.do(t, http.MethodPost, sid, wtok, cancel)
+	assert.Equal(t, http.StatusAccepted, r.StatusCode)
+	assert.Contains(t, inflight(wtok), `"text":"0"`, "the write token's own cancel stops it")
 }
 
 // TestReadOnlyMethods (issue 8 item 13): read-only is fail-closed for
