@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpgate/mcpgate/auth"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // access is how far one request may go on its session (DESIGN decision 4).
@@ -28,10 +28,10 @@ const (
 
 // accessOf decides the access of request r on session s.
 func accessOf(r *http.Request, s *session) access {
-	switch {
-	case s.readOnly:
+	if s.readOnly {
 		return readOnlySession
-	case auth.PrincipalFrom(r.Context()) != nil && auth.PrincipalFrom(r.Context()).ReadOnly:
+	}
+	if p := auth.PrincipalFrom(r.Context()); p != nil && p.ReadOnly {
 		return readOnlyRequest
 	}
 	return readWrite
@@ -81,11 +81,11 @@ func ReadMethods() []string {
 
 // refuse decides one request m with access acc (not readWrite) and returns
 // its refusal, or nil when it may go to the worker.
-func (g *Gateway) refuse(s *session, m *worker.Message, acc access) []byte {
+func (g *Gateway) refuse(s *session, m *jsonrpc.Message, acc access) []byte {
 	switch {
 	case strings.EqualFold(m.Method, "tools/call"):
 		// The name as a worker reads it; an ambiguous one is refused.
-		name, ok := worker.ToolName(m.Params)
+		name, ok := toolName(m.Params)
 		if !ok || !g.safe[name] {
 			s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
 			return readOnlyRefusal(m.ID, name)
@@ -107,8 +107,8 @@ func (g *Gateway) refuse(s *session, m *worker.Message, acc access) []byte {
 // (-32602), and a message that says how to get write access (DESIGN
 // decision 4).
 func readOnlyRefusal(id json.RawMessage, tool string) []byte {
-	return worker.ErrorResponse(id, worker.ErrorObject{
-		Code: codeMethodNotFound,
+	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
+		Code: jsonrpc.CodeMethodNotFound,
 		Message: "gateway: tool " + quote(tool) + " changes data and this session is read-only; " +
 			"to use it, connect with a token that has the write scope, to a gateway that is not read-only",
 		Data: map[string]string{"kind": "readOnly", "tool": tool},
@@ -136,8 +136,8 @@ func (g *Gateway) refuseDelete(w http.ResponseWriter, r *http.Request, s *sessio
 // there (the built-in abort): safe in a read-only session, where there is
 // nothing to undo, but not for a token that may not write.
 func undoRefusal(id json.RawMessage, tool string) []byte {
-	return worker.ErrorResponse(id, worker.ErrorObject{
-		Code: codeMethodNotFound,
+	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
+		Code: jsonrpc.CodeMethodNotFound,
 		Message: "gateway: tool " + quote(tool) + " would undo the work of this read-write session and this request's token is read-only; " +
 			"to use it, send it with a token that has the write scope",
 		Data: map[string]string{"kind": "readOnly", "tool": tool},
@@ -147,8 +147,8 @@ func undoRefusal(id json.RawMessage, tool string) []byte {
 // methodRefusal answers a read-only request for a method MCP does not
 // define as a read and the operator has not vouched for.
 func methodRefusal(id json.RawMessage, method string) []byte {
-	return worker.ErrorResponse(id, worker.ErrorObject{
-		Code: codeMethodNotFound,
+	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
+		Code: jsonrpc.CodeMethodNotFound,
 		Message: "gateway: method " + quote(method) + " is not known to be read-only and this request is read-only; " +
 			"use a token with the write scope, or have the operator list the method in worker.safe_methods",
 		Data: map[string]string{"kind": "readOnly", "method": method},
@@ -156,7 +156,7 @@ func methodRefusal(id json.RawMessage, method string) []byte {
 }
 
 func quote(s string) string {
-	b, _ := worker.Encode(s)
+	b, _ := jsonrpc.Marshal(s)
 	return string(b)
 }
 
@@ -179,8 +179,8 @@ func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
 			kept = append(kept, t)
 		}
 	}
-	res["tools"], _ = worker.Encode(kept)
-	out, err := worker.Encode(res)
+	res["tools"], _ = jsonrpc.Marshal(kept)
+	out, err := jsonrpc.Marshal(res)
 	if err != nil {
 		return json.RawMessage(`{"tools":[]}`)
 	}
