@@ -193,17 +193,22 @@ func TestReadOnlyMethods(t *testing.T) {
 		"prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
 		"tasks/get", "tasks/result", "tasks/list", "x/vouched",
 	}
-	refuse := []string{"tasks/cancel", "tasks/update", "x/custom", "Resources/Read", "sampling/createMessage", "rpc.discover"}
-	for _, tc := range []struct{ name, sid, tok string }{
-		{"read-only session", roSession, rtok},
-		{"read-only token on a read-write session", rwSession, rtok},
+	refuse := []string{"tasks/update", "x/custom", "Resources/Read", "sampling/createMessage", "rpc.discover"}
+	for _, tc := range []struct {
+		name, sid, tok string
+		undo           bool // may end what another request started
+	}{
+		{"read-only session", roSession, rtok, true},
+		{"read-only token on a read-write session", rwSession, rtok, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			_, body := a.do(t, http.MethodPost, tc.sid, tc.tok, req("tasks/cancel"))
+			assert.Equal(t, tc.undo, strings.Contains(body, reached), "tasks/cancel reached the worker: %s", body)
 			for _, m := range pass {
 				_, body := a.do(t, http.MethodPost, tc.sid, tc.tok, req(m))
 				assert.Contains(t, body, reached, "%s should reach the worker", m)
 			}
-			_, body := a.do(t, http.MethodPost, tc.sid, tc.tok, `{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+			_, body = a.do(t, http.MethodPost, tc.sid, tc.tok, `{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 			assert.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, body)
 			for _, m := range refuse {
 				resp, body := a.do(t, http.MethodPost, tc.sid, tc.tok, req(m))

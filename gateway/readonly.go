@@ -47,9 +47,11 @@ func accessOf(r *http.Request, s *session) access {
 // returned); completion/complete (§Completion: suggestions for an
 // argument); logging/setLevel (which log notifications this session gets);
 // tasks/get, tasks/result and tasks/list (2025-11-25 §Tasks: a task's
-// state and result). Everything else (tasks/cancel, which ends a task a
-// write request may have started; methods of later revisions and
-// extensions; anything custom) is refused unless the operator lists it in
+// state and result). tasks/cancel passes in a read-only session, whose
+// tasks are all reads, as notifications/cancelled does; a read-only request
+// on a read-write session is refused it, since the task may be a write's
+// (see undoMethods). Everything else (methods of later revisions and
+// extensions, anything custom) is refused unless the operator lists it in
 // Options.SafeMethods: fail-closed, as for tools. Names match exactly, as
 // SDKs match them; initialize never gets here.
 var readMethods = map[string]bool{
@@ -67,6 +69,10 @@ var readMethods = map[string]bool{
 	"tasks/result":             true,
 	"tasks/list":               true,
 }
+
+// undoMethods may end what another request started: allowed in a read-only
+// session, refused to a read-only request on a read-write session.
+var undoMethods = map[string]bool{"tasks/cancel": true}
 
 // ReadMethods returns the methods a read-only request may always send
 // besides tools/list and tools/call, sorted, for docs and validation.
@@ -96,6 +102,8 @@ func (g *Gateway) refuse(s *session, m *jsonrpc.Message, acc access) []byte {
 		}
 		return nil
 	case strings.EqualFold(m.Method, "tools/list"), readMethods[m.Method], g.safeMethods[m.Method]:
+		return nil
+	case undoMethods[m.Method] && acc == readOnlySession:
 		return nil
 	}
 	s.log.Info("gateway: refused a method in a read-only session", "method", m.Method)
