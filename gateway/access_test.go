@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -298,5 +299,17 @@ func TestOwnerMismatchLog(t *testing.T) {
 			assert.NotContains(t, v, "eyJ", "attribute %s holds token contents", k)
 		}
 		return
+	}
+}
+
+// TestReadMethodsDocumented: docs/gateway.md and docs/configuration.md
+// promise the read methods by name; they must name every one.
+func TestReadMethodsDocumented(t *testing.T) {
+	for _, doc := range []string{"../docs/gateway.md", "../docs/configuration.md"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range append(ReadMethods(), "tasks/cancel") {
+			assert.Contains(t, string(b), "`"+m+"`", "%s does not name %s", doc, m)
+		}
 	}
 }
