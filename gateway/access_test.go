@@ -227,6 +227,11 @@ func TestReadOnlyMethods(t *testing.T) {
 			assert.Contains(t, body, `"id":6,"result":{}`)
 		})
 	}
+	t.Run("a huge method name is clipped in the refusal", func(t *testing.T) {
+		_, body := a.do(t, http.MethodPost, roSession, rtok, req("x/"+strings.Repeat("m", 1<<20)))
+		assert.Contains(t, body, `"kind":"readOnly"`)
+		assert.Less(t, len(body), 2048, "the refusal echoes the whole name")
+	})
 	t.Run("a write token", func(t *testing.T) {
 		_, body := a.do(t, http.MethodPost, rwSession, wtok, req("x/custom"))
 		assert.Contains(t, body, reached, "a read-write request passes any method")

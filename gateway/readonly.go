@@ -106,8 +106,9 @@ func (g *Gateway) refuse(s *session, m *jsonrpc.Message, acc access) []byte {
 	case undoMethods[m.Method] && acc == readOnlySession:
 		return nil
 	}
-	s.log.Info("gateway: refused a method in a read-only session", "method", m.Method)
-	return methodRefusal(m.ID, m.Method)
+	method := clipPeer(m.Method)
+	s.log.Info("gateway: refused a method in a read-only session", "method", method)
+	return methodRefusal(m.ID, method)
 }
 
 // readOnlyRefusal answers a tools/call of a tool outside the read-only-safe
@@ -161,6 +162,17 @@ func methodRefusal(id json.RawMessage, method string) []byte {
 			"use a token with the write scope, or have the operator list the method in worker.safe_methods",
 		Data: map[string]string{"kind": "readOnly", "method": method},
 	})
+}
+
+// clipPeer bounds a string a peer chose before it is logged or echoed, so
+// that a megabyte method name costs a megabyte once, not in every log line
+// and answer.
+func clipPeer(s string) string {
+	const limit = 128
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + "…"
 }
 
 func quote(s string) string {
