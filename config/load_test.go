@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // env returns a Getenv over a fixed map, so no test sees the real
@@ -88,7 +90,7 @@ func TestLoadDefaults(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, DefaultAlgorithms(), c.Auth.Algorithms)
+	assert.Equal(t, auth.DefaultAlgorithms(), c.Auth.Algorithms)
 	assert.False(t, c.Authenticated())
 	assert.NoError(t, c.Validate(), "the defaults must validate")
 }
@@ -350,7 +352,7 @@ func TestLoadFileForms(t *testing.T) {
 			assert.Equal(t, "127.0.0.1:1", c.Server.Listen)
 		}},
 		{"an hmac secret adds HS algorithms to the default list", "auth:\n  issuer: https://i.example.com\n  hmac_secret_file: s\n", func(t *testing.T, c *Config) {
-			assert.Equal(t, append(DefaultAlgorithms(), "HS256", "HS384", "HS512"), c.Auth.Algorithms)
+			assert.Equal(t, append(auth.DefaultAlgorithms(), "HS256", "HS384", "HS512"), c.Auth.Algorithms)
 		}},
 		{"an explicit algorithm list is kept", "auth:\n  hmac_secret_file: s\n  algorithms: [HS512]\n", func(t *testing.T, c *Config) {
 			assert.Equal(t, []string{"HS512"}, c.Auth.Algorithms)
