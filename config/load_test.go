@@ -524,7 +524,7 @@ func TestByteSizeString(t *testing.T) {
 	}
 }
 
-func TestSplitShellWords(t *testing.T) {
+func TestSplitWords(t *testing.T) {
 	tests := []struct {
 		in   string
 		want []string
@@ -532,17 +532,27 @@ func TestSplitShellWords(t *testing.T) {
 	}{
 		{"", nil, false},
 		{"  a  b\tc ", []string{"a", "b", "c"}, false},
+		{"a\r\nb\n", []string{"a", "b"}, false},
 		{`a "b c" 'd e'`, []string{"a", "b c", "d e"}, false},
+		{`serve --worker-command '/bin/w stdio-server'`, []string{"serve", "--worker-command", "/bin/w stdio-server"}, false},
+		{`'a\b'`, []string{`a\b`}, false},
 		{`a\ b`, []string{"a b"}, false},
+		{`"say \"hi\" \\o/"`, []string{`say "hi" \o/`}, false},
 		{`"say \"hi\"" 'it''s'`, []string{`say "hi"`, "its"}, false},
+		{`"a\nb"`, []string{`a\nb`}, false},
 		{`x"y"z`, []string{"xyz"}, false},
+		{`--x='1 2'3`, []string{"--x=1 23"}, false},
 		{`""`, []string{""}, false},
+		{`a '' b`, []string{"a", "", "b"}, false},
+		{"héllo 'wörld ✓'", []string{"héllo", "wörld ✓"}, false},
+		{`trailing\`, []string{`trailing\`}, false},
 		{`'open`, nil, true},
 		{`"open`, nil, true},
+		{`"open\"`, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := splitShellWords(tt.in)
+			got, err := SplitWords(tt.in)
 			if tt.err {
 				assert.Error(t, err)
 				return
