@@ -13,6 +13,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // Config is the whole configuration of `mcpgate serve`. The YAML names of the
@@ -248,13 +250,6 @@ const (
 	DefaultLogFormat          = "text"
 )
 
-// DefaultAlgorithms is the JWS allow-list when auth.algorithms is empty and
-// no HMAC secret is configured: the asymmetric algorithms of RFC 7518 and
-// RFC 8037.
-func DefaultAlgorithms() []string {
-	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-}
-
 // Default returns a Config holding every default: the unauthenticated
 // localhost mode with the built-in worker on SQLite.
 func Default() *Config {
@@ -288,9 +283,9 @@ func (c *Config) applyDefaults() {
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {
-		c.Auth.Algorithms = DefaultAlgorithms()
+		c.Auth.Algorithms = auth.DefaultAlgorithms()
 		if c.Auth.HMACSecretFile != "" {
-			c.Auth.Algorithms = append(c.Auth.Algorithms, hmacAlgorithms...)
+			c.Auth.Algorithms = append(c.Auth.Algorithms, auth.HMACAlgorithms()...)
 		}
 	}
 	if len(c.Auth.AuthorizationServers) == 0 && c.Auth.Issuer != "" {

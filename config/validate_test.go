@@ -76,6 +76,15 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 			c.Auth = Auth{}
 			c.Server.PublicURL = ""
 		}},
+		{"upper-case localhost", func(c *Config) {
+			c.Auth.Issuer = "http://LOCALHOST:9999/realms/test"
+			c.Server.Listen = "LocalHost:8000"
+		}},
+		{"http public url off loopback without auth", func(c *Config) {
+			c.Server.Listen = "127.0.0.1:8000"
+			c.Auth = Auth{}
+			c.Server.PublicURL = "http://mcp.internal:8000"
+		}},
 		{"loopback http issuer and public url for tests", func(c *Config) {
 			c.Auth.Issuer = "http://127.0.0.1:9999/realms/test"
 			c.Server.PublicURL = "http://localhost:8000"
@@ -149,6 +158,7 @@ func TestValidateProblems(t *testing.T) {
 		{"public url with query", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com/?x=1" }, "server.public_url", "must not carry user info, a query or a fragment"},
 		{"public url with fragment", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com#f" }, "server.public_url", "must not carry"},
 		{"public url with user info hides the password", func(c *Config) { c.Server.PublicURL = "https://u:hunter2@mcp.example.com" }, "server.public_url", "must not carry"},
+		{"public url upper-case host", func(c *Config) { c.Server.PublicURL = "https://MCP.example.com" }, "server.public_url", "must be canonical"},
 		{"public url ends in /mcp", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com/mcp/" }, "server.public_url", "ends in /mcp; give the origin"},
 		{"allowed origin with a path", func(c *Config) { c.Server.AllowedOrigins = []string{"https://a.example.com/app"} }, "server.allowed_origins[0]", "is not an origin"},
 		{"allowed origin with a bad scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"x", "ftp://a.example.com"} }, "server.allowed_origins[1]", `has scheme "ftp"`},
