@@ -108,11 +108,17 @@
 // # Sessions and workers
 //
 // A session id is 128 bits from crypto/rand, hex. A session belongs to the
-// verified principal that opened it (auth.Principal.Owner, or nobody in
-// localhost mode); any other caller gets the unknown-session 404, and a log
-// line. A session is read-only when Options.ReadOnly is set or the principal
-// is read-only; then tools/list shows only Options.SafeTools and tools/call
-// of any other tool gets -32601 with error.data.kind "readOnly".
+// verified principal that opened it: its issuer, subject, user id and client
+// (auth.Owner; nobody in localhost mode); any other caller gets the
+// unknown-session 404, and a log line naming what differed. A session is
+// read-only when Options.ReadOnly is set or the principal is read-only, and
+// a request is read-only when its own principal is; then tools/list shows
+// only Options.SafeTools, tools/call of any other tool gets -32601 with
+// error.data.kind "readOnly", and so does any method that is neither one of
+// MCP's reads (ReadMethods) nor in Options.SafeMethods. A read-only request
+// on a read-write session may not undo that session's work: Options.UndoTools
+// are refused to it, its DELETE gets 403 insufficient_scope
+// (auth.WriteScopeRequired), and its cancellations are dropped.
 //
 // A 2026-07-28 request runs in the per-user worker of its (principal, user
 // id, read-only) key: started by the key's first request, shared by all of

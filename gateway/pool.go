@@ -20,8 +20,12 @@ import (
 // poolKey names the worker that serves a 2026-07-28 request: one per
 // principal, user id and read-only flag (DESIGN decision 2). Two users never
 // share a worker, nor do a read-only and a read-write request of one user.
+//
+// The key is the principal's Owner without its client id: the clients of
+// one user share the user's worker (a session, by contrast, is one
+// client's), since its state is the user's, reached with the user's rights.
 type poolKey struct {
-	owner    string // auth.Principal.Owner(); empty in localhost mode
+	owner    auth.Owner // auth.Principal.Owner() without ClientID; zero in localhost mode
 	user     string
 	readOnly bool
 }
@@ -321,6 +325,7 @@ func (g *Gateway) keyOf(r *http.Request) poolKey {
 	k := poolKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
 	if p := auth.PrincipalFrom(r.Context()); p != nil {
 		k.owner, k.user, k.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || p.ReadOnly
+		k.owner.ClientID = ""
 	}
 	return k
 }
@@ -392,24 +397,4 @@ func (g *Gateway) readyWorkers() []*userWorker {
 		}
 	}
 	return list
-}
-
-// WorkerPidOf returns the process id of the per-user worker of user (read-only
-// or not), for tests and operators; false when there is none.
-func (g *Gateway) WorkerPidOf(owner, user string, readOnly bool) (int, bool) {
-	g.mu.Lock()
-	uw := g.workers[poolKey{owner, user, readOnly}]
-	g.mu.Unlock()
-	if uw == nil {
-		return 0, false
-	}
-	select {
-	case <-uw.ready:
-	default:
-		return 0, false
-	}
-	if uw.failed {
-		return 0, false
-	}
-	return uw.conn.Pid(), true
 }

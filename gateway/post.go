@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -91,11 +90,8 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	// Read-only is decided per request as well as per session: a token
 	// without the write scope gets read-only treatment even on a session a
-	// write-scoped token of the same principal opened (DESIGN decision 4).
-	readOnly := s.readOnly
-	if p := auth.PrincipalFrom(r.Context()); p != nil && p.ReadOnly {
-		readOnly = true
-	}
+	// write-scoped token of the same owner opened (DESIGN decision 4).
+	acc := accessOf(r, s)
 	st := worker.NewStream(sseOK)
 	st.Expect(calls)
 	gone := false
@@ -103,12 +99,16 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st, readOnly)
+			g.forward(s, m, st, acc)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
 			// the read-only check, which needs a request to answer.
 			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", m.Method)
+		case m.IsNotification() && acc == readOnlyRequest && m.Method == "notifications/cancelled":
+			// Cancelling a write token's request (a commit, say) could roll
+			// its work back; the worker cannot tell whose request it was.
+			s.log.Info("gateway: dropped a read-only token's cancellation on a read-write session")
 		case m.IsNotification():
 			err = s.conn.Notify(m)
 		default:
@@ -137,35 +137,29 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, readOnly bool) {
-	g.forwardTo(s.conn, s.log, m, st, readOnly, nil)
+func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
+	g.forwardTo(s.conn, s.log, m, st, acc, nil)
 }
 
 // forwardTo sends one client request to conn, applying the read-only rules
 // on the way (DESIGN decision 4), the same for sessions and per-user
-// workers: the body's tool name as a worker reads it decides, never a
-// header. then, when set, rewrites the result after the read-only filter.
-func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, readOnly bool, then func(json.RawMessage) json.RawMessage) {
-	token := progressToken(m)
+// workers: the body as a worker reads it decides, never a header. then,
+// when set, rewrites the result after the read-only filter.
+func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, then func(json.RawMessage) json.RawMessage) {
 	rewrite := then
-	if readOnly {
-		switch {
-		case strings.EqualFold(m.Method, "tools/call"):
-			// The name as a worker reads it; an ambiguous one is refused.
-			name, ok := toolName(m.Params)
-			if !ok || !g.safe[name] {
-				log.Info("gateway: refused a tool to a read-only caller", "tool", name, "unambiguous", ok)
-				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
-				return
-			}
-		case strings.EqualFold(m.Method, "tools/list"):
+	if acc != readWrite {
+		if refusal := g.refuse(log, m, acc); refusal != nil {
+			st.Answer(m.ID, refusal)
+			return
+		}
+		if strings.EqualFold(m.Method, "tools/list") {
 			rewrite = g.filterTools
 			if then != nil {
 				rewrite = func(res json.RawMessage) json.RawMessage { return then(g.filterTools(res)) }
 			}
 		}
 	}
-	conn.Call(m, token, st, rewrite)
+	conn.Call(m, progressToken(m), st, rewrite)
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A

@@ -87,7 +87,12 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		}
 	}
 	st.Expect(1)
-	g.forwardTo(uw.conn, uw.log, m, st, key.readOnly, func(res json.RawMessage) json.RawMessage {
+	acc := readWrite
+	if key.readOnly {
+		// The worker was started read-only: the read-only session rules.
+		acc = readOnlySession
+	}
+	g.forwardTo(uw.conn, uw.log, m, st, acc, func(res json.RawMessage) json.RawMessage {
 		return annotate(uw, m.Method, res)
 	})
 	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)

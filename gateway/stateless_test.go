@@ -255,7 +255,7 @@ func TestModernWorkerExitAndRestart(t *testing.T) {
 
 // testKey is the pool key of a test principal (principalGateway).
 func testKey(user string, readOnly bool) poolKey {
-	return poolKey{owner: "https://issuer\x00sub-" + user, user: user, readOnly: readOnly}
+	return poolKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly}
 }
 
 // workerOf returns the started per-user worker of key, if any.
@@ -527,10 +527,12 @@ func TestModernKeyOf(t *testing.T) {
 	otherUser := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "mallory"}
 	otherIssuer := &auth.Principal{Issuer: "https://j", Subject: "s1", UserID: "alice"}
 	readOnly := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice", ReadOnly: true}
+	otherClient := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice", ClientID: "app-2"}
 	keys := map[poolKey]bool{}
 	for _, p := range []*auth.Principal{base, otherUser, otherIssuer, readOnly, nil} {
 		keys[key(p)] = true
 	}
 	assert.Len(t, keys, 5)
 	assert.Equal(t, key(base), key(&auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice"}))
+	assert.Equal(t, key(base), key(otherClient), "one user's clients share the user's worker")
 }
