@@ -282,7 +282,7 @@ func TestServeTLSAuth(t *testing.T) {
 
 	t.Run("a read-only token cannot undo a write session's work", func(t *testing.T) {
 		tok := g.token(t, "alice", "mcp:use", "mcp:write")
-		cs := g.connect(t, &tok)
+		cs := g.connectSession(t, &tok)
 		ro := g.token(t, "alice", "mcp:use")
 		_, _, body := g.raw(t, ro, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"abort"}}`)
 		assert.Contains(t, body, `"kind":"readOnly"`, "the built-in abort is an undo tool")
@@ -292,7 +292,7 @@ func TestServeTLSAuth(t *testing.T) {
 
 	t.Run("an expired token gets 401 and the session survives a renewed one", func(t *testing.T) {
 		tok := g.token(t, "alice", "mcp:use", "mcp:write")
-		cs := g.connect(t, &tok)
+		cs := g.connectSession(t, &tok)
 		claims := g.issuer.KeycloakClaims("alice", g.resource, "mcp:use", "mcp:write")
 		claims["exp"] = time.Now().Add(-time.Minute).Unix()
 		expired, err := g.issuer.Sign(claims, authtest.SignOptions{})
