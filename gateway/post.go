@@ -47,9 +47,9 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	case !supported:
 		unsupportedVersion(version).write(w, firstID)
 		return
-	case bodyMetaVersion(msgs) != "":
-		// The body speaks 2026-07-28 (or names another revision) and the
-		// header does not agree: a header must never say less than the body.
+	case bodyMetaVersion(msgs) != "" && bodyMetaVersion(msgs) != version:
+		// The body names another revision than the header (say 2026-07-28
+		// under a session's header): a header never says less than the body.
 		errModernHeaderAbsent.write(w, firstID)
 		return
 	case hasMethod(msgs, "server/discover"):
