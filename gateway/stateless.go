@@ -31,7 +31,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	}
 	meta := readModernMeta(m.Params)
 	if f, ok := checkModernHeaders(r, m, meta); !ok {
-		g.log.Info("gateway: refused a "+modernVersion+" request", "method", m.Method, "reason", f.msg, "remote", r.RemoteAddr)
+		g.log.Info("gateway: refused a "+modernVersion+" request", "method", clipPeer(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
 		f.write(w, m.ID)
 		return
 	}

@@ -536,3 +536,20 @@ func TestModernKeyOf(t *testing.T) {
 	assert.Equal(t, key(base), key(&auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice"}))
 	assert.Equal(t, key(base), key(otherClient), "one user's clients share the user's worker")
 }
+
+// TestModernEchoedValuesClipped: a refusal that names what the peer sent
+// clips it, in the answer and the log, however long the header or body.
+func TestModernEchoedValuesClipped(t *testing.T) {
+	_, srv := newTestGateway(t, Options{})
+	long := strings.Repeat("x", 64<<10)
+	body := modernBody("1", "tools/call", `"name":"`+long+`"`)
+	for _, headers := range [][]string{
+		{protoHdr, "2026-07-28", "Mcp-Method", long},
+		{protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo"},
+		{protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", long + "y"},
+	} {
+		resp, out := rawDo(t, http.MethodPost, srv.URL, body, headers...)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.Less(t, len(out), 1024, "answer %.200s…", out)
+	}
+}
