@@ -73,7 +73,10 @@
 //	                                                                 gateway's supportedVersions
 //	             subscriptions/listen without SSE / filter      406 / 400 -32602
 //	             subscriptions/listen                           200  text/event-stream: the
-//	                                                                 acknowledgement, then changes
+//	                                                                 acknowledgement, then changes;
+//	                                                                 the completion result when the
+//	                                                                 worker or the gateway stops
+//	             subscriptions/listen over 16 on one worker     429  -32603
 //	             read-only caller, gated tool                   404  -32601 data.kind "readOnly"
 //	             any other request                              200  the worker's answer, JSON or SSE;
 //	                                                                 a JSON error -32601 is 404,

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"strings"
+	"testing"
 )
 
 // The 2026-07-28 rows of the answer table (doc.go), each pinned by a golden
@@ -61,10 +62,23 @@ var modernCases = []struct {
 	{name: "modern_read_only", opts: Options{ReadOnly: true, SafeTools: []string{"echo"}}, steps: []step{modern("tools/call", "write", modernBody("1", "tools/call", `"name":"write"`))}},
 	{name: "modern_listen_needs_sse", steps: []step{modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`), "Accept", "application/json")}},
 	{name: "modern_listen_no_filter", steps: []step{modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", ""))}},
+	{name: "modern_listen", steps: []step{withDuring(modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)), crashWorker)}},
 	{name: "modern_get_405", steps: []step{modernGET}},
 	{name: "modern_delete_405", steps: []step{modernDELETE}},
 	{name: "modern_too_many_503", opts: Options{MaxSessions: 1}, session: true, steps: []step{modern("tools/call", "echo", echoCall)}},
 	{name: "modern_too_many_per_user_429", opts: Options{MaxSessionsPerUser: 1}, session: true, steps: []step{modern("tools/call", "echo", echoCall)}},
 	{name: "modern_worker_missing_502", opts: Options{WorkerCommand: []string{"/nonexistent/worker"}}, steps: []step{modern("tools/call", "echo", echoCall)}},
 	{name: "modern_worker_hangs_504", opts: Options{WorkerStartTimeout: 300 * 1e6, WorkerEnv: []string{"STUB_HANG_INIT=1"}}, steps: []step{modern("tools/call", "echo", echoCall)}},
+}
+
+func withDuring(s step, during func(t *testing.T, url, sid string)) step {
+	s.during = during
+	return s
+}
+
+// crashWorker ends a listen stream from outside: the caller's worker exits
+// (the stub's crash tool), so the stream closes with the completion result.
+func crashWorker(t *testing.T, url, _ string) {
+	rawDo(t, http.MethodPost, url, modernBody("9", "tools/call", `"name":"crash","arguments":{"code":3}`),
+		protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "crash")
 }
