@@ -77,7 +77,12 @@
 //	                                                                 the completion result when the
 //	                                                                 worker or the gateway stops
 //	             subscriptions/listen over 16 on one worker     429  -32603
-//	             read-only caller, gated tool                   404  -32601 data.kind "readOnly"
+//	             read-only caller, gated tool or method         404  -32601 data.kind "readOnly"
+//	             a 2025 worker asks (sampling, elicitation,     200  resultType "input_required",
+//	             roots) during tools/call, prompts/get or            inputRequests, requestState
+//	             resources/read
+//	             ... and the client did not declare that        400  -32021 data.requiredCapabilities
+//	             capability
 //	             any other request                              200  the worker's answer, JSON or SSE;
 //	                                                                 a JSON error -32601 is 404,
 //	                                                                 -32602/-32020/-32021/-32022 400

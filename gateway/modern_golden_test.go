@@ -63,6 +63,8 @@ var modernCases = []struct {
 	{name: "modern_listen_needs_sse", steps: []step{modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`), "Accept", "application/json")}},
 	{name: "modern_listen_no_filter", steps: []step{modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", ""))}},
 	{name: "modern_listen", steps: []step{withDuring(modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)), crashWorker)}},
+	{name: "modern_input_required", steps: []step{modern("tools/call", "sample", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`)}},
+	{name: "modern_missing_capability", steps: []step{modern("tools/call", "sample", modernBody("1", "tools/call", `"name":"sample","arguments":{"text":"x"}`))}},
 	{name: "modern_get_405", steps: []step{modernGET}},
 	{name: "modern_delete_405", steps: []step{modernDELETE}},
 	{name: "modern_too_many_503", opts: Options{MaxSessions: 1}, session: true, steps: []step{modern("tools/call", "echo", echoCall)}},
