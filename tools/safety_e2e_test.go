@@ -166,7 +166,7 @@ func TestSystemObjectsRefused(t *testing.T) {
 					{"create_schema", map[string]any{"schema": "pg_mine"}},
 					{"set_comment", map[string]any{"table": "pg_class", "schema": "pg_catalog", "comment": "x"}},
 					{"create_or_replace_routine", map[string]any{"sql": "CREATE FUNCTION pg_catalog.mine() RETURNS int LANGUAGE sql AS 'SELECT 1'"}},
-					// Unicode escapes that ddlTarget does not decode.
+					// Unicode escapes that db.ParseDDL does not decode.
 					{"apply_ddl", map[string]any{"sql": `CREATE TABLE U&"information\005fschema".mine (a int)`}},
 					{"apply_ddl", map[string]any{"sql": `CREATE TABLE public.u&"!0070g_mine" UESCAPE '!' (a int)`}},
 					{"apply_ddl", map[string]any{"sql": `CREATE INDEX ON U&"pg\005fcatalog".pg_type (typname)`}},

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -268,4 +269,115 @@ func StripComments(sql string) string {
 		i = end
 	}
 	return b.String()
+}
+
+// DDL is the head of a DDL statement as ParseDDL reads it. Names come back
+// in stored spelling.
+type DDL struct {
+	Form   []string // the leading keywords, optional words removed: CREATE TABLE
+	Target []string // the object created or altered; nil for an unnamed index
+	On     []string // for CREATE INDEX, the table it is on
+}
+
+// DDLForms are the statements apply_ddl runs; RoutineForms those
+// create_or_replace_routine runs. Each is its leading keywords, optional
+// words removed.
+var (
+	DDLForms = [][]string{
+		{"CREATE", "TABLE"}, {"CREATE", "VIEW"}, {"CREATE", "INDEX"},
+		{"ALTER", "TABLE"}, {"ALTER", "VIEW"}, {"ALTER", "INDEX"},
+	}
+	RoutineForms = [][]string{{"CREATE", "FUNCTION"}, {"CREATE", "PROCEDURE"}}
+)
+
+// optionalWords may appear between the keywords of a DDL statement or
+// before its name.
+var optionalWords = []string{"OR", "REPLACE", "TEMP", "TEMPORARY", "UNLOGGED", "GLOBAL", "LOCAL", "RECURSIVE", "UNIQUE", "CONCURRENTLY", "IF", "NOT", "EXISTS", "ONLY", "MATERIALIZED"}
+
+// ParseDDL reads a DDL statement's form (e.g. CREATE TABLE), the object it
+// creates or alters, and for CREATE INDEX the table it is on; fold gives an
+// unquoted name its stored spelling (Catalog.Fold). It reports false when
+// the statement is not one of forms or names no object; Form is set
+// whenever two keywords were read, so that a refusal can say what it was.
+func ParseDDL(stmt string, fold func(string) string, forms [][]string) (DDL, bool) {
+	var d DDL
+	s := StripComments(stmt)
+	var words []string
+	for len(words) < 2 {
+		kw := Keywords(s, 1)
+		if len(kw) == 0 {
+			return d, false
+		}
+		idx := strings.Index(strings.ToUpper(s), kw[0])
+		s = s[idx+len(kw[0]):]
+		if len(words) == 1 && slices.Contains(optionalWords, kw[0]) {
+			continue
+		}
+		words = append(words, kw[0])
+	}
+	d.Form = words
+	if !slices.ContainsFunc(forms, func(f []string) bool { return slices.Equal(f, words) }) {
+		return d, false
+	}
+	// Skip IF NOT EXISTS, CONCURRENTLY, ONLY … before the name.
+	for {
+		kw := Keywords(s, 1)
+		if len(kw) == 0 || !slices.Contains(optionalWords, kw[0]) {
+			break
+		}
+		idx := strings.Index(strings.ToUpper(s), kw[0])
+		s = s[idx+len(kw[0]):]
+	}
+	name := func(s string) ([]string, string) {
+		parts, quoted, rest := ReadName(s)
+		for i := range parts {
+			if !quoted[i] {
+				parts[i] = fold(parts[i])
+			}
+		}
+		return parts, rest
+	}
+	createIndex := words[0] == "CREATE" && words[1] == "INDEX"
+	rest := s
+	if kw := Keywords(s, 1); words[1] != "INDEX" || len(kw) != 1 || kw[0] != "ON" { // not an unnamed index
+		d.Target, rest = name(s)
+	}
+	if createIndex {
+		i := strings.Index(strings.ToUpper(rest), "ON")
+		if i < 0 {
+			return d, false
+		}
+		rest = rest[i+2:]
+		if kw := Keywords(rest, 1); len(kw) == 1 && kw[0] == "ONLY" {
+			rest = rest[strings.Index(strings.ToUpper(rest), "ONLY")+4:]
+		}
+		if d.On, _ = name(rest); len(d.On) == 0 {
+			return d, false
+		}
+	}
+	return d, createIndex || len(d.Target) > 0
+}
+
+// unicodeName matches the start of a PostgreSQL U&"…" identifier.
+var unicodeName = regexp.MustCompile(`(?i)\bU&"`)
+
+// HasUnicodeName reports whether a statement may spell a name as U&"…",
+// outside comments: the server decodes its escapes
+// (U&"information\005fschema", UESCAPE), which ParseDDL does not, so a
+// guard would check another name than the one the statement uses. It
+// ignores quotes, to fail closed.
+func HasUnicodeName(stmt string) bool {
+	return unicodeName.MatchString(StripComments(stmt))
+}
+
+// SplitName splits a parsed name into schema ("" when unqualified) and name.
+func SplitName(parts []string) (schema, name string) {
+	switch len(parts) {
+	case 0:
+		return "", ""
+	case 1:
+		return "", parts[0]
+	default:
+		return parts[len(parts)-2], parts[len(parts)-1]
+	}
 }
