@@ -131,26 +131,27 @@ func cascadeClause(a Args) string {
 }
 
 // refuseUnicodeNames refuses a statement that spells a name as U&"…"
-// (db.HasUnicodeName), which the guards could not check.
-func refuseUnicodeNames(tool, stmt string) error {
-	if db.HasUnicodeName(stmt) {
+// (db.Lexer.HasUnicodeName), which the guards could not check.
+func refuseUnicodeNames(lx db.Lexer, tool, stmt string) error {
+	if lx.HasUnicodeName(stmt) {
 		return Errorf(KindRefused, "%s does not take U&\"…\" (Unicode-escaped) names, which it cannot check against the system objects; write the name plainly or in \"…\", or use execute_sql (then commit)", tool)
 	}
 	return nil
 }
 
 func applyDDL(ctx context.Context, env *Env, a Args) (*Result, error) {
-	stmts := db.Split(a.String("sql"))
+	lx := db.LexerFor(env.DB.Engine())
+	stmts := lx.Split(a.String("sql"))
 	if len(stmts) != 1 {
 		return nil, Errorf(KindInvalidParams, "apply_ddl runs exactly one statement, and \"sql\" holds %d; use execute_sql (then commit) for a script", len(stmts))
 	}
 	stmt := stmts[0]
 	var what string
-	if err := refuseUnicodeNames("apply_ddl", stmt); err != nil {
+	if err := refuseUnicodeNames(lx, "apply_ddl", stmt); err != nil {
 		return nil, err
 	}
 	err := commitStatement(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) (string, error) {
-		ddl, ok := db.ParseDDL(stmt, cat.Fold, db.DDLForms)
+		ddl, ok := lx.ParseDDL(stmt, cat.Fold, db.DDLForms)
 		if !ok {
 			return "", Errorf(KindRefused, "apply_ddl runs one CREATE or ALTER of a table, view or index, and this is %s; use execute_sql (then commit) for it", strings.Join(ddl.Form, " "))
 		}
@@ -226,17 +227,18 @@ func dropTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 }
 
 func createOrReplaceRoutine(ctx context.Context, env *Env, a Args) (*Result, error) {
-	stmts := db.Split(a.String("sql"))
+	lx := db.LexerFor(env.DB.Engine())
+	stmts := lx.Split(a.String("sql"))
 	if len(stmts) != 1 {
 		return nil, Errorf(KindInvalidParams, "create_or_replace_routine runs exactly one statement, and \"sql\" holds %d", len(stmts))
 	}
 	stmt := stmts[0]
 	var what string
-	if err := refuseUnicodeNames("create_or_replace_routine", stmt); err != nil {
+	if err := refuseUnicodeNames(lx, "create_or_replace_routine", stmt); err != nil {
 		return nil, err
 	}
 	err := commitStatement(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) (string, error) {
-		ddl, ok := db.ParseDDL(stmt, cat.Fold, db.RoutineForms)
+		ddl, ok := lx.ParseDDL(stmt, cat.Fold, db.RoutineForms)
 		if !ok {
 			return "", Errorf(KindRefused, "create_or_replace_routine runs one CREATE [OR REPLACE] FUNCTION or PROCEDURE, and this is %s; use apply_ddl or execute_sql", strings.Join(ddl.Form, " "))
 		}

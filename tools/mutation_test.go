@@ -21,6 +21,6 @@ func TestRoleChange(t *testing.T) {
 		{"SELECT 1", false},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, roleChange(db.Keywords(tt.sql, 3)), tt.sql)
+		assert.Equal(t, tt.want, roleChange(db.PostgresLexer.Keywords(tt.sql, 3)), tt.sql)
 	}
 }

@@ -321,7 +321,14 @@ const systemNamespace = `(SELECT n.oid IN ('pg_catalog'::regnamespace, 'informat
         OR n.nspname LIKE 'pg\_toast\_temp\_%' OR n.nspname LIKE 'pg\_temp\_%' FROM pg_namespace n WHERE n.oid = $1)`
 
 // SystemSchema resolves the schema by name to its oid and compares that.
+// A name that begins with pg_ is the system's whether or not it resolves:
+// PostgreSQL reserves the prefix for schemas (CREATE SCHEMA refuses it), and
+// pg_temp names the session's temp schema (pg_temp_N), which pg_namespace
+// lists only under its real name.
 func (Engine) SystemSchema(ctx context.Context, q db.Querier, schema string) (bool, error) {
+	if strings.HasPrefix(schema, "pg_") {
+		return true, nil
+	}
 	var sys *bool
 	err := q.QueryRowContext(ctx, "SELECT "+strings.ReplaceAll(systemNamespace, "$1", "(SELECT oid FROM pg_namespace WHERE nspname = $1)"), schema).Scan(&sys)
 	return sys != nil && *sys, err
