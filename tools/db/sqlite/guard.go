@@ -40,7 +40,7 @@ const (
 	modeClient  mode = iota // a client's statement in the session's transaction
 	modeControl             // the session's own transaction control
 	modeRead                // a read: nothing may be written
-	modeCatalog             // the engine's own catalog read (DatabaseName): a read that may list the files
+	modeCatalog             // the engine's own catalog read (catalogRead): a read that may list the files
 )
 
 // catalogKey marks a context whose statements are the engine's own catalog
@@ -213,7 +213,7 @@ var readPragmas = map[string]bool{
 // statement's text decides: pragmaValue) is refused in a read-only session
 // and in a read, since a setting outlives the savepoint that undoes a read.
 // PRAGMA database_list (and pragma_database_list) would show the file's path
-// and is refused but to the engine's own DatabaseName.
+// and is refused but to the engine's own catalog reads (catalogRead).
 func (g *guard) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
 	m := mode(g.mode.Load())
 	switch action {
