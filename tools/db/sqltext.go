@@ -24,8 +24,9 @@ func (l Lexer) Split(sql string) []string {
 	var pg pgState
 	lite := liteStart
 	flush := func(end int) {
-		if s := strings.TrimSpace(sql[start:end]); strings.TrimSpace(l.StripComments(s)) != "" {
-			out = append(out, s)
+		// Judged untrimmed: "/* " is a comment to SQLite, "/*" an operator.
+		if strings.TrimSpace(l.StripComments(sql[start:end])) != "" {
+			out = append(out, strings.TrimSpace(sql[start:end]))
 		}
 		start = end + 1
 		pg, lite = pgState{}, liteStart

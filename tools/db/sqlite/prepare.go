@@ -40,20 +40,29 @@ func handleOf(dc driver.Conn) (handle, error) {
 }
 
 // several reports whether SQLite's own parser reads more than one statement
-// in query: it prepares them one by one (sqlite3_prepare_v2 gives the tail)
-// and finalizes each without running it. Empty statements (";") and a tail
-// of comments do not count. A first statement that fails to prepare is not
-// reported here: the driver fails on it the same way, before anything runs.
+// in query. A first statement that fails to prepare is not reported here:
+// the driver fails on it the same way, before anything runs; a later one
+// that fails is still a later statement.
 func (h handle) several(query string) (bool, error) {
+	n, compiled, err := h.statements(query, 2)
+	return n > 1 || n > 0 && !compiled, err
+}
+
+// statements prepares the statements of query one by one
+// (sqlite3_prepare_v2 gives the tail) and finalizes each without running
+// it, stopping after limit of them: it returns how many compiled, and false
+// when one failed to. Empty statements (";") and a tail of comments do not
+// count.
+func (h handle) statements(query string, limit int) (n int, compiled bool, err error) {
 	zSQL, err := libc.CString(query)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	defer libc.Xfree(h.tls, zSQL)
 	const ptr = unsafe.Sizeof(uintptr(0))           // sizeof(void *)
 	out := libc.Xmalloc(h.tls, libc.Tsize_t(2*ptr)) // *sqlite3_stmt, then the tail
 	if out == 0 {
-		return false, errors.New("sqlite: cannot allocate memory to prepare a statement")
+		return 0, false, errors.New("sqlite: cannot allocate memory to prepare a statement")
 	}
 	defer libc.Xfree(h.tls, out)
 	word := func(p uintptr) uintptr { // the pointer SQLite wrote at p
@@ -63,23 +72,20 @@ func (h handle) several(query string) (bool, error) {
 		}
 		return uintptr(binary.NativeEndian.Uint64(b))
 	}
-	n := 0
-	for z := zSQL; libc.GoBytes(z, 1)[0] != 0; {
+	for z := zSQL; n < limit && libc.GoBytes(z, 1)[0] != 0; {
 		rc := sqlite3.Xsqlite3_prepare_v2(h.tls, h.db, z, -1, out, out+ptr)
 		stmt, tail := word(out), word(out+ptr)
 		if stmt != 0 {
 			sqlite3.Xsqlite3_finalize(h.tls, stmt)
 			n++
 		}
-		switch {
-		case rc != sqlite3.SQLITE_OK:
-			return n > 0, nil // a later statement that does not compile is still a later statement
-		case n > 1:
-			return true, nil
-		case tail == z:
-			return n > 1, nil
+		if rc != sqlite3.SQLITE_OK {
+			return n, false, nil
+		}
+		if tail == z {
+			break
 		}
 		z = tail
 	}
-	return n > 1, nil
+	return n, true, nil
 }
