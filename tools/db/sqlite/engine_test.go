@@ -311,6 +311,15 @@ func TestOneStatementPerCall(t *testing.T) {
 		}
 	}
 	assert.Equal(t, items, count(), "nothing was deleted")
+	// The rest of a refused text is not compiled either: SQLite applies a
+	// flag PRAGMA as it compiles it.
+	err := dbtest.Run(ctx, s, "SELECT 1; PRAGMA reverse_unordered_selects = 1")
+	require.Error(t, err)
+	var on int
+	require.NoError(t, s.Do(ctx, func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "PRAGMA reverse_unordered_selects").Scan(&on)
+	}))
+	assert.Zero(t, on, "the refused text's PRAGMA was not applied")
 	for _, one := range []string{"SELECT 1;", "SELECT 1; -- a comment", "SELECT 1 /* c */ ;;", "CREATE TRIGGER tr AFTER INSERT ON customers BEGIN SELECT 1; SELECT 2; END"} {
 		require.NoError(t, dbtest.Run(ctx, s, one), one)
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"strings"
 	"unsafe"
 
+	"github.com/mcpgate/mcpgate/tools/db"
 	"modernc.org/libc"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -39,30 +41,33 @@ func handleOf(dc driver.Conn) (handle, error) {
 	return handle{tls: (*libc.TLS)(tls.UnsafePointer()), db: uintptr(db.Uint())}, nil
 }
 
-// several reports whether SQLite's own parser reads more than one statement
-// in query. A first statement that fails to prepare is not reported here:
-// the driver fails on it the same way, before anything runs; a later one
-// that fails is still a later statement.
+// several reports whether SQLite reads more than one statement in query.
+// SQLite's parser finds where the first statement ends (sqlite3_prepare_v2
+// gives the tail), and what follows must be only white space, comments and
+// semicolons. The rest is not compiled: compiling a PRAGMA applies it. A
+// first statement that fails to prepare is not reported here: the driver
+// fails on it the same way, before anything runs.
 func (h handle) several(query string) (bool, error) {
-	n, compiled, err := h.statements(query, 2)
-	return n > 1 || n > 0 && !compiled, err
+	ok, rest, err := h.first(query)
+	if err != nil || !ok {
+		return false, err
+	}
+	return strings.Trim(db.SQLiteLexer.StripComments(rest), "; \t\n\v\f\r") != "", nil
 }
 
-// statements prepares the statements of query one by one
-// (sqlite3_prepare_v2 gives the tail) and finalizes each without running
-// it, stopping after limit of them: it returns how many compiled, and false
-// when one failed to. Empty statements (";") and a tail of comments do not
-// count.
-func (h handle) statements(query string, limit int) (n int, compiled bool, err error) {
+// first prepares the first statement of query, skipping empty ones (";"),
+// finalizes it without running it, and returns the text after it. ok is
+// false when no statement compiled (an error, or only comments).
+func (h handle) first(query string) (ok bool, rest string, err error) {
 	zSQL, err := libc.CString(query)
 	if err != nil {
-		return 0, false, err
+		return false, "", err
 	}
 	defer libc.Xfree(h.tls, zSQL)
 	const ptr = unsafe.Sizeof(uintptr(0))           // sizeof(void *)
 	out := libc.Xmalloc(h.tls, libc.Tsize_t(2*ptr)) // *sqlite3_stmt, then the tail
 	if out == 0 {
-		return 0, false, errors.New("sqlite: cannot allocate memory to prepare a statement")
+		return false, "", errors.New("sqlite: cannot allocate memory to prepare a statement")
 	}
 	defer libc.Xfree(h.tls, out)
 	word := func(p uintptr) uintptr { // the pointer SQLite wrote at p
@@ -72,20 +77,21 @@ func (h handle) statements(query string, limit int) (n int, compiled bool, err e
 		}
 		return uintptr(binary.NativeEndian.Uint64(b))
 	}
-	for z := zSQL; n < limit && libc.GoBytes(z, 1)[0] != 0; {
+	for z := zSQL; libc.GoBytes(z, 1)[0] != 0; {
 		rc := sqlite3.Xsqlite3_prepare_v2(h.tls, h.db, z, -1, out, out+ptr)
 		stmt, tail := word(out), word(out+ptr)
 		if stmt != 0 {
 			sqlite3.Xsqlite3_finalize(h.tls, stmt)
-			n++
 		}
-		if rc != sqlite3.SQLITE_OK {
-			return n, false, nil
-		}
-		if tail == z {
-			break
+		switch {
+		case rc != sqlite3.SQLITE_OK:
+			return false, "", nil
+		case stmt != 0:
+			return true, query[tail-zSQL:], nil
+		case tail == z:
+			return false, "", nil
 		}
 		z = tail
 	}
-	return n, true, nil
+	return false, "", nil
 }
