@@ -90,3 +90,19 @@ func TestSQLitePragmaValues(t *testing.T) {
 	_, sc := callOK(t, rw, "status", nil)
 	assert.NotEmpty(t, sc["database"], "status still names the database")
 }
+
+// TestNestedCommentsPostgres: a nested comment hides no command from
+// execute_sql's and query's checks.
+func TestNestedCommentsPostgres(t *testing.T) {
+	cs := session(t, dbtest.Config(t, db.Postgres), "ada", false)
+	for _, sql := range []string{
+		"/* /* */ SELECT 1 */ COMMIT",
+		"/* /* */ SELECT 1; */ COMMIT; CREATE TABLE after_commit (x int)",
+	} {
+		kind, msg := callErr(t, cs, "execute_sql", map[string]any{"sql": sql})
+		assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
+	}
+	kind, msg := callErr(t, cs, "query", map[string]any{"sql": "/* /* */ SELECT 1 */ DELETE FROM order_items"})
+	assert.Equal(t, "refused", kind, msg)
+	assert.Zero(t, count(t, cs, "SELECT count(*) FROM pg_class WHERE relname = 'after_commit'"))
+}
