@@ -6,8 +6,9 @@ import "strings"
 // boundaries, comments and quotes go. A tool that checks a statement must
 // read it as the engine that runs it will: where the engines differ, a
 // reading that follows the other one lets a checked statement hide another
-// (issue 8: E'\' hid a DELETE on SQLite, a nested comment a DROP on
-// PostgreSQL).
+// (PostgreSQL's E'\' reading hides a DELETE after it on SQLite, and a flat
+// reading of /* /* */ … */ a DROP after it on PostgreSQL). The zero value
+// is SQLiteLexer.
 type Lexer struct{ postgres bool }
 
 var (
