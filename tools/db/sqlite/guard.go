@@ -152,10 +152,11 @@ func (g *guard) check(m mode, query string) error {
 }
 
 // pragmaValue reports whether query is a PRAGMA statement given a value
-// ("PRAGMA x = v", "PRAGMA x(v)"), even an empty one: the authorizer is
-// given "" both for no value and for ” (modernc passes NULL as ""), and
-// PRAGMA query_only = ” turns query_only off. Any PRAGMA keyword counts
-// (EXPLAIN PRAGMA too: a flag pragma is set while it compiles).
+// ("PRAGMA x = v", "PRAGMA x(v)"), even an empty string: the authorizer is
+// given "" both for no value and for an empty string (modernc passes NULL
+// as ""), and setting query_only to an empty string turns it off. Any
+// PRAGMA keyword counts (EXPLAIN PRAGMA too: a flag pragma is set while it
+// compiles).
 func pragmaValue(query string) bool {
 	t := db.SQLiteLexer.Tokens(query)
 	for i := range t {
@@ -209,9 +210,10 @@ var readPragmas = map[string]bool{
 
 // authorize is the connection's authorizer. For SQLITE_PRAGMA, arg1 is the
 // pragma and arg2 its argument; a PRAGMA given a value (query_only = 0 among
-// them, and query_only = ”, which the authorizer sees as no value, so the
-// statement's text decides: pragmaValue) is refused in a read-only session
-// and in a read, since a setting outlives the savepoint that undoes a read.
+// them, and query_only set to an empty string, which the authorizer sees as
+// no value, so the statement's text decides: pragmaValue) is refused in a
+// read-only session and in a read, since a setting outlives the savepoint
+// that undoes a read.
 // PRAGMA database_list (and pragma_database_list) would show the file's path
 // and is refused but to the engine's own catalog reads (catalogRead).
 func (g *guard) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
