@@ -178,7 +178,7 @@ func (Engine) ReadOnlyCall() string { return "SET LOCAL transaction_read_only = 
 // EndCall releases the session advisory locks a call's statement took
 // (db.CallGuard): no rollback releases them, and a read-only session could
 // otherwise hold them for as long as it lives.
-func (Engine) EndCall() string { return "SELECT pg_advisory_unlock_all()" }
+func (Engine) EndCall() string { return "SELECT pg_catalog.pg_advisory_unlock_all()" }
 
 // Begin starts a REPEATABLE READ transaction, READ ONLY in a read-only
 // session whatever its settings say.
@@ -201,7 +201,7 @@ func (Engine) Mark(ctx context.Context, q db.Querier) (any, error) {
 // id only once it has.
 func (Engine) Dirty(ctx context.Context, q db.Querier, _ any) (bool, error) {
 	var dirty bool
-	err := q.QueryRowContext(ctx, "SELECT pg_current_xact_id_if_assigned() IS NOT NULL").Scan(&dirty)
+	err := q.QueryRowContext(ctx, "SELECT pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL").Scan(&dirty)
 	return dirty, err
 }
 
@@ -250,6 +250,6 @@ func (Engine) Classify(err error) *db.Error {
 // DatabaseName returns the current database's name.
 func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
 	var name string
-	err := q.QueryRowContext(ctx, "SELECT current_database()").Scan(&name)
+	err := q.QueryRowContext(ctx, "SELECT pg_catalog.current_database()").Scan(&name)
 	return name, err
 }

@@ -73,7 +73,7 @@ func TestLiteral(t *testing.T) {
 		{true, "TRUE"},
 		{"it's", "E'it''s'"},
 		{`\'; DROP TABLE t; --`, `E'\\''; DROP TABLE t; --'`},
-		{[]byte{0xde, 0xad}, "decode('dead', 'hex')"},
+		{[]byte{0xde, 0xad}, "pg_catalog.decode('dead', 'hex')"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, postgres.Engine{}.Literal(tt.v))

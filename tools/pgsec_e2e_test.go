@@ -1,0 +1,101 @@
+package tools_test
+
+import (
+	"testing"
+
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/tools/db/dbtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pgRoles creates login roles for a test and drops them (and what they
+// own in the test's database) when it ends.
+func pgRoles(t *testing.T, dsn string, roles ...string) {
+	t.Helper()
+	super := dbtest.Postgres(t)
+	for _, role := range roles {
+		dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
+		dbtest.Exec(t, super, "CREATE ROLE "+role+" LOGIN")
+	}
+	t.Cleanup(func() {
+		for _, role := range roles {
+			dbtest.ExecNoFail(dsn, "DROP OWNED BY "+role+" CASCADE")
+			dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
+		}
+	})
+}
+
+// TestSearchPathHijackPostgres: a user who may create functions in a schema
+// on another user's search_path (public here, by an operator's grant)
+// defines functions that match the catalog queries' calls more exactly than
+// pg_catalog's do. The victim's describe_table and set_comment, in a
+// read-write and a read-only session, must not run them: every function
+// and operator the tools call is schema-qualified, and the tools' own
+// statements run with search_path = pg_catalog, pg_temp. The victim's own
+// SQL still sees the victim's search_path.
+func TestSearchPathHijackPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	pgRoles(t, cfg.DSN, "mcp_hj_eve", "mcp_hj_vic")
+	dbtest.Exec(t, cfg.DSN, `GRANT CREATE ON SCHEMA public TO mcp_hj_eve;
+CREATE TABLE public.vic_t (secret text); INSERT INTO public.vic_t VALUES ('the victim''s secret');
+ALTER TABLE public.vic_t OWNER TO mcp_hj_vic`)
+	as := cfg
+	as.ConnectAsUser = true
+	eve := session(t, as, "mcp_hj_eve", false)
+	// Each planted function copies what the victim can read into eve's
+	// table and grants eve the victim's table, when the transaction lets
+	// it, and answers "hijacked" either way.
+	const body = `LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    INSERT INTO public.loot SELECT secret FROM public.vic_t;
+    EXECUTE 'GRANT SELECT ON public.vic_t TO mcp_hj_eve';
+  EXCEPTION WHEN OTHERS THEN NULL;
+  END;
+  RETURN 'hijacked';
+END $$`
+	callOK(t, eve, "execute_sql", map[string]any{"sql": `CREATE TABLE public.loot (x text);
+GRANT INSERT ON public.loot TO PUBLIC;
+CREATE FUNCTION public.col_description(oid, smallint) RETURNS text ` + body + `;
+CREATE FUNCTION public.obj_description(oid, text) RETURNS text ` + body + `;
+CREATE FUNCTION public.lower(name) RETURNS text ` + body + `;
+CREATE FUNCTION public.format_type(oid, bigint) RETURNS text ` + body})
+	callOK(t, eve, "commit", nil)
+
+	for _, readOnly := range []bool{false, true} {
+		vic := session(t, as, "mcp_hj_vic", readOnly)
+		_, sc := callOK(t, vic, "describe_table", map[string]any{"table": "vic_t"})
+		assert.NotEqual(t, "hijacked", sc["comment"], "read-only %v", readOnly)
+		for _, c := range sc["columns"].([]any) {
+			assert.NotEqual(t, "hijacked", c.(map[string]any)["comment"], "read-only %v", readOnly)
+		}
+		callOK(t, vic, "describe_table", map[string]any{"table": "VIC_T"}) // the case-insensitive lookup
+		callOK(t, vic, "get_table_ddl", map[string]any{"table": "vic_t"})
+		callOK(t, vic, "list_tables", nil)
+		if !readOnly {
+			callOK(t, vic, "set_comment", map[string]any{"table": "vic_t", "column": "secret", "comment": "mine"})
+			callOK(t, vic, "set_comment", map[string]any{"table": "vic_t", "comment": "mine too"})
+		}
+		// The victim's own SQL still resolves names the victim's way.
+		_, sc = callOK(t, vic, "query", map[string]any{"sql": "SHOW search_path"})
+		assert.Equal(t, []any{[]any{`"$user", public`}}, sc["rows"])
+	}
+	assert.Zero(t, dbtest.QueryInt(t, "pgx", cfg.DSN, "SELECT count(*) FROM public.loot"), "a planted function ran as the victim")
+	assert.Zero(t, dbtest.QueryInt(t, "pgx", cfg.DSN, "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'mcp_hj_eve' AND table_name = 'vic_t'"))
+}
+
+// TestToolsKeepUserSearchPathPostgres: the tools' own statements change
+// search_path only while they run: a user's SET search_path in
+// execute_sql holds for the user's later statements, around catalog tools.
+func TestToolsKeepUserSearchPathPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cs := session(t, cfg, "ada", false)
+	callOK(t, cs, "execute_sql", map[string]any{"sql": "CREATE SCHEMA other; CREATE TABLE other.t (x int); SET search_path = other, public"})
+	_, sc := callOK(t, cs, "describe_table", map[string]any{"table": "t"})
+	assert.Equal(t, "other", sc["schema"], "the default schema is the user's")
+	callOK(t, cs, "list_tables", nil)
+	_, sc = callOK(t, cs, "query", map[string]any{"sql": "SELECT current_setting('search_path'), count(*) FROM t"})
+	require.Len(t, sc["rows"], 1)
+	assert.Equal(t, "other, public", sc["rows"].([]any)[0].([]any)[0])
+}
