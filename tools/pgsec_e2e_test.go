@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
@@ -98,4 +99,16 @@ func TestToolsKeepUserSearchPathPostgres(t *testing.T) {
 	_, sc = callOK(t, cs, "query", map[string]any{"sql": "SELECT current_setting('search_path'), count(*) FROM t"})
 	require.Len(t, sc["rows"], 1)
 	assert.Equal(t, "other, public", sc["rows"].([]any)[0].([]any)[0])
+}
+
+// TestEndlessResultPostgres: a result with no end stops at the row cap and
+// the counting limit; the session goes on.
+func TestEndlessResultPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cfg.StatementTimeout = 5 * time.Second
+	cs := session(t, cfg, "ada", true)
+	_, sc := callOK(t, cs, "query", map[string]any{"sql": "SELECT generate_series(1, 1e11)", "limit": 3})
+	assert.Len(t, sc["rows"], 3)
+	assert.Equal(t, true, sc["totalAtLeast"], "counting stopped")
+	callOK(t, cs, "status", nil)
 }

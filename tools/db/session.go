@@ -208,7 +208,7 @@ func (s *Session) do(ctx context.Context, fn func(ctx context.Context, q Querier
 
 // call is do's statement under the savepoint.
 func (s *Session) call(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout)
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout+s.grace())
 	defer cancel()
 	if _, err := s.conn.ExecContext(sctx, "SAVEPOINT mcpgate_call"); err != nil {
 		return s.fail(classify(s.eng, sctx, err))
@@ -228,7 +228,13 @@ func (s *Session) call(ctx context.Context, fn func(ctx context.Context, q Queri
 				s.abortAndClose()
 				return de
 			}
-			err, undo = cerr, false
+			// A read's result is in hand and its savepoint is rolled back
+			// next either way; the check can fail only because the
+			// statement was stopped after the reader stopped reading (the
+			// transaction is then aborted).
+			if !undo {
+				err = cerr
+			}
 		}
 	}
 	if err == nil {
@@ -256,6 +262,21 @@ func (s *Session) call(ctx context.Context, fn func(ctx context.Context, q Queri
 		return nil
 	}
 	return de
+}
+
+// TimeoutGrace is an Engine whose server stops a statement at the statement
+// timeout itself (PostgreSQL's statement_timeout): the session's own
+// deadline comes that much later, so that the server's clean stop, which
+// leaves the connection usable, comes first.
+type TimeoutGrace interface {
+	TimeoutGrace() time.Duration
+}
+
+func (s *Session) grace() time.Duration {
+	if g, ok := s.eng.(TimeoutGrace); ok {
+		return g.TimeoutGrace()
+	}
+	return 0
 }
 
 // fail handles an error that leaves the transaction in an unknown state: it

@@ -73,7 +73,7 @@ func (Engine) OpenAs(cfg db.Config, user string, readOnly bool) (*sql.DB, error)
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
 	}
-	return stdlib.OpenDB(*pc), nil
+	return sql.OpenDB(connector{stdlib.GetConnector(*pc)}), nil
 }
 
 // asUser returns dsn with the user replaced and no password, so that pgx
@@ -157,7 +157,7 @@ func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) 
 	var tag pgconn.CommandTag
 	var err error
 	if rerr := c.Raw(func(dc any) error {
-		rr := dc.(*stdlib.Conn).Conn().PgConn().ExecParams(ctx, query, nil, nil, nil, nil)
+		rr := pgConn(dc).ExecParams(ctx, query, nil, nil, nil, nil)
 		for rr.NextRow() {
 		}
 		tag, err = rr.Close()
@@ -170,6 +170,10 @@ func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) 
 	}
 	return driver.RowsAffected(tag.RowsAffected()), nil
 }
+
+// TimeoutGrace is how long after the server's statement_timeout the
+// session stops waiting and cancels the statement itself (db.TimeoutGrace).
+func (Engine) TimeoutGrace() time.Duration { return time.Second }
 
 // ReadOnlyCall makes the rest of a read-write session's query call
 // read-only (db.CallGuard); SET LOCAL ends with the savepoint's rollback.
