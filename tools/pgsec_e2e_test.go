@@ -112,3 +112,42 @@ func TestEndlessResultPostgres(t *testing.T) {
 	assert.Equal(t, true, sc["totalAtLeast"], "counting stopped")
 	callOK(t, cs, "status", nil)
 }
+
+// TestReadOnlyNeverDirtyPostgres: a statement that only takes a
+// transaction id (pg_current_xact_id()) does not make a read-only session
+// look as if it had uncommitted changes; refresh still works.
+func TestReadOnlyNeverDirtyPostgres(t *testing.T) {
+	cs := session(t, dbtest.Config(t, db.Postgres), "ada", true)
+	callOK(t, cs, "query", map[string]any{"sql": "SELECT pg_current_xact_id()"})
+	_, st := callOK(t, cs, "status", nil)
+	assert.Equal(t, false, st["uncommittedChanges"])
+	callOK(t, cs, "refresh", nil)
+}
+
+// TestCheckTimeoutsPostgres: a check stopped by the statement timeout is
+// kind other, not sqlError; run_checks stops at its overall bound and says
+// which checks it did not run.
+func TestCheckTimeoutsPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cfg.StatementTimeout = 300 * time.Millisecond
+	cfg.ChecksTimeout = 500 * time.Millisecond
+	dbtest.Exec(t, cfg.DSN, `CREATE VIEW check_slow_a AS SELECT 1 AS x FROM pg_sleep(3600);
+CREATE VIEW check_slow_b AS SELECT 1 AS x FROM pg_sleep(3600);
+CREATE VIEW check_slow_c AS SELECT 1 AS x FROM pg_sleep(3600)`)
+	cs := session(t, cfg, "ada", true)
+	kind, msg := callErr(t, cs, "run_check", map[string]any{"check": "check_slow_a"})
+	assert.Equal(t, "other", kind, msg)
+	assert.Contains(t, msg, "timeout")
+	_, sc := callOK(t, cs, "run_checks", nil)
+	failures := sc["failures"].([]any)
+	require.NotEmpty(t, failures)
+	var c map[string]any
+	for _, f := range failures {
+		if f.(map[string]any)["check"] == "check_slow_c" {
+			c = f.(map[string]any)
+		}
+	}
+	require.NotNil(t, c, "check_slow_c is among the failures")
+	assert.Contains(t, c["error"], "not run")
+	callOK(t, cs, "status", nil)
+}

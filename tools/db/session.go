@@ -304,6 +304,16 @@ func (s *Session) begin(ctx context.Context) error {
 	return nil
 }
 
+// dirty reports whether the transaction has uncommitted changes. A
+// read-only session has none, whatever the engine's sign of a write says
+// (PostgreSQL's: a transaction id, which pg_current_xact_id() takes too).
+func (s *Session) dirty(ctx context.Context, q Querier) (bool, error) {
+	if s.readOnly {
+		return false, nil
+	}
+	return s.eng.Dirty(ctx, q, s.mark)
+}
+
 // Commit commits the transaction and begins the next one.
 func (s *Session) Commit(ctx context.Context) error {
 	return s.end(ctx, "COMMIT")
@@ -322,7 +332,7 @@ func (s *Session) Refresh(ctx context.Context) error {
 		return err
 	}
 	defer s.release()
-	dirty, err := s.eng.Dirty(ctx, s.conn, s.mark)
+	dirty, err := s.dirty(ctx, s.conn)
 	if err != nil {
 		return classify(s.eng, ctx, err)
 	}
@@ -393,7 +403,7 @@ func (s *Session) Status(ctx context.Context) (Status, error) {
 		if err != nil {
 			return err
 		}
-		st.Uncommitted, err = s.eng.Dirty(ctx, q, s.mark)
+		st.Uncommitted, err = s.dirty(ctx, q)
 		return err
 	})
 	return st, err
