@@ -1,11 +1,14 @@
 package tools_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
+	"github.com/mcpgate/mcpgate/worker"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -150,4 +153,53 @@ CREATE VIEW check_slow_c AS SELECT 1 AS x FROM pg_sleep(3600)`)
 	require.NotNil(t, c, "check_slow_c is among the failures")
 	assert.Contains(t, c["error"], "not run")
 	callOK(t, cs, "status", nil)
+}
+
+// uncancellable takes ACCESS EXCLUSIVE on customers and catches every
+// cancel.
+const uncancellable = `DO $$
+BEGIN
+  LOCK TABLE customers IN ACCESS EXCLUSIVE MODE;
+  LOOP
+    BEGIN
+      PERFORM pg_sleep(3600);
+    EXCEPTION WHEN query_canceled THEN NULL;
+    END;
+  END LOOP;
+END $$`
+
+// TestUncancellableStatementPostgres: a statement that takes ACCESS
+// EXCLUSIVE and ignores every cancel (it catches query_canceled) outlives
+// the statement timeout and the grace after it; the session gives up on its
+// connection and ends its backend, so the lock does not outlive the call
+// and another session can use the table at once.
+func TestUncancellableStatementPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cfg.StatementTimeout = 300 * time.Millisecond
+	cs := session(t, cfg, "ada", false)
+	kind, msg := callErr(t, cs, "execute_sql", map[string]any{"sql": uncancellable})
+	assert.Equal(t, "other", kind, msg)
+	other := session(t, cfg, "bob", false)
+	callOK(t, other, "execute_sql", map[string]any{"sql": "UPDATE customers SET name = name"})
+	callOK(t, other, "commit", nil)
+
+	t.Run("the worker dies", func(t *testing.T) {
+		// No one is left to end the backend: it notices its client is
+		// gone (client_connection_check_interval) and ends by itself.
+		cfg := cfg
+		cfg.StatementTimeout = time.Hour
+		cs, cmd := startWorkerCmd(t, worker.Identity{User: "cy", SessionID: "s-cy"}, &cfg)
+		go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": uncancellable + " /* mcpgate-stuck */"}}) //nolint:errcheck // the worker is killed under it
+		waitRunning(t, cfg.DSN, "mcpgate-stuck")
+		require.NoError(t, cmd.Process.Kill())
+		for dbtest.QueryInt(t, "pgx", cfg.DSN, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%mcpgate-stuck%' AND pid <> pg_backend_pid()") > 0 {
+			select {
+			case <-t.Context().Done():
+				t.Fatal("the backend outlived its client")
+			case <-time.After(50 * time.Millisecond): // polling pg_stat_activity: nothing to await
+			}
+		}
+		callOK(t, other, "execute_sql", map[string]any{"sql": "UPDATE customers SET name = name"})
+		callOK(t, other, "commit", nil)
+	})
 }

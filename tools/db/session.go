@@ -75,6 +75,19 @@ type CallGuard interface {
 	EndCall() string
 }
 
+// Reaper is an Engine whose server can go on running a statement after
+// the session gave up on its connection (PostgreSQL: a statement that
+// catches every cancel keeps its locks until its backend ends).
+type Reaper interface {
+	// Backend identifies the server side of the session's connection; it
+	// runs once, after Setup.
+	Backend(ctx context.Context, c *sql.Conn) (any, error)
+
+	// Reap ends that server side from another connection of the pool,
+	// when the session closes a connection it could not roll back.
+	Reap(ctx context.Context, pool *sql.DB, backend any) error
+}
+
 // Execer is an Engine that runs a tool's ExecContext its own way.
 // PostgreSQL does: the driver would send an argument-less statement over the
 // simple protocol, which runs every command in the string, so one that
@@ -112,10 +125,11 @@ type Session struct {
 	// Now is the clock for the transaction's age; time.Now by default.
 	Now func() time.Time
 
-	lock   chan struct{} // held while a statement runs
-	began  time.Time
-	mark   any
-	closed bool
+	lock    chan struct{} // held while a statement runs
+	backend any           // the connection's server side, for a Reaper
+	began   time.Time
+	mark    any
+	closed  bool
 }
 
 // Open connects a session for user and begins its transaction.
@@ -144,6 +158,12 @@ func Open(ctx context.Context, eng Engine, cfg Config, user string, readOnly boo
 	if err := eng.Setup(ctx, conn, cfg, user, readOnly); err != nil {
 		s.closeConn()
 		return nil, err
+	}
+	if r, ok := eng.(Reaper); ok {
+		if s.backend, err = r.Backend(ctx, conn); err != nil {
+			s.closeConn()
+			return nil, fmt.Errorf("db: set up the session: %w", err)
+		}
 	}
 	if err := s.begin(ctx); err != nil {
 		s.closeConn()
@@ -423,12 +443,24 @@ func (s *Session) abortAndClose() {
 	s.closeConn() //nolint:errcheck // closing discards the transaction
 }
 
+// closeConn rolls back and closes. When the rollback fails (the
+// connection was given up on, a statement ignored its cancel), the server
+// side may still run and hold locks: a Reaper ends it from a fresh
+// connection.
 func (s *Session) closeConn() error {
 	s.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // there may be no transaction
-	return errors.Join(s.conn.Close(), s.pool.Close())
+	_, rerr := s.conn.ExecContext(ctx, "ROLLBACK")
+	err := s.conn.Close()
+	if r, ok := s.eng.(Reaper); ok && rerr != nil && s.backend != nil {
+		rctx, rcancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer rcancel()
+		if reapErr := r.Reap(rctx, s.pool, s.backend); reapErr != nil {
+			err = errors.Join(err, fmt.Errorf("db: end the abandoned connection's server side: %w", reapErr))
+		}
+	}
+	return errors.Join(err, s.pool.Close())
 }
 
 // Read runs fn as Do does, then always rolls its savepoint back, so that

@@ -34,6 +34,7 @@ var (
 	_ db.Engine    = Engine{}
 	_ db.Execer    = Engine{}
 	_ db.CallGuard = Engine{}
+	_ db.Reaper    = Engine{}
 )
 
 // Name returns db.Postgres.
@@ -133,6 +134,15 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 		}
 		stmts = append(stmts, "SET ROLE "+pgx.Identifier{user}.Sanitize())
 	}
+	// A backend whose client is gone ends at the next check instead of
+	// running on (and holding its locks) until its statement ends. Since
+	// PostgreSQL 14; an older server does not know the setting.
+	if _, err := c.ExecContext(ctx, fmt.Sprintf("SET client_connection_check_interval = %d", ClientCheckInterval.Milliseconds())); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42704" {
+			return fmt.Errorf("postgres: set up the session: %w", err)
+		}
+	}
 	for _, s := range stmts {
 		if _, err := c.ExecContext(ctx, s); err != nil {
 			var pe *pgconn.PgError
@@ -174,6 +184,29 @@ func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) 
 // TimeoutGrace is how long after the server's statement_timeout the
 // session stops waiting and cancels the statement itself (db.TimeoutGrace).
 func (Engine) TimeoutGrace() time.Duration { return time.Second }
+
+// ClientCheckInterval is the session's client_connection_check_interval.
+const ClientCheckInterval = 2 * time.Second
+
+// Backend is the session's backend process id (db.Reaper).
+func (Engine) Backend(ctx context.Context, c *sql.Conn) (any, error) {
+	var pid int32
+	err := c.QueryRowContext(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid)
+	return pid, err
+}
+
+// Reap terminates the session's backend from a fresh connection of the
+// same login (db.Reaper), waiting up to 5 s for it to end: a role may end
+// its own backends, unless EXECUTE on pg_terminate_backend was revoked
+// from it (docs/tools.md says what to grant then).
+func (Engine) Reap(ctx context.Context, pool *sql.DB, backend any) error {
+	_, err := pool.ExecContext(ctx, "SELECT pg_catalog.pg_terminate_backend($1, 5000)", backend)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42883" { // before PostgreSQL 14: no wait
+		_, err = pool.ExecContext(ctx, "SELECT pg_catalog.pg_terminate_backend($1)", backend)
+	}
+	return err
+}
 
 // ReadOnlyCall makes the rest of a read-write session's query call
 // read-only (db.CallGuard); SET LOCAL ends with the savepoint's rollback.
