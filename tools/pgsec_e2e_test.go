@@ -203,3 +203,49 @@ func TestUncancellableStatementPostgres(t *testing.T) {
 		callOK(t, other, "commit", nil)
 	})
 }
+
+// TestNonTransactionalSideEffectsPostgres: what a rollback cannot undo is
+// refused in query and in read-only sessions: pg_logical_emit_message
+// writes WAL (logical decoding reads it) whatever the transaction does, so
+// a call of it, however spelled, is refused; with the REVOKE docs/tools.md
+// gives the operator, a function that wraps it is refused by the server
+// too. What the call's rollback does undo (a transaction advisory lock, a
+// setting, a notification) stays allowed, and leaves nothing behind.
+func TestNonTransactionalSideEffectsPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	rw, ro, other := session(t, cfg, "ada", false), session(t, cfg, "ro", true), session(t, cfg, "zed", false)
+	for _, sql := range []string{
+		"SELECT pg_logical_emit_message(false, 'mcpgate', 'x')",
+		`SELECT "pg_logical_emit_message"(false, 'mcpgate', 'x')`,
+		"SELECT pg_catalog . PG_LOGICAL_EMIT_MESSAGE(true, 'mcpgate', 'x')",
+		"SELECT * FROM pg_logical_emit_message/**/(false, 'mcpgate', 'x')",
+		`SELECT U&"pg_logical_emit_messag\0065"(false, 'mcpgate', 'x')`,
+	} {
+		for _, cs := range []*mcp.ClientSession{rw, ro} {
+			kind, msg := callErr(t, cs, "query", map[string]any{"sql": sql})
+			assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
+		}
+	}
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "SELECT pg_logical_emit_message(true, 'mcpgate', 'a write of the session')"})
+
+	callOK(t, ro, "query", map[string]any{"sql": "SELECT pg_advisory_xact_lock(43), pg_notify('c', 'x'), set_config('lock_timeout', '1', false)"})
+	_, sc := callOK(t, other, "query", map[string]any{"sql": "SELECT pg_try_advisory_xact_lock(43)"})
+	assert.Equal(t, []any{[]any{true}}, sc["rows"], "the transaction lock went with the call")
+	_, sc = callOK(t, ro, "query", map[string]any{"sql": "SHOW lock_timeout"})
+	assert.Equal(t, []any{[]any{"5s"}}, sc["rows"], "the setting went with the call")
+
+	t.Run("revoked", func(t *testing.T) {
+		pgRoles(t, cfg.DSN, "mcp_ntx_eve")
+		dbtest.Exec(t, cfg.DSN, `REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text), pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
+GRANT CREATE ON SCHEMA public TO mcp_ntx_eve`)
+		as := cfg
+		as.ConnectAsUser = true
+		eve := session(t, as, "mcp_ntx_eve", false)
+		callOK(t, eve, "execute_sql", map[string]any{"sql": "CREATE FUNCTION public.emit() RETURNS pg_lsn LANGUAGE sql AS $$ SELECT pg_logical_emit_message(false, 'mcpgate', 'x') $$"})
+		callOK(t, eve, "commit", nil)
+		ro := session(t, as, "mcp_ntx_eve", true)
+		kind, msg := callErr(t, ro, "query", map[string]any{"sql": "SELECT public.emit()"})
+		assert.Equal(t, "refused", kind, msg)
+		assert.Contains(t, msg, "permission denied")
+	})
+}

@@ -14,25 +14,59 @@ import (
 // the statement is cancelled.
 const drainGrace = 100 * time.Millisecond
 
-// connector is pgx's database/sql connector with conns whose read results
-// stop their statement when closed early.
-type connector struct{ driver.Connector }
+// connector is pgx's database/sql connector with conns that guard reads
+// (refuseSideEffect) and whose read results stop their statement when
+// closed early.
+type connector struct {
+	driver.Connector
+	readOnly bool // the session's
+}
 
 func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
 	dc, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &conn{dc.(*stdlib.Conn)}, nil
+	return &conn{dc.(*stdlib.Conn), c.readOnly}, nil
 }
 
-// conn is pgx's conn with QueryContext's rows wrapped during a read.
-type conn struct{ *stdlib.Conn }
+// conn is pgx's conn with a read's statements guarded and its rows
+// wrapped.
+type conn struct {
+	*stdlib.Conn
+	readOnly bool
+}
 
-// pgConn returns the connection under a database/sql driver conn.
-func pgConn(dc any) *pgconn.PgConn { return dc.(*conn).Conn.Conn().PgConn() }
+// guard refuses a read's statement, or a read-only session's, that calls
+// a function whose effect outlives the transaction.
+func (c *conn) guard(ctx context.Context, query string) error {
+	if c.readOnly || db.Reading(ctx) {
+		return refuseSideEffect(query)
+	}
+	return nil
+}
+
+func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.guard(ctx, query); err != nil {
+		return nil, err
+	}
+	return c.Conn.ExecContext(ctx, query, args)
+}
+
+// rawConn returns the connection under a database/sql driver conn, after
+// the guard for the statement.
+func rawConn(ctx context.Context, dc any, query string) (*pgconn.PgConn, error) {
+	c := dc.(*conn)
+	if err := c.guard(ctx, query); err != nil {
+		return nil, err
+	}
+	return c.Conn.Conn().PgConn(), nil
+}
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.guard(ctx, query); err != nil {
+		return nil, err
+	}
 	r, err := c.Conn.QueryContext(ctx, query, args)
 	if err != nil || !db.Reading(ctx) {
 		return r, err

@@ -74,7 +74,7 @@ func (Engine) OpenAs(cfg db.Config, user string, readOnly bool) (*sql.DB, error)
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
 	}
-	return sql.OpenDB(connector{stdlib.GetConnector(*pc)}), nil
+	return sql.OpenDB(connector{stdlib.GetConnector(*pc), readOnly}), nil
 }
 
 // asUser returns dsn with the user replaced and no password, so that pgx
@@ -167,7 +167,11 @@ func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) 
 	var tag pgconn.CommandTag
 	var err error
 	if rerr := c.Raw(func(dc any) error {
-		rr := pgConn(dc).ExecParams(ctx, query, nil, nil, nil, nil)
+		pc, gerr := rawConn(ctx, dc, query)
+		if gerr != nil {
+			return gerr
+		}
+		rr := pc.ExecParams(ctx, query, nil, nil, nil, nil)
 		for rr.NextRow() {
 		}
 		tag, err = rr.Close()

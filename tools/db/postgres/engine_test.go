@@ -122,3 +122,17 @@ func TestOneCommandPerStatement(t *testing.T) {
 	}))
 	assert.Equal(t, int64(3), n)
 }
+
+func TestSideEffect(t *testing.T) {
+	for q, want := range map[string]string{
+		"SELECT pg_logical_emit_message(false, 'a', 'b')":                   "pg_logical_emit_message",
+		`SELECT "PG_LOGICAL_EMIT_MESSAGE" /* a /* nested */ one */ (x)`:     "pg_logical_emit_message",
+		"SELECT pg_catalog.dblink_exec -- c\n ('x')":                        "dblink_exec",
+		`SELECT U&"d\0062link"('x')`:                                        `a U&"…" identifier`,
+		"SELECT * FROM dblink_targets":                                      "",
+		"SELECT 1 FROM pg_stat_reset_x WHERE a = 'pg_logical_emit_message'": "",
+		"SELECT pg_notify('c', 'x'), pg_advisory_xact_lock(1)":              "",
+	} {
+		assert.Equal(t, want, postgres.SideEffect(q), q)
+	}
+}
