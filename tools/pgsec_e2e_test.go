@@ -192,9 +192,11 @@ func TestUncancellableStatementPostgres(t *testing.T) {
 		go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": uncancellable + " /* mcpgate-stuck */"}}) //nolint:errcheck // the worker is killed under it
 		waitRunning(t, cfg.DSN, "mcpgate-stuck")
 		require.NoError(t, cmd.Process.Kill())
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // far past the 2 s check interval
+		defer cancel()
 		for dbtest.QueryInt(t, "pgx", cfg.DSN, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%mcpgate-stuck%' AND pid <> pg_backend_pid()") > 0 {
 			select {
-			case <-t.Context().Done():
+			case <-ctx.Done():
 				t.Fatal("the backend outlived its client")
 			case <-time.After(50 * time.Millisecond): // polling pg_stat_activity: nothing to await
 			}

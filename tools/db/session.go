@@ -454,7 +454,7 @@ func (s *Session) closeConn() error {
 	_, rerr := s.conn.ExecContext(ctx, "ROLLBACK")
 	err := s.conn.Close()
 	if r, ok := s.eng.(Reaper); ok && rerr != nil && s.backend != nil {
-		rctx, rcancel := context.WithTimeout(context.Background(), 15*time.Second)
+		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer rcancel()
 		if reapErr := r.Reap(rctx, s.pool, s.backend); reapErr != nil {
 			err = errors.Join(err, fmt.Errorf("db: end the abandoned connection's server side: %w", reapErr))
