@@ -222,6 +222,7 @@ func TestNonTransactionalSideEffectsPostgres(t *testing.T) {
 		"SELECT pg_catalog . PG_LOGICAL_EMIT_MESSAGE(true, 'mcpgate', 'x')",
 		"SELECT * FROM pg_logical_emit_message/**/(false, 'mcpgate', 'x')",
 		`SELECT U&"pg_logical_emit_messag\0065"(false, 'mcpgate', 'x')`,
+		`SELECT query_to_xml('SELECT pg_logical' || '_emit_message(false, ''mcpgate'', ''x'')', true, true, '')`,
 	} {
 		for _, cs := range []*mcp.ClientSession{rw, ro} {
 			kind, msg := callErr(t, cs, "query", map[string]any{"sql": sql})

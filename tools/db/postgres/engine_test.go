@@ -132,6 +132,7 @@ func TestSideEffect(t *testing.T) {
 		"SELECT * FROM dblink_targets":                                      "",
 		"SELECT 1 FROM pg_stat_reset_x WHERE a = 'pg_logical_emit_message'": "",
 		"SELECT pg_notify('c', 'x'), pg_advisory_xact_lock(1)":              "",
+		"SELECT query_to_xml('SELECT 1', true, true, '')":                   "query_to_xml",
 	} {
 		assert.Equal(t, want, postgres.SideEffect(q), q)
 	}

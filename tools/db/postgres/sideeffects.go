@@ -17,7 +17,10 @@ import (
 //   - pg_stat_reset…, pg_stat_statements_reset, pg_switch_wal,
 //     pg_create_restore_point, pg_reload_conf, pg_rotate_logfile,
 //     pg_promote, pg_log_backend_memory_contexts: server state and logs;
-//   - replication slots and origins: what logical decoding consumers see.
+//   - replication slots and origins: what logical decoding consumers see;
+//   - query_to_xml…, ts_stat, ts_rewrite: they run SQL given as a string,
+//     which could be built to call any of the above out of the guard's
+//     sight.
 //
 // The rest need no refusal: the call's savepoint is rolled back (a
 // transaction advisory lock, set_config(…, false), pg_notify, large
@@ -39,9 +42,11 @@ var sideEffectNames = map[string]bool{
 	"pg_stat_statements_reset":           true,
 	"pg_logical_slot_get_changes":        true,
 	"pg_logical_slot_get_binary_changes": true,
+	"ts_stat":                            true,
+	"ts_rewrite":                         true,
 }
 
-var sideEffectPrefixes = []string{"dblink", "pg_file_", "pg_stat_reset", "pg_replication_origin_", "pg_create_physical_replication_slot", "pg_create_logical_replication_slot", "pg_drop_replication_slot", "pg_copy_physical_replication_slot", "pg_copy_logical_replication_slot", "pg_replication_slot_advance"}
+var sideEffectPrefixes = []string{"dblink", "query_to_xml", "pg_file_", "pg_stat_reset", "pg_replication_origin_", "pg_create_physical_replication_slot", "pg_create_logical_replication_slot", "pg_drop_replication_slot", "pg_copy_physical_replication_slot", "pg_copy_logical_replication_slot", "pg_replication_slot_advance"}
 
 // sideEffect returns the name of a function in sideEffectNames that the
 // statement calls (a name followed by an argument list) wherever (also in a
