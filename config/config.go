@@ -123,6 +123,10 @@ type Worker struct {
 	// are safe in a read-only session. Empty means none: fail-closed
 	// (DESIGN.md, decision 4). The built-in toolsets vouch for their own.
 	SafeTools []string `mapstructure:"safe_tools"`
+	// SafeMethods names methods of an external worker, beyond MCP's read
+	// methods (gateway.ReadMethods), that a read-only request may send.
+	// Empty means none: fail-closed, as for tools.
+	SafeMethods []string `mapstructure:"safe_methods"`
 }
 
 // Database is the built-in worker's database.

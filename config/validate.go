@@ -212,8 +212,13 @@ func (c *Config) validateWorker(v *validator) {
 				v.add("worker.command", "%q is not found in PATH; give its absolute path", name)
 			}
 		}
-	} else if len(w.SafeTools) > 0 {
-		v.add("worker.safe_tools", "applies to an external worker.command only; the built-in toolsets vouch for their own read-only tools, so remove it")
+	} else {
+		if len(w.SafeTools) > 0 {
+			v.add("worker.safe_tools", "applies to an external worker.command only; the built-in toolsets vouch for their own read-only tools, so remove it")
+		}
+		if len(w.SafeMethods) > 0 {
+			v.add("worker.safe_methods", "applies to an external worker.command only; the built-in worker serves tools alone, so remove it")
+		}
 	}
 	for i, e := range w.Env {
 		name, _, ok := strings.Cut(e, "=")
@@ -234,6 +239,15 @@ func (c *Config) validateWorker(v *validator) {
 	}
 	checkNames(v, "worker.toolsets", w.Toolsets)
 	checkNames(v, "worker.safe_tools", w.SafeTools)
+	checkNames(v, "worker.safe_methods", w.SafeMethods)
+	for _, m := range w.SafeMethods {
+		switch {
+		case m == "tools/call" || m == "tools/list":
+			v.add("worker.safe_methods", "%q is decided per tool; list read-only tools in worker.safe_tools instead", m)
+		case m == "initialize" || strings.HasPrefix(m, "notifications/"):
+			v.add("worker.safe_methods", "%q is not a request a read-only session is refused; remove it", m)
+		}
+	}
 }
 
 // checkExecutable reports what stops path from being run, or "".

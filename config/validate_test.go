@@ -99,6 +99,7 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 			c.Worker.Env = []string{"HOME=/tmp", "lower_case=1", "EMPTY="}
 			c.Worker.Dir = f.dir
 			c.Worker.SafeTools = []string{"read"}
+			c.Worker.SafeMethods = []string{"x/stats"}
 		}},
 		{"worker found in PATH", func(c *Config) { c.Worker.Command = []string{"sh", "-c", "true"} }},
 		{"postgres url", func(c *Config) {
@@ -177,6 +178,19 @@ func TestValidateProblems(t *testing.T) {
 		{"worker program not executable", func(c *Config) { c.Worker.Command = []string{f.plain} }, "worker.command", "is not executable (chmod +x)"},
 		{"worker program not in PATH", func(c *Config) { c.Worker.Command = []string{"no-such-mcp-server-xyz"} }, "worker.command", "is not found in PATH"},
 		{"safe tools without an external worker", func(c *Config) { c.Worker.SafeTools = []string{"x"} }, "worker.safe_tools", "applies to an external worker.command only"},
+		{"safe methods without an external worker", func(c *Config) { c.Worker.SafeMethods = []string{"x/read"} }, "worker.safe_methods", "applies to an external worker.command only"},
+		{"safe methods naming tools/call", func(c *Config) {
+			c.Worker.Command = []string{"sh"}
+			c.Worker.SafeMethods = []string{"tools/call"}
+		}, "worker.safe_methods", "list read-only tools in worker.safe_tools instead"},
+		{"safe methods naming a notification", func(c *Config) {
+			c.Worker.Command = []string{"sh"}
+			c.Worker.SafeMethods = []string{"notifications/cancelled"}
+		}, "worker.safe_methods", "is not a request"},
+		{"safe method listed twice", func(c *Config) {
+			c.Worker.Command = []string{"sh"}
+			c.Worker.SafeMethods = []string{"x/a", "x/a"}
+		}, "worker.safe_methods", `"x/a" is listed twice`},
 		{"worker env without =", func(c *Config) { c.Worker.Env = []string{"A=1", "JUSTANAME"} }, "worker.env[1]", "is not NAME=value"},
 		{"worker env bad name", func(c *Config) { c.Worker.Env = []string{"1A=x"} }, "worker.env[0]", "is not NAME=value"},
 		{"worker env reserved name", func(c *Config) { c.Worker.Env = []string{"MCPGATE_WORKER_USER=root"} }, "worker.env[0]", "MCPGATE_WORKER_USER is reserved"},
