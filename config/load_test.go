@@ -465,7 +465,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 48)
+	assert.Len(t, keys, 49)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

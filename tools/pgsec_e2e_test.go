@@ -189,8 +189,12 @@ func TestUncancellableStatementPostgres(t *testing.T) {
 		cfg := cfg
 		cfg.StatementTimeout = time.Hour
 		cs, cmd := startWorkerCmd(t, worker.Identity{User: "cy", SessionID: "s-cy"}, &cfg)
-		go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": uncancellable + " /* mcpgate-stuck */"}}) //nolint:errcheck // the worker is killed under it
-		waitRunning(t, cfg.DSN, "mcpgate-stuck")
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": uncancellable + " /* mcpgate-stuck */"}}) //nolint:errcheck // the worker is killed under it
+		}()
+		waitRunning(t, cfg.DSN, "mcpgate-stuck", ended)
 		require.NoError(t, cmd.Process.Kill())
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // far past the 2 s check interval
 		defer cancel()
