@@ -527,7 +527,7 @@ INSERT INTO notes (owner, body) VALUES ('mcp_alice', 'a1'), ('mcp_bob', 'b1'), (
 			t.Run("no switch to another user's role", func(t *testing.T) {
 				ro := session(t, cfg, "mcp_alice", true)
 				kind, msg := callErr(t, ro, "query", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false),
-  query_to_xml('SELECT body FROM notes', false, false, ''), set_config('role', 'mcp_alice', false)`})
+  (SELECT string_agg(body, ',') FROM notes), set_config('role', 'mcp_alice', false)`})
 				assert.Equal(t, "refused", kind, msg)
 				assert.Contains(t, msg, "permission denied to set role")
 				kind, msg = callErr(t, alice, "execute_sql", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false);
