@@ -78,6 +78,13 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 			return
 		}
 	}
+	if !uw.modern {
+		// As a 2025-11-25 client would send it, on the session the
+		// gateway initialized.
+		if p, ok := worker.StripModernMeta(m.Params); ok {
+			m = m.WithParams(p)
+		}
+	}
 	st := worker.NewStream(sseOK)
 	st.NoRequests = true
 	if !uw.modern {

@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
@@ -140,4 +141,48 @@ func (c *Conn) takeOutReq(key string) (json.RawMessage, bool) {
 		delete(c.workerOut, jsonrpc.Key(wid))
 	}
 	return wid, ok
+}
+
+// modernMetaPrefix starts the _meta keys MCP 2026-07-28 defines.
+const modernMetaPrefix = "io.modelcontextprotocol/"
+
+// StripModernMeta returns params without the io.modelcontextprotocol/ keys
+// of params._meta (and without _meta when nothing else is left in it): the
+// request as a 2025-11-25 client would send it, for a worker that speaks
+// only that revision on the session the gateway initialized. ok is false
+// when there was nothing to strip, or params could not be read (then params
+// is returned as it is).
+func StripModernMeta(params json.RawMessage) (out json.RawMessage, ok bool) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return params, false
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(p["_meta"], &meta) != nil || meta == nil {
+		return params, false
+	}
+	stripped := false
+	for k := range meta {
+		if strings.HasPrefix(k, modernMetaPrefix) {
+			delete(meta, k)
+			stripped = true
+		}
+	}
+	if !stripped {
+		return params, false
+	}
+	if len(meta) == 0 {
+		delete(p, "_meta")
+	} else if p["_meta"], ok = marshal(meta); !ok {
+		return params, false
+	}
+	if out, ok = marshal(p); !ok {
+		return params, false
+	}
+	return out, true
+}
+
+func marshal(v any) (json.RawMessage, bool) {
+	b, err := jsonrpc.Marshal(v)
+	return b, err == nil
 }

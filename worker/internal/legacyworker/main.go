@@ -15,7 +15,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 func main() {
@@ -52,7 +53,7 @@ func main() {
 			m["method"] = json.RawMessage(`"mcpgate/legacy-discover-refused"`)
 		}
 		if p, ok := m["params"]; ok {
-			m["params"] = stripMeta(p)
+			m["params"], _ = worker.StripModernMeta(p)
 		}
 		b, _ := json.Marshal(m)
 		writeLine(in, b)
@@ -63,31 +64,4 @@ func main() {
 
 func writeLine(w io.Writer, b []byte) {
 	_, _ = w.Write(append(append([]byte{}, b...), '\n'))
-}
-
-// stripMeta removes the io.modelcontextprotocol/ keys from params._meta.
-func stripMeta(params json.RawMessage) json.RawMessage {
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil {
-		return params
-	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(p["_meta"], &meta) != nil || meta == nil {
-		return params
-	}
-	for k := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			delete(meta, k)
-		}
-	}
-	if len(meta) == 0 {
-		delete(p, "_meta")
-	} else {
-		p["_meta"], _ = json.Marshal(meta)
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return params
-	}
-	return b
 }
