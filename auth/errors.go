@@ -117,6 +117,10 @@ func description(err error) string {
 func (a *Authenticator) WriteError(w http.ResponseWriter, err error) {
 	ans := answerFor(err)
 	desc := description(err)
+	if errors.Is(err, ErrTokenTooLarge) {
+		// Name the limit, so the operator of the client knows what to fix.
+		desc = "token is larger than the limit of " + strconv.Itoa(a.opts.MaxTokenBytes) + " bytes"
+	}
 	h := w.Header()
 	switch ans.status {
 	case http.StatusUnauthorized, http.StatusForbidden:

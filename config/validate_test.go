@@ -387,3 +387,24 @@ func TestLogLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxHeaderBytes: the head bound follows auth.max_token_bytes, so a
+// token over its limit is read and refused with 401, not cut off with 431.
+func TestMaxHeaderBytes(t *testing.T) {
+	for _, tc := range []struct {
+		token ByteSize
+		want  int
+	}{
+		{16 << 10, 256 << 10},
+		{1 << 20, 1<<20 + 64<<10},
+	} {
+		c := Default()
+		c.Auth.MaxTokenBytes = tc.token
+		if got := c.MaxHeaderBytes(); got != tc.want {
+			t.Errorf("max_token_bytes %d: got MaxHeaderBytes %d, want %d", tc.token, got, tc.want)
+		}
+		if got := c.MaxHeaderBytes(); got < int(tc.token)+headerSlack {
+			t.Errorf("max_token_bytes %d: MaxHeaderBytes %d leaves no room for the rest of the head", tc.token, got)
+		}
+	}
+}

@@ -180,7 +180,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		Handler:           mux,
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes(),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if cfg.TLSEnabled() {
