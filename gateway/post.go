@@ -99,12 +99,12 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
 			// the read-only check, which needs a request to answer.
-			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", m.Method)
+			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", clip(m.Method))
 		case m.IsNotification():
 			err = s.conn.Notify(m)
 		default:
 			if err = s.conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
-				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", string(m.ID))
+				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", clip(string(m.ID)))
 				err = nil
 			}
 		}
@@ -137,8 +137,8 @@ func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream, read
 			// The name as a worker reads it; an ambiguous one is refused.
 			name, ok := worker.ToolName(m.Params)
 			if !ok || !g.safe[name] {
-				s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
-				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
+				s.log.Info("gateway: refused a tool in a read-only session", "tool", clip(name), "unambiguous", ok)
+				st.Answer(m.ID, readOnlyRefusal(m.ID, clip(name)))
 				return
 			}
 		case strings.EqualFold(m.Method, "tools/list"):
