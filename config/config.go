@@ -100,6 +100,17 @@ type Limits struct {
 	// WorkerStopGrace is how long a stopping worker has between SIGTERM
 	// and SIGKILL. Default 5s.
 	WorkerStopGrace time.Duration `mapstructure:"worker_stop_grace"`
+	// WriteTimeout bounds each write of a response (at most 64 KiB): a
+	// client that accepts no bytes for this long loses the response, and
+	// its request stops keeping the session busy. Default 30s.
+	WriteTimeout time.Duration `mapstructure:"write_timeout"`
+	// MaxStreamBufferBytes, MaxSessionBufferBytes and MaxUserBufferBytes
+	// cap the bytes held, not yet written, for one response, one session's
+	// responses and one user's. An answer beyond them is replaced by an
+	// error of kind bufferFull. Defaults 32 MiB, 64 MiB, 128 MiB.
+	MaxStreamBufferBytes  ByteSize `mapstructure:"max_stream_buffer_bytes"`
+	MaxSessionBufferBytes ByteSize `mapstructure:"max_session_buffer_bytes"`
+	MaxUserBufferBytes    ByteSize `mapstructure:"max_user_buffer_bytes"`
 }
 
 // Worker says which process serves a session.
@@ -232,6 +243,10 @@ const (
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultWorkerStartTimeout = 10 * time.Second
 	DefaultWorkerStopGrace    = 5 * time.Second
+	DefaultWriteTimeout       = 30 * time.Second
+	DefaultMaxStreamBuffer    = 32 << 20
+	DefaultMaxSessionBuffer   = 64 << 20
+	DefaultMaxUserBuffer      = 128 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -275,6 +290,10 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	setNumber(&l.WorkerStartTimeout, DefaultWorkerStartTimeout)
 	setNumber(&l.WorkerStopGrace, DefaultWorkerStopGrace)
+	setNumber(&l.WriteTimeout, DefaultWriteTimeout)
+	setNumber(&l.MaxStreamBufferBytes, DefaultMaxStreamBuffer)
+	setNumber(&l.MaxSessionBufferBytes, DefaultMaxSessionBuffer)
+	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

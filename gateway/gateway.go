@@ -28,8 +28,10 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	perUser  map[string]int // live and starting sessions per user
-	starting int            // sessions whose worker is starting
+	perUser  map[string]int     // live and starting sessions per user
+	userBufs map[string]*budget // bytes held for each user with a session
+	buffered *budget            // bytes held for every client
+	starting int                // sessions whose worker is starting
 	closing  bool
 
 	shutdown   chan struct{}  // closed by Close; cuts initializes short
@@ -45,6 +47,7 @@ type session struct {
 	readOnly bool
 	conn     *worker.Conn
 	log      *slog.Logger
+	buf      *budget // bytes held for the session's responses
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
@@ -60,6 +63,8 @@ func New(opts Options) (*Gateway, error) {
 		safe:       make(map[string]bool, len(opts.SafeTools)),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
+		userBufs:   make(map[string]*budget),
+		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
@@ -85,6 +90,10 @@ func New(opts Options) (*Gateway, error) {
 // ServeHTTP serves the MCP endpoint: the Host and Origin checks, then
 // Options.Middleware, then the transport.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A fresh write deadline for this request: it bounds the small answers
+	// (refusals, 202) and replaces one a previous request on this
+	// connection left. Long answers move it forward as they write.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
 	g.handler.ServeHTTP(w, r)
 }
 
@@ -204,9 +213,7 @@ func (g *Gateway) removeSession(s *session) {
 	g.mu.Lock()
 	if g.sessions[s.id] == s {
 		delete(g.sessions, s.id)
-		if g.perUser[s.user]--; g.perUser[s.user] <= 0 {
-			delete(g.perUser, s.user)
-		}
+		g.leaveLocked(s.user)
 	}
 	g.mu.Unlock()
 }
@@ -235,16 +242,20 @@ func (g *Gateway) reaper() {
 	}
 }
 
-// reapIdle ends every session that serves no HTTP request, has no request
-// in flight in its worker, and has been idle for longer than
-// SessionIdleTimeout by Options.Now.
+// reapIdle ends every session that serves no HTTP request and has been idle
+// for longer than SessionIdleTimeout by Options.Now. A request still in
+// flight in the worker does not keep a session whose client has left: no
+// one is waiting for its answer, and a worker that never answers would
+// otherwise hold the session, and its process, forever (issue 8 item 11).
+// A client waiting on its answer keeps its request, and so the session,
+// busy; with write deadlines, one that stops reading does not.
 func (g *Gateway) reapIdle() {
 	now := g.opts.Now().UnixNano()
 	limit := g.opts.SessionIdleTimeout.Nanoseconds()
 	var idle []*session
 	g.mu.Lock()
 	for _, s := range g.sessions {
-		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit && s.conn.InFlight() == 0 {
+		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit {
 			idle = append(idle, s)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -54,6 +55,13 @@ func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 // server; both are closed when the test ends, and no worker may be left.
 func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
 	t.Helper()
+	return newTestGatewayOn(t, opts, nil)
+}
+
+// newTestGatewayOn is newTestGateway with the server's listener passed
+// through wrap, when not nil.
+func newTestGatewayOn(t testing.TB, opts Options, wrap func(net.Listener) net.Listener) (*Gateway, *httptest.Server) {
+	t.Helper()
 	if opts.WorkerCommand == nil {
 		opts.WorkerCommand = []string{stubWorker}
 	}
@@ -67,7 +75,11 @@ func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	srv := httptest.NewServer(g)
+	srv := httptest.NewUnstartedServer(g)
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

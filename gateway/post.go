@@ -88,6 +88,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		readOnly = true
 	}
 	st := worker.NewStream(sseOK)
+	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
 	gone := false
 	for _, m := range msgs {

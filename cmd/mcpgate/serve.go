@@ -94,7 +94,12 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		WorkerStopGrace:    l.WorkerStopGrace,
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
+		WriteTimeout:       l.WriteTimeout,
 		Logger:             log,
+
+		MaxStreamBufferBytes:  int64(l.MaxStreamBufferBytes),
+		MaxSessionBufferBytes: int64(l.MaxSessionBufferBytes),
+		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
 	}
 	if len(cfg.Worker.Command) > 0 {
 		return opts, nil // an external worker: its safe tools come from config
@@ -180,8 +185,11 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		Handler:           mux,
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    cfg.MaxHeaderBytes(),
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Every request starts with a fresh write deadline; the gateway
+		// moves it forward as a long answer or a stream writes.
+		WriteTimeout:   cfg.Limits.WriteTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes(),
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if cfg.TLSEnabled() {
 		r, err := certs.NewReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
