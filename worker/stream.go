@@ -143,7 +143,7 @@ func (s *Stream) push(m Outgoing) bool {
 		if err := s.Budget.Take(len(m.Data)); err == nil {
 			m.Charged = len(m.Data)
 		} else if m.Response {
-			m.Data = ErrorResponse(m.ID, ErrorObject{CodeInternalError, err.Error(), map[string]string{"kind": KindBufferFull}})
+			m.Data = internalError(m.ID, err.Error(), KindBufferFull)
 		} else {
 			ok = false
 		}
