@@ -111,6 +111,15 @@ type Limits struct {
 	MaxStreamBufferBytes  ByteSize `mapstructure:"max_stream_buffer_bytes"`
 	MaxSessionBufferBytes ByteSize `mapstructure:"max_session_buffer_bytes"`
 	MaxUserBufferBytes    ByteSize `mapstructure:"max_user_buffer_bytes"`
+	// MaxUnauthenticatedPerAddress caps the connections from one client
+	// address (IPv4, or IPv6 /64) that have not yet carried a request past
+	// the token check; the next one is refused like one over
+	// max_connections. Default 64.
+	MaxUnauthenticatedPerAddress int `mapstructure:"max_unauthenticated_per_address"`
+	// UnauthenticatedIdleTimeout bounds a connection's waits (TLS
+	// handshake, request head, keep-alive idle) until a request on it has
+	// passed the token check. Default 10s.
+	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
 }
 
 // Worker says which process serves a session.
@@ -247,6 +256,8 @@ const (
 	DefaultMaxStreamBuffer    = 32 << 20
 	DefaultMaxSessionBuffer   = 64 << 20
 	DefaultMaxUserBuffer      = 128 << 20
+	DefaultMaxUnauthPerAddr   = 64
+	DefaultUnauthIdleTimeout  = 10 * time.Second
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -294,6 +305,8 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxStreamBufferBytes, DefaultMaxStreamBuffer)
 	setNumber(&l.MaxSessionBufferBytes, DefaultMaxSessionBuffer)
 	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
+	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
+	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

@@ -170,6 +170,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.worker_start_timeout", l.WorkerStartTimeout},
 		{"limits.worker_stop_grace", l.WorkerStopGrace},
 		{"limits.write_timeout", l.WriteTimeout},
+		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -182,6 +183,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.max_connections", l.MaxConnections},
 		{"limits.max_sessions", l.MaxSessions},
 		{"limits.max_sessions_per_user", l.MaxSessionsPerUser},
+		{"limits.max_unauthenticated_per_address", l.MaxUnauthenticatedPerAddress},
 	} {
 		if n.val < 0 {
 			v.add(n.key, "%d is negative; use a positive number (0 or no key means the default)", n.val)

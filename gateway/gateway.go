@@ -99,6 +99,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveMCP is the transport proper, reached once every check has passed.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
+	// Past the Host, Origin and token checks: the connection is no longer
+	// an unauthenticated one (ListenerOptions).
+	markAuthenticated(r)
 	switch r.Method {
 	case http.MethodPost:
 		g.servePOST(w, r)

@@ -96,7 +96,7 @@ func TestNeverReadingClientsStayBounded(t *testing.T) {
 		Now: clock.Now, SessionIdleTimeout: 10 * time.Minute, WriteTimeout: time.Second,
 		MaxStreamBufferBytes: 4 * mib, MaxSessionBufferBytes: 6 * mib, MaxUserBufferBytes: 8 * mib,
 	}
-	g, srv := newTestGatewayOn(t, opts, func(l net.Listener) net.Listener { return smallSendBuffer{l} })
+	g, srv := newTestGatewayOn(t, opts, func(l net.Listener) net.Listener { return smallSendBuffer{l} }, nil)
 
 	// Three sessions of one user, each posting twelve 1 MiB answers on a
 	// connection that never reads: as JSON (held whole before the fix),

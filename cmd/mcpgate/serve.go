@@ -179,7 +179,12 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		defer cancel()
 		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), g.Close(sctx))
 	}
-	ln = gateway.LimitListener(ln, cfg.Limits.MaxConnections)
+	ln = gateway.LimitListener(ln, gateway.ListenerOptions{
+		MaxConnections:               cfg.Limits.MaxConnections,
+		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
+		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
+		TLS:                          cfg.TLSEnabled(),
+	})
 	scheme := "http"
 	srv := &http.Server{
 		Handler:           mux,
@@ -187,7 +192,10 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		IdleTimeout:       cfg.Limits.IdleTimeout,
 		// Every request starts with a fresh write deadline; the gateway
 		// moves it forward as a long answer or a stream writes.
-		WriteTimeout:   cfg.Limits.WriteTimeout,
+		WriteTimeout: cfg.Limits.WriteTimeout,
+		// Lets the gateway tell the listener which connections have
+		// passed the token check.
+		ConnContext:    gateway.ConnContext,
 		MaxHeaderBytes: cfg.MaxHeaderBytes(),
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
