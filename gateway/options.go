@@ -81,7 +81,11 @@ type Options struct {
 	// in pieces of at most 64 KiB, so a slow reader that keeps reading is
 	// not cut off. The gateway sets the deadline at the start of each
 	// request too; run it on an http.Server whose WriteTimeout is the same,
-	// so that other handlers on a kept-alive connection start afresh.
+	// so that other handlers on a kept-alive connection start afresh. Over
+	// HTTP/1.1 (what mcpgate serve speaks) a deadline that passes while an
+	// answer is awaited does nothing until the next write; Go's HTTP/2
+	// server would reset the stream then, so do not serve the gateway over
+	// HTTP/2 with a WriteTimeout shorter than the longest tool call.
 	WriteTimeout time.Duration
 	// MaxStreamBufferBytes, MaxSessionBufferBytes and MaxUserBufferBytes
 	// bound the bytes the gateway holds, not yet written, for one response,
