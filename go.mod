@@ -13,7 +13,6 @@ require (
 	github.com/spf13/viper v1.21.0
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.5
-	golang.org/x/image v0.48.0
 	golang.org/x/oauth2 v0.36.0
 	modernc.org/sqlite v1.62.0
 )

@@ -13,6 +13,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // Config is the whole configuration of `mcpgate serve`. The YAML names of the
@@ -143,6 +145,10 @@ type Worker struct {
 	// are safe in a read-only session. Empty means none: fail-closed
 	// (DESIGN.md, decision 4). The built-in toolsets vouch for their own.
 	SafeTools []string `mapstructure:"safe_tools"`
+	// SafeMethods names methods of an external worker, beyond MCP's read
+	// methods (gateway.ReadMethods), that a read-only request may send.
+	// Empty means none: fail-closed, as for tools.
+	SafeMethods []string `mapstructure:"safe_methods"`
 }
 
 // Database is the built-in worker's database.
@@ -270,13 +276,6 @@ const (
 	DefaultLogFormat          = "text"
 )
 
-// DefaultAlgorithms is the JWS allow-list when auth.algorithms is empty and
-// no HMAC secret is configured: the asymmetric algorithms of RFC 7518 and
-// RFC 8037.
-func DefaultAlgorithms() []string {
-	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-}
-
 // Default returns a Config holding every default: the unauthenticated
 // localhost mode with the built-in worker on SQLite.
 func Default() *Config {
@@ -316,9 +315,9 @@ func (c *Config) applyDefaults() {
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {
-		c.Auth.Algorithms = DefaultAlgorithms()
+		c.Auth.Algorithms = auth.DefaultAlgorithms()
 		if c.Auth.HMACSecretFile != "" {
-			c.Auth.Algorithms = append(c.Auth.Algorithms, hmacAlgorithms...)
+			c.Auth.Algorithms = append(c.Auth.Algorithms, auth.HMACAlgorithms()...)
 		}
 	}
 	if len(c.Auth.AuthorizationServers) == 0 && c.Auth.Issuer != "" {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // Authenticated reports whether bearer tokens are checked (auth.issuer set).
@@ -58,22 +60,14 @@ func (c *Config) MaxHeaderBytes() int {
 }
 
 // Loopback reports whether server.listen binds a loopback address only
-// (localhost, 127.0.0.0/8 or ::1). An empty host binds every interface and
+// (auth.IsLoopbackHost: localhost, 127.0.0.0/8 or ::1). An empty host binds every interface and
 // is not loopback.
 func (c *Config) Loopback() bool {
 	host, _, err := net.SplitHostPort(c.Server.Listen)
 	if err != nil {
 		return false
 	}
-	return isLoopbackHost(host)
-}
-
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return auth.IsLoopbackHost(host)
 }
 
 // originHost reduces an allowed_origins entry to its host[:port].
@@ -123,15 +117,11 @@ func readSecret(path string) ([]byte, error) {
 		return nil, err
 	}
 	b = trimNewline(b)
-	if len(b) < minHMACSecret {
-		return nil, fmt.Errorf("%s holds %d bytes; an HMAC secret needs at least %d (e.g. openssl rand -base64 48 > FILE)", path, len(b), minHMACSecret)
+	if err := auth.CheckHMACSecret(b); err != nil {
+		return nil, fmt.Errorf("%s %w", path, err)
 	}
 	return b, nil
 }
-
-// minHMACSecret is the shortest accepted shared secret: HS256's output
-// size (RFC 7518 §3.2: a key of the same size as the hash output or larger).
-const minHMACSecret = 32
 
 func trimNewline(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\n' {

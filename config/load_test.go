@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // env returns a Getenv over a fixed map, so no test sees the real
@@ -100,7 +102,7 @@ func TestLoadDefaults(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, DefaultAlgorithms(), c.Auth.Algorithms)
+	assert.Equal(t, auth.DefaultAlgorithms(), c.Auth.Algorithms)
 	assert.False(t, c.Authenticated())
 	assert.NoError(t, c.Validate(), "the defaults must validate")
 }
@@ -365,7 +367,7 @@ func TestLoadFileForms(t *testing.T) {
 			assert.Equal(t, "127.0.0.1:1", c.Server.Listen)
 		}},
 		{"an hmac secret adds HS algorithms to the default list", "auth:\n  issuer: https://i.example.com\n  hmac_secret_file: s\n", func(t *testing.T, c *Config) {
-			assert.Equal(t, append(DefaultAlgorithms(), "HS256", "HS384", "HS512"), c.Auth.Algorithms)
+			assert.Equal(t, append(auth.DefaultAlgorithms(), "HS256", "HS384", "HS512"), c.Auth.Algorithms)
 		}},
 		{"an explicit algorithm list is kept", "auth:\n  hmac_secret_file: s\n  algorithms: [HS512]\n", func(t *testing.T, c *Config) {
 			assert.Equal(t, []string{"HS512"}, c.Auth.Algorithms)
@@ -477,7 +479,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 53)
+	assert.Len(t, keys, 54)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))
@@ -537,7 +539,7 @@ func TestByteSizeString(t *testing.T) {
 	}
 }
 
-func TestSplitShellWords(t *testing.T) {
+func TestSplitWords(t *testing.T) {
 	tests := []struct {
 		in   string
 		want []string
@@ -545,17 +547,27 @@ func TestSplitShellWords(t *testing.T) {
 	}{
 		{"", nil, false},
 		{"  a  b\tc ", []string{"a", "b", "c"}, false},
+		{"a\r\nb\n", []string{"a", "b"}, false},
 		{`a "b c" 'd e'`, []string{"a", "b c", "d e"}, false},
+		{`serve --worker-command '/bin/w stdio-server'`, []string{"serve", "--worker-command", "/bin/w stdio-server"}, false},
+		{`'a\b'`, []string{`a\b`}, false},
 		{`a\ b`, []string{"a b"}, false},
+		{`"say \"hi\" \\o/"`, []string{`say "hi" \o/`}, false},
 		{`"say \"hi\"" 'it''s'`, []string{`say "hi"`, "its"}, false},
+		{`"a\nb"`, []string{`a\nb`}, false},
 		{`x"y"z`, []string{"xyz"}, false},
+		{`--x='1 2'3`, []string{"--x=1 23"}, false},
 		{`""`, []string{""}, false},
+		{`a '' b`, []string{"a", "", "b"}, false},
+		{"héllo 'wörld ✓'", []string{"héllo", "wörld ✓"}, false},
+		{`trailing\`, []string{`trailing\`}, false},
 		{`'open`, nil, true},
 		{`"open`, nil, true},
+		{`"open\"`, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := splitShellWords(tt.in)
+			got, err := SplitWords(tt.in)
 			if tt.err {
 				assert.Error(t, err)
 				return

@@ -24,7 +24,10 @@ type Gateway struct {
 	log     *slog.Logger
 	handler http.Handler // guard, then Options.Middleware, then serveMCP
 	command []string
-	safe    map[string]bool
+	safe    map[string]bool // Options.SafeTools
+	undo    map[string]bool // Options.UndoTools
+	// safeMethods is Options.SafeMethods.
+	safeMethods map[string]bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -42,7 +45,7 @@ type Gateway struct {
 // session is one MCP session and its worker.
 type session struct {
 	id       string
-	owner    string // auth.Principal.Owner(); empty in localhost mode
+	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
 	user     string
 	readOnly bool
 	conn     *worker.Conn
@@ -60,7 +63,8 @@ func New(opts Options) (*Gateway, error) {
 		opts:       opts,
 		log:        opts.Logger,
 		command:    opts.WorkerCommand,
-		safe:       make(map[string]bool, len(opts.SafeTools)),
+		safe:       set(opts.SafeTools),
+		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
 		userBufs:   make(map[string]*budget),
@@ -75,9 +79,7 @@ func New(opts Options) (*Gateway, error) {
 		}
 		g.command = []string{exe, "worker"}
 	}
-	for _, t := range opts.SafeTools {
-		g.safe[t] = true
-	}
+	g.safeMethods = set(opts.SafeMethods)
 	var inner http.Handler = http.HandlerFunc(g.serveMCP)
 	if opts.Middleware != nil {
 		inner = opts.Middleware(inner)
@@ -85,6 +87,14 @@ func New(opts Options) (*Gateway, error) {
 	g.handler = g.guard(inner)
 	go g.reaper()
 	return g, nil
+}
+
+func set(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 // ServeHTTP serves the MCP endpoint: the Host and Origin checks, then
@@ -191,8 +201,10 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, r *http.Request, id json.RawM
 	return s
 }
 
-// lookup finds a live session for the request's principal. A session owned
-// by someone else is reported as missing (DESIGN decision 7), and logged.
+// lookup finds a live session for the request's principal. A session
+// owned by someone else (another issuer, subject, user id or client: see
+// auth.Owner) is reported as missing (DESIGN decision 7), and logged with
+// the part that differed.
 func (g *Gateway) lookup(r *http.Request, id string) *session {
 	g.mu.Lock()
 	s := g.sessions[id]
@@ -200,12 +212,18 @@ func (g *Gateway) lookup(r *http.Request, id string) *session {
 	if s == nil {
 		return nil
 	}
-	owner, user := "", ""
+	var owner auth.Owner
 	if p := auth.PrincipalFrom(r.Context()); p != nil {
-		owner, user = p.Owner(), p.UserID
+		owner = p.Owner()
 	}
 	if owner != s.owner {
-		s.log.Warn("gateway: a request named a session of another principal", "session_user", s.user, "request_user", user, "remote", r.RemoteAddr)
+		differs := s.owner.Differs(owner)
+		if owner == (auth.Owner{}) {
+			differs = "no principal"
+		}
+		s.log.Warn("gateway: a request named a session it does not own", "differs", differs,
+			"session_user", s.owner.UserID, "request_user", owner.UserID,
+			"session_client", s.owner.ClientID, "request_client", owner.ClientID, "remote", r.RemoteAddr)
 		return nil
 	}
 	return s

@@ -27,6 +27,19 @@ type Options struct {
 	// fail-closed: a tool not listed is hidden from tools/list and refused by
 	// tools/call in a read-only session. Empty means no tool is safe.
 	SafeTools []string
+	// UndoTools names the safe tools that discard or end a session's own
+	// work (the built-in abort). A read-only request on a read-write
+	// session (its token lacks the write scope) is refused them: it must not
+	// undo what write requests did there. In a read-only session there is
+	// nothing to undo, and SafeTools alone decides.
+	UndoTools []string
+	// SafeMethods names methods beyond MCP's read methods (see ReadMethods)
+	// that a read-only request may send, for an external worker's own
+	// read-only methods. Fail-closed: any other method from a read-only
+	// request is refused with data.kind "readOnly" and never reaches the
+	// worker. tools/call and tools/list are decided per tool whatever it
+	// says.
+	SafeMethods []string
 	// ReadOnly makes every session read-only (the router-wide switch).
 	ReadOnly bool
 

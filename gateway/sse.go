@@ -174,6 +174,9 @@ func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
+	if g.refuseDelete(w, r, s) {
+		return
+	}
 	s.log.Info("gateway: session deleted by the client")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.opts.WorkerStopGrace+10*time.Second)
 	defer cancel()

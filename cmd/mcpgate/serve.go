@@ -79,6 +79,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		WorkerDir:          cfg.Worker.Dir,
 		Toolsets:           cfg.Worker.Toolsets,
 		SafeTools:          cfg.Worker.SafeTools,
+		SafeMethods:        cfg.Worker.SafeMethods,
 		ReadOnly:           cfg.Server.ReadOnly,
 		ServerName:         cfg.Server.Name,
 		ServerVersion:      Version,
@@ -109,6 +110,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		return opts, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 	}
 	opts.SafeTools = safe
+	if opts.UndoTools, err = tools.UndoToolNames(cfg.Worker.Toolsets); err != nil {
+		return opts, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+	}
 	d := db.Config{
 		Driver:           cfg.Database.Driver,
 		DSN:              cfg.Database.DSN,

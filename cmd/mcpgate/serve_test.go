@@ -255,6 +255,16 @@ func TestServeTLSAuth(t *testing.T) {
 		statusOf(t, cs) // alice's session is untouched
 	})
 
+	t.Run("a read-only token cannot undo a write session's work", func(t *testing.T) {
+		tok := g.token(t, "alice", "mcp:use", "mcp:write")
+		cs := g.connect(t, &tok)
+		ro := g.token(t, "alice", "mcp:use")
+		_, _, body := g.raw(t, ro, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"abort"}}`)
+		assert.Contains(t, body, `"kind":"readOnly"`, "the built-in abort is an undo tool")
+		_, _, body = g.raw(t, ro, cs.ID(), `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"refresh"}}`)
+		assert.NotContains(t, body, `"kind":"readOnly"`, "refresh undoes nothing: it refuses while changes are uncommitted")
+	})
+
 	t.Run("an expired token gets 401 and the session survives a renewed one", func(t *testing.T) {
 		tok := g.token(t, "alice", "mcp:use", "mcp:write")
 		cs := g.connect(t, &tok)
