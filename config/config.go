@@ -180,6 +180,10 @@ type Database struct {
 	// MaxRows caps the rows of one tool result (the true total is still
 	// reported). Default 500.
 	MaxRows int `mapstructure:"max_rows"`
+	// ChecksTimeout bounds one run of every check (run_checks,
+	// list_failing_checks); checks not reached by then are reported as not
+	// run. Default 2m.
+	ChecksTimeout time.Duration `mapstructure:"checks_timeout"`
 }
 
 // Auth configures bearer-token authentication (OAuth 2.1 resource server).
@@ -269,6 +273,7 @@ const (
 	DefaultStatementTimeout   = 30 * time.Second
 	DefaultLockTimeout        = 5 * time.Second
 	DefaultMaxRows            = 500
+	DefaultChecksTimeout      = 2 * time.Minute
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
@@ -312,6 +317,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&c.Database.StatementTimeout, DefaultStatementTimeout)
 	setNumber(&c.Database.LockTimeout, DefaultLockTimeout)
 	setNumber(&c.Database.MaxRows, DefaultMaxRows)
+	setNumber(&c.Database.ChecksTimeout, DefaultChecksTimeout)
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {

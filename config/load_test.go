@@ -58,6 +58,7 @@ func TestLoadDefaults(t *testing.T) {
 		"statement_timeout":               30 * time.Second,
 		"lock_timeout":                    5 * time.Second,
 		"max_rows":                        500,
+		"checks_timeout":                  2 * time.Minute,
 		"user_claim":                      "sub",
 		"leeway":                          60 * time.Second,
 		"max_token_bytes":                 ByteSize(16 << 10),
@@ -89,6 +90,7 @@ func TestLoadDefaults(t *testing.T) {
 		"statement_timeout":               c.Database.StatementTimeout,
 		"lock_timeout":                    c.Database.LockTimeout,
 		"max_rows":                        c.Database.MaxRows,
+		"checks_timeout":                  c.Database.ChecksTimeout,
 		"user_claim":                      c.Auth.UserClaim,
 		"leeway":                          c.Auth.Leeway,
 		"max_token_bytes":                 c.Auth.MaxTokenBytes,
@@ -186,6 +188,7 @@ func TestLoadFile(t *testing.T) {
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
 			SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows,
+			ChecksTimeout: DefaultChecksTimeout,
 		},
 		Auth: Auth{
 			Issuer:               "https://kc.example.com/realms/mcp",
@@ -479,7 +482,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 54)
+	assert.Len(t, keys, 55)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

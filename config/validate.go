@@ -330,6 +330,9 @@ func (c *Config) validateDatabase(v *validator) {
 	if d.StatementTimeout < 0 {
 		v.add("database.statement_timeout", "%v is negative; use a duration such as 30s", d.StatementTimeout)
 	}
+	if d.ChecksTimeout < 0 {
+		v.add("database.checks_timeout", "%v is negative; use a duration such as 2m", d.ChecksTimeout)
+	}
 }
 
 // plausibleDSN accepts the two forms pgx parses: a URL and key=value pairs.

@@ -96,8 +96,11 @@ CREATE FUNCTION sneaky() RETURNS int LANGUAGE plpgsql AS $$ BEGIN INSERT INTO cu
 // a DELETE through query, nor an ATTACH through execute_sql, in a
 // read-write session: SQLite's authorizer refuses them.
 func TestSQLiteGuardThroughTools(t *testing.T) {
+	// PostgreSQL's reading of E'\' would hide what follows; SQLite's lexer
+	// reads it as SQLite does, and the engine refuses a second statement.
 	const misread = `SELECT E'\' FROM (SELECT 1 AS E) WHERE 0`
-	require.Len(t, db.Split(misread+"; COMMIT; --'"), 1, "the splitter sees one statement")
+	require.Len(t, db.PostgresLexer.Split(misread+"; COMMIT; --'"), 1, "PostgreSQL's reading sees one statement")
+	require.Len(t, db.SQLiteLexer.Split(misread+"; COMMIT; --'"), 2, "SQLite's reading sees two")
 	cfg := dbtest.Config(t, db.SQLite)
 	rw := session(t, cfg, "ada", false)
 	ro := session(t, cfg, "cy", true)
@@ -105,9 +108,9 @@ func TestSQLiteGuardThroughTools(t *testing.T) {
 	require.NotZero(t, items)
 	t.Run("query", func(t *testing.T) {
 		kind, msg := callErr(t, rw, "query", map[string]any{"sql": misread + "; COMMIT; DELETE FROM order_items; --'"})
-		assert.Equal(t, "refused", kind, msg)
+		assert.Equal(t, "invalidParams", kind, msg)
 		kind, msg = callErr(t, rw, "query", map[string]any{"sql": misread + "; DELETE FROM order_items; --'"})
-		assert.Equal(t, "readOnly", kind, msg)
+		assert.Equal(t, "invalidParams", kind, msg)
 		kind, msg = callErr(t, rw, "query", map[string]any{"sql": "PRAGMA foreign_keys = 0"})
 		assert.Equal(t, "readOnly", kind, msg)
 	})
@@ -166,7 +169,7 @@ func TestSystemObjectsRefused(t *testing.T) {
 					{"create_schema", map[string]any{"schema": "pg_mine"}},
 					{"set_comment", map[string]any{"table": "pg_class", "schema": "pg_catalog", "comment": "x"}},
 					{"create_or_replace_routine", map[string]any{"sql": "CREATE FUNCTION pg_catalog.mine() RETURNS int LANGUAGE sql AS 'SELECT 1'"}},
-					// Unicode escapes that ddlTarget does not decode.
+					// Unicode escapes that db.ParseDDL does not decode.
 					{"apply_ddl", map[string]any{"sql": `CREATE TABLE U&"information\005fschema".mine (a int)`}},
 					{"apply_ddl", map[string]any{"sql": `CREATE TABLE public.u&"!0070g_mine" UESCAPE '!' (a int)`}},
 					{"apply_ddl", map[string]any{"sql": `CREATE INDEX ON U&"pg\005fcatalog".pg_type (typname)`}},
@@ -524,7 +527,7 @@ INSERT INTO notes (owner, body) VALUES ('mcp_alice', 'a1'), ('mcp_bob', 'b1'), (
 			t.Run("no switch to another user's role", func(t *testing.T) {
 				ro := session(t, cfg, "mcp_alice", true)
 				kind, msg := callErr(t, ro, "query", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false),
-  query_to_xml('SELECT body FROM notes', false, false, ''), set_config('role', 'mcp_alice', false)`})
+  (SELECT string_agg(body, ',') FROM notes), set_config('role', 'mcp_alice', false)`})
 				assert.Equal(t, "refused", kind, msg)
 				assert.Contains(t, msg, "permission denied to set role")
 				kind, msg = callErr(t, alice, "execute_sql", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false);

@@ -120,6 +120,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		ConnectAsUser:    cfg.Database.ConnectAsUser,
 		StatementTimeout: cfg.Database.StatementTimeout,
 		LockTimeout:      cfg.Database.LockTimeout,
+		ChecksTimeout:    cfg.Database.ChecksTimeout,
 		MaxRows:          cfg.Database.MaxRows,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
