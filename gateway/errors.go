@@ -86,6 +86,7 @@ var sessionVersions = supportedVersions[1:]
 // UnsupportedProtocolVersionError (SEP-2575: HTTP 400, code -32022, data
 // {supported, requested}), which a client of any era can read.
 func unsupportedVersion(requested string) failure {
+	requested = clip(requested)
 	return failure{http.StatusBadRequest, jsonrpc.CodeUnsupportedProtocolVersion,
 		"gateway: protocol version " + requested + " is not supported; supported: " + strings.Join(supportedVersions, ", "),
 		struct {

@@ -275,14 +275,14 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 	}
 	defer g.removeListener(uw, l)
 
-	sw := sseWriter{w: w, rc: http.NewResponseController(w)}
+	sw := g.newSSEWriter(w)
 	sw.start()
 	ackParams, _ := jsonrpc.Marshal(map[string]any{
 		"_meta":         map[string]json.RawMessage{metaSubscriptionID: m.ID},
 		"notifications": l.filter,
 	})
 	ack, _ := jsonrpc.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": json.RawMessage(ackParams)})
-	sw.event(ack)
+	sw.data(ack)
 	if !sw.flush() {
 		return
 	}
@@ -291,12 +291,12 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 	for {
 		msgs, closed := l.take()
 		for _, d := range msgs {
-			sw.event(d)
+			sw.data(d)
 		}
 		if closed {
 			// MCP §Graceful Closure: a completion result ends it.
 			res, _ := jsonrpc.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]json.RawMessage{metaSubscriptionID: m.ID}})
-			sw.event(resultResponse(m.ID, res))
+			sw.data(resultResponse(m.ID, res))
 			sw.flush()
 			return
 		}
@@ -310,7 +310,9 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 		case <-g.shutdown:
 			l.close()
 		case <-t.C:
-			sw.comment("keep-alive")
+			if !sw.comment("keep-alive") {
+				return
+			}
 		}
 	}
 }
@@ -319,4 +321,10 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 func resultResponse(id, result json.RawMessage) []byte {
 	b, _ := jsonrpc.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "result": result})
 	return b
+}
+
+// data writes one message the gateway made itself as an event (no budget:
+// a listener's queue has its own bound). False means the client has gone.
+func (s *sseWriter) data(p []byte) bool {
+	return s.write([]byte("event: message\ndata: ")) && s.write(p) && s.write([]byte("\n\n"))
 }

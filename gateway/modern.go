@@ -143,13 +143,13 @@ func checkModernHeaders(r *http.Request, m *jsonrpc.Message, meta modernMeta) (f
 	case method == "":
 		return headerMismatch("the Mcp-Method header is required on MCP " + modernVersion + " requests"), false
 	case method != m.Method:
-		return headerMismatch("the Mcp-Method header " + quote(clipPeer(method)) + " does not match the body's method " + quote(clipPeer(m.Method))), false
+		return headerMismatch("the Mcp-Method header " + quote(clip(method)) + " does not match the body's method " + quote(clip(m.Method))), false
 	case !meta.ok:
 		return failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params._meta must be an object without duplicate keys", nil}, false
 	case meta.version == "":
 		return failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params._meta." + metaProtocolVersion + " is required on MCP " + modernVersion + " requests", nil}, false
 	case meta.version != r.Header.Get(protoHdrName):
-		return headerMismatch("the MCP-Protocol-Version header " + quote(clipPeer(r.Header.Get(protoHdrName))) + " does not match params._meta." + metaProtocolVersion + " " + quote(clipPeer(meta.version))), false
+		return headerMismatch("the MCP-Protocol-Version header " + quote(clip(r.Header.Get(protoHdrName))) + " does not match params._meta." + metaProtocolVersion + " " + quote(clip(meta.version))), false
 	case !meta.hasCaps:
 		return failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params._meta." + metaClientCapabilities + " is required on MCP " + modernVersion + " requests", nil}, false
 	}
@@ -167,7 +167,7 @@ func checkModernHeaders(r *http.Request, m *jsonrpc.Message, meta modernMeta) (f
 			return headerMismatch("params." + member + " must be one string, named exactly so"), false
 		}
 		if name != body {
-			return headerMismatch("the Mcp-Name header " + quote(clipPeer(name)) + " does not match params." + member + " " + quote(clipPeer(body))), false
+			return headerMismatch("the Mcp-Name header " + quote(clip(name)) + " does not match params." + member + " " + quote(clip(body))), false
 		}
 	}
 	return failure{}, true

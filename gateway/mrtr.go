@@ -149,8 +149,7 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 	if responses, ok := exactMember(m.Params, "inputResponses"); ok && responses != nil {
 		answer, _ = exactMember(responses, pc.key)
 	}
-	st := worker.NewStream(sseOK)
-	st.NoRequests = true
+	st := g.newStream(uw, sseOK)
 	st.Keep = logFilter(meta.logLevel)
 	st.OnRequest = g.inputRequester(uw, m, caps, st)
 	st.Expect(1)

@@ -46,6 +46,8 @@ type userWorker struct {
 	serverInfo json.RawMessage // the worker's identity (Implementation)
 	discover   json.RawMessage // the worker's DiscoverResult (modern), or one built from initialize
 
+	buf *budget // bytes held for the worker's responses, under its user's
+
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served, listen streams included
 
@@ -76,7 +78,11 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 		uw = &userWorker{key: key, id: "u-" + newSessionID(), ready: make(chan struct{})}
 		uw.log = g.log.With("worker", uw.id[:10], "user", key.user, "read_only", key.readOnly)
 		g.workers[key] = uw
-		g.perUser[key.user]++
+		if g.perUser[key.user]++; g.userBufs[key.user] == nil {
+			g.userBufs[key.user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
+		}
+		// Like a session's: all of the worker's responses together.
+		uw.buf = newBudget("one worker's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[key.user])
 		g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 		go g.startWorker(uw)
 	}
@@ -108,9 +114,7 @@ func (g *Gateway) removeWorker(uw *userWorker) {
 	g.mu.Lock()
 	if g.workers[uw.key] == uw {
 		delete(g.workers, uw.key)
-		if g.perUser[uw.key.user]--; g.perUser[uw.key.user] <= 0 {
-			delete(g.perUser, uw.key.user)
-		}
+		g.leaveLocked(uw.key.user)
 	}
 	g.mu.Unlock()
 }
@@ -397,4 +401,14 @@ func (g *Gateway) readyWorkers() []*userWorker {
 		}
 	}
 	return list
+}
+
+// newStream returns the stream of one client request to uw: SSE when the
+// client accepts it, never a request of the worker's own (MCP 2026-07-28
+// §Receiving Messages), its bytes charged to uw's budget.
+func (g *Gateway) newStream(uw *userWorker, sseOK bool) *worker.Stream {
+	st := worker.NewStream(sseOK)
+	st.NoRequests = true
+	st.Budget = newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, uw.buf)
+	return st
 }

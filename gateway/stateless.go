@@ -31,7 +31,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	}
 	meta := readModernMeta(m.Params)
 	if f, ok := checkModernHeaders(r, m, meta); !ok {
-		g.log.Info("gateway: refused a "+modernVersion+" request", "method", clipPeer(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
+		g.log.Info("gateway: refused a "+modernVersion+" request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
 		f.write(w, m.ID)
 		return
 	}
@@ -85,8 +85,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 			m = m.WithParams(p)
 		}
 	}
-	st := worker.NewStream(sseOK)
-	st.NoRequests = true
+	st := g.newStream(uw, sseOK)
 	if !uw.modern {
 		st.Keep = logFilter(meta.logLevel)
 		if mrtrMethods[m.Method] {
