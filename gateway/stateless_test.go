@@ -553,3 +553,19 @@ func TestModernEchoedValuesClipped(t *testing.T) {
 		assert.Less(t, len(out), 1024, "answer %.200s…", out)
 	}
 }
+
+// TestModernBufferBounded: a 2026-07-28 answer is held within the response
+// budget like a session's (issue 8 item 11): one over it becomes the
+// bufferFull error, and nothing stays charged afterwards.
+func TestModernBufferBounded(t *testing.T) {
+	g, srv := newTestGateway(t, Options{MaxStreamBufferBytes: 1 << 20})
+	status, m := modernCall(t, srv.URL, "", false, "1", "big", map[string]any{"size": 2 << 20})
+	assert.Equal(t, http.StatusOK, status)
+	e := m["error"].(map[string]any)
+	assert.Equal(t, "bufferFull", e["data"].(map[string]any)["kind"])
+	assert.Contains(t, e["message"], "limits.max_stream_buffer_bytes")
+	status, m = modernCall(t, srv.URL, "", false, "2", "big", map[string]any{"size": 1000})
+	assert.Equal(t, http.StatusOK, status)
+	assert.Len(t, resultText(m), 1000)
+	assert.Zero(t, g.BufferedBytes())
+}
