@@ -59,6 +59,18 @@ func (p *parking) put(state string, pc *parkedCall) bool {
 	return true
 }
 
+// clear drops every parked call and stops its timer: the worker has gone.
+func (p *parking) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for state, pc := range p.calls {
+		if pc.timer != nil {
+			pc.timer.Stop()
+		}
+		delete(p.calls, state)
+	}
+}
+
 func (p *parking) take(state string) *parkedCall {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -106,16 +118,19 @@ func (g *Gateway) inputRequester(uw *userWorker, m *jsonrpc.Message, caps json.R
 // with the input_required result.
 func (g *Gateway) park(uw *userWorker, pc *parkedCall) bool {
 	state := newSessionID()
+	st, key := pc.st, pc.key
+	// Set before pc is filed, so that whoever takes it sees the timer.
+	pc.timer = time.AfterFunc(g.opts.SessionIdleTimeout, func() {
+		if uw.parked.take(state) != nil {
+			uw.conn.Abandon(st)
+			uw.conn.Refuse(key, "gateway: the client did not answer the input request in time")
+		}
+	})
 	if !uw.parked.put(state, pc) {
+		pc.timer.Stop()
 		uw.log.Warn("gateway: too many requests waiting for input; refused one to the worker", "limit", maxParked)
 		return false
 	}
-	pc.timer = time.AfterFunc(g.opts.SessionIdleTimeout, func() {
-		if uw.parked.take(state) != nil {
-			uw.conn.Abandon(pc.st)
-			uw.conn.Refuse(pc.key, "gateway: the client did not answer the input request in time")
-		}
-	})
 	inputs, _ := jsonrpc.Marshal(map[string]json.RawMessage{pc.key: pc.input})
 	res, _ := jsonrpc.Marshal(map[string]json.RawMessage{
 		"resultType":    json.RawMessage(`"input_required"`),

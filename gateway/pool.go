@@ -148,7 +148,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 	}
 	uw.conn = worker.NewConn(proc, worker.ConnConfig{
 		Logger: uw.log, StopGrace: g.opts.WorkerStopGrace,
-		OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll() },
+		OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll(); uw.parked.clear() },
 		OnNotification: uw.intercept,
 		ExitAdvice:     "send the request again: it starts a fresh worker",
 		UniqueProgress: true, // clients of one user share the worker
