@@ -23,6 +23,10 @@ const (
 	EnvStatementTimeout = "MCPGATE_WORKER_DB_STATEMENT_TIMEOUT" // a Go duration; default 30s
 	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
 	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
+
+	// A per-user worker's transaction handles (tools.Transactions).
+	EnvMaxTransactions        = "MCPGATE_WORKER_DB_MAX_TRANSACTIONS"         // open handles per worker; default 16
+	EnvTransactionIdleTimeout = "MCPGATE_WORKER_DB_TRANSACTION_IDLE_TIMEOUT" // a Go duration; default 30m
 )
 
 // Driver names.
@@ -41,6 +45,13 @@ const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLockTimeout      = 5 * time.Second
 	DefaultMaxRows          = 500
+
+	// DefaultMaxTransactions bounds a per-user worker's open transaction
+	// handles, each of which holds a database connection.
+	DefaultMaxTransactions = 16
+	// DefaultTransactionIdleTimeout ends a handle's transaction after this
+	// long without a call; the gateway passes its session idle timeout.
+	DefaultTransactionIdleTimeout = 30 * time.Minute
 )
 
 // Config is a worker's database settings. Its zero value (after the DSN is
@@ -73,6 +84,14 @@ type Config struct {
 
 	// MaxRows caps the rows of one result (0: the default).
 	MaxRows int
+
+	// MaxTransactions bounds the transaction handles a per-user worker
+	// holds open at once (0: the default).
+	MaxTransactions int
+
+	// TransactionIdleTimeout rolls back a handle's transaction after this
+	// long without a call on it (0: the default).
+	TransactionIdleTimeout time.Duration
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -89,6 +108,12 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRows <= 0 {
 		c.MaxRows = DefaultMaxRows
 	}
+	if c.MaxTransactions <= 0 {
+		c.MaxTransactions = DefaultMaxTransactions
+	}
+	if c.TransactionIdleTimeout <= 0 {
+		c.TransactionIdleTimeout = DefaultTransactionIdleTimeout
+	}
 	return c
 }
 
@@ -104,6 +129,12 @@ func (c Config) Environ() []string {
 	}
 	if c.MaxRows > 0 {
 		env = append(env, EnvMaxRows+"="+strconv.Itoa(c.MaxRows))
+	}
+	if c.MaxTransactions > 0 {
+		env = append(env, EnvMaxTransactions+"="+strconv.Itoa(c.MaxTransactions))
+	}
+	if c.TransactionIdleTimeout > 0 {
+		env = append(env, EnvTransactionIdleTimeout+"="+c.TransactionIdleTimeout.String())
 	}
 	return env
 }
@@ -134,7 +165,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}} {
+	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvTransactionIdleTimeout, &c.TransactionIdleTimeout}} {
 		if v := getenv(d.name); v != "" {
 			t, err := time.ParseDuration(v)
 			if err != nil || t <= 0 {
@@ -143,12 +174,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			*d.dst = t
 		}
 	}
-	if v := getenv(EnvMaxRows); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			problems = append(problems, fmt.Sprintf("%s=%q: want a positive integer", EnvMaxRows, v))
+	for _, n := range []struct {
+		name string
+		dst  *int
+	}{{EnvMaxRows, &c.MaxRows}, {EnvMaxTransactions, &c.MaxTransactions}} {
+		if v := getenv(n.name); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i <= 0 {
+				problems = append(problems, fmt.Sprintf("%s=%q: want a positive integer", n.name, v))
+			}
+			*n.dst = i
 		}
-		c.MaxRows = n
 	}
 	c = c.WithDefaults()
 	if c.DSN == "" && c.Driver == SQLite {
