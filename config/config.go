@@ -160,6 +160,13 @@ type Database struct {
 	// MaxRows caps the rows of one tool result (the true total is still
 	// reported). Default 500.
 	MaxRows int `mapstructure:"max_rows"`
+	// MaxTransactions bounds the transaction handles (begin) that one
+	// per-user worker, serving MCP 2026-07-28, holds open at once; each
+	// holds a database connection. Default 16.
+	MaxTransactions int `mapstructure:"max_transactions"`
+	// TransactionIdleTimeout rolls a handle's transaction back after this
+	// long without a call on it. Default: limits.session_idle_timeout.
+	TransactionIdleTimeout time.Duration `mapstructure:"transaction_idle_timeout"`
 }
 
 // Auth configures bearer-token authentication (OAuth 2.1 resource server).
@@ -243,6 +250,7 @@ const (
 	DefaultStatementTimeout   = 30 * time.Second
 	DefaultLockTimeout        = 5 * time.Second
 	DefaultMaxRows            = 500
+	DefaultMaxTransactions    = 16
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
@@ -280,6 +288,8 @@ func (c *Config) applyDefaults() {
 	setNumber(&c.Database.StatementTimeout, DefaultStatementTimeout)
 	setNumber(&c.Database.LockTimeout, DefaultLockTimeout)
 	setNumber(&c.Database.MaxRows, DefaultMaxRows)
+	setNumber(&c.Database.MaxTransactions, DefaultMaxTransactions)
+	setNumber(&c.Database.TransactionIdleTimeout, l.SessionIdleTimeout)
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {

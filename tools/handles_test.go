@@ -3,6 +3,8 @@ package tools_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
 	"github.com/mcpgate/mcpgate/tools/db/postgres"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
+	"github.com/mcpgate/mcpgate/worker"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -371,4 +374,32 @@ func TestPerUserToolList(t *testing.T) {
 		assert.Equal(t, "Transaction", p["x-mcp-header"], tool.Name)
 		assert.Equal(t, "string", p["type"], tool.Name)
 	}
+}
+
+// TestPerUserWorkerProcess: `mcpgate worker` with MCPGATE_WORKER_SCOPE=user
+// is a per-user worker whose handles embed MCPGATE_WORKER_SESSION_ID and
+// obey MCPGATE_WORKER_DB_MAX_TRANSACTIONS; without the scope it is a
+// session worker with no begin.
+func TestPerUserWorkerProcess(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	cfg.MaxTransactions = 1
+	id := worker.Identity{User: "ada", SessionID: "u-5eed"}
+	cmd := exec.Command(mcpgateBinary(t), "worker")
+	cmd.Env = append(append(append(os.Environ(), id.Environ()...), cfg.Environ()...), "MCPGATE_WORKER_SCOPE=user")
+	cmd.Stderr = &testWriter{t: t}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	h := begin(t, cs)
+	assert.True(t, strings.HasPrefix(h, "txn.u-5eed."), h)
+	kind, _ := callErr(t, cs, "begin", nil)
+	assert.Equal(t, "handleLimit", kind)
+	callOK(t, cs, "execute_sql", in(h, insert(961)))
+	callOK(t, cs, "commit", map[string]any{"transaction": h})
+
+	legacy := startWorker(t, id, &cfg)
+	assert.NotContains(t, toolNames(t, legacy), "begin")
+	kind, _ = callErr(t, legacy, "query", map[string]any{"sql": customers, "transaction": h})
+	assert.Equal(t, "invalidParams", kind, "a session worker takes no transaction argument")
+	assert.Equal(t, float64(4), count(t, legacy, customers))
 }

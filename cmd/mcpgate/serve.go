@@ -116,6 +116,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		StatementTimeout: cfg.Database.StatementTimeout,
 		LockTimeout:      cfg.Database.LockTimeout,
 		MaxRows:          cfg.Database.MaxRows,
+
+		MaxTransactions:        cfg.Database.MaxTransactions,
+		TransactionIdleTimeout: cfg.Database.TransactionIdleTimeout,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite

@@ -62,8 +62,10 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	switch scope := m.Getenv(envScope); scope {
 	case scopeUser:
 		txs, err := tools.NewTransactions(ctx, tools.TransactionOptions{
-			Instance:    id.SessionID,
-			Open:        func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly) },
+			Instance: id.SessionID,
+			Open: func(ctx context.Context) (*db.Session, error) {
+				return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+			},
 			Max:         cfg.MaxTransactions,
 			IdleTimeout: cfg.TransactionIdleTimeout,
 		})
