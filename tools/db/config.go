@@ -23,6 +23,7 @@ const (
 	EnvStatementTimeout = "MCPGATE_WORKER_DB_STATEMENT_TIMEOUT" // a Go duration; default 30s
 	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
 	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
+	EnvChecksTimeout    = "MCPGATE_WORKER_DB_CHECKS_TIMEOUT"    // a Go duration; default 2m
 
 	// A per-user worker's transaction handles (tools.Transactions).
 	EnvMaxTransactions        = "MCPGATE_WORKER_DB_MAX_TRANSACTIONS"         // open handles per worker; default 16
@@ -45,6 +46,7 @@ const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLockTimeout      = 5 * time.Second
 	DefaultMaxRows          = 500
+	DefaultChecksTimeout    = 2 * time.Minute
 
 	// DefaultMaxTransactions bounds a per-user worker's open transaction
 	// handles, each of which holds a database connection.
@@ -85,6 +87,11 @@ type Config struct {
 	// MaxRows caps the rows of one result (0: the default).
 	MaxRows int
 
+	// ChecksTimeout bounds one run of every check (run_checks,
+	// list_failing_checks); the checks not reached by then are reported as
+	// not run (0: the default).
+	ChecksTimeout time.Duration
+
 	// MaxTransactions bounds the transaction handles a per-user worker
 	// holds open at once (0: the default).
 	MaxTransactions int
@@ -108,6 +115,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRows <= 0 {
 		c.MaxRows = DefaultMaxRows
 	}
+	if c.ChecksTimeout <= 0 {
+		c.ChecksTimeout = DefaultChecksTimeout
+	}
 	if c.MaxTransactions <= 0 {
 		c.MaxTransactions = DefaultMaxTransactions
 	}
@@ -129,6 +139,9 @@ func (c Config) Environ() []string {
 	}
 	if c.MaxRows > 0 {
 		env = append(env, EnvMaxRows+"="+strconv.Itoa(c.MaxRows))
+	}
+	if c.ChecksTimeout > 0 {
+		env = append(env, EnvChecksTimeout+"="+c.ChecksTimeout.String())
 	}
 	if c.MaxTransactions > 0 {
 		env = append(env, EnvMaxTransactions+"="+strconv.Itoa(c.MaxTransactions))
@@ -165,7 +178,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvTransactionIdleTimeout, &c.TransactionIdleTimeout}} {
+	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvChecksTimeout, &c.ChecksTimeout}, {EnvTransactionIdleTimeout, &c.TransactionIdleTimeout}} {
 		if v := getenv(d.name); v != "" {
 			t, err := time.ParseDuration(v)
 			if err != nil || t <= 0 {
