@@ -23,7 +23,9 @@ import (
 // stateless clients). It reports the median latency beside ns/op.
 func BenchmarkWorkerCall(b *testing.B) {
 	cfg := dbtest.Config(b, db.SQLite)
-	open := func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, sqlite.Engine{}, cfg, "ada", false) }
+	open := func(ctx context.Context) (*db.Session, error) {
+		return db.Open(ctx, sqlite.Engine{}, cfg, "ada", false)
+	}
 	modes := []struct {
 		name   string
 		server func(b *testing.B) (*mcp.Server, string)
