@@ -92,11 +92,21 @@ type Transactions struct {
 
 	mu     sync.Mutex
 	live   map[string]*txn
-	ended  map[string]Kind // recently ended handles and why, for the error
+	ended  map[string]endReason // recently ended handles and why, for the error
 	idle   []*db.Session   // connections for handle-less calls
 	timer  *time.Timer
 	closed bool
 }
+
+// endReason says why a handle ended.
+type endReason int
+
+const (
+	endedUnknown endReason = iota // no record: never minted, or long ago
+	endedByClient                 // commit or abort
+	endedExpired                  // idle past the timeout
+	endedClosed                   // its connection was closed (a failed security check)
+)
 
 // txn is one open handle.
 type txn struct {
@@ -130,7 +140,7 @@ func NewTransactions(ctx context.Context, opts TransactionOptions) (*Transaction
 	if err != nil {
 		return nil, err
 	}
-	return &Transactions{opts: opts, engine: s.Engine(), live: map[string]*txn{}, ended: map[string]Kind{}, idle: []*db.Session{s}}, nil
+	return &Transactions{opts: opts, engine: s.Engine(), live: map[string]*txn{}, ended: map[string]endReason{}, idle: []*db.Session{s}}, nil
 }
 
 // Engine returns the database engine's name.
@@ -236,18 +246,31 @@ func (x *Transactions) handleError(h string) error {
 		return Errorf(KindHandleForeign, "the transaction handle belongs to another worker: the one that minted it has stopped (idle, restarted or crashed), serves another user or read-only flag, or runs on another gateway replica; its transaction and uncommitted changes are gone here: %s", again)
 	}
 	switch x.ended[h] {
-	case KindHandleExpired:
+	case endedExpired:
 		return Errorf(KindHandleExpired, "the transaction sat idle longer than %s and was rolled back (its uncommitted changes are lost): %s", x.opts.IdleTimeout, again)
-	case "":
-		return Errorf(KindHandleUnknown, "no transaction of this worker has that handle (it was never minted here): %s", again)
+	case endedByClient:
+		return Errorf(KindHandleUnknown, "that transaction has already ended (committed or aborted): %s", again)
+	case endedClosed:
+		return Errorf(KindHandleUnknown, "that transaction was rolled back and its connection closed after a failed check (its uncommitted changes are lost): %s", again)
 	}
-	return Errorf(KindHandleUnknown, "that transaction has already ended (committed or aborted): %s", again)
+	return Errorf(KindHandleUnknown, "no transaction of this worker has that handle (it was never minted here): %s", again)
 }
 
 // release ends a call on t. The last call on an ended handle gives its
-// connection, which holds a fresh transaction, to handle-less calls.
+// connection, which holds a fresh transaction, to handle-less calls. A
+// handle whose connection the call closed (a failed security check) ends.
 func (x *Transactions) release(t *txn) {
+	closed := t.s.Closed()
 	x.mu.Lock()
+	if closed && !t.ended {
+		t.ended = true
+		for h, lt := range x.live {
+			if lt == t {
+				delete(x.live, h)
+				x.tombstoneLocked(h, endedClosed)
+			}
+		}
+	}
 	t.busy--
 	t.last = x.opts.Now()
 	dispose := t.ended && t.busy == 0
@@ -268,13 +291,13 @@ func (x *Transactions) end(h string) {
 	if t, ok := x.live[h]; ok {
 		t.ended = true
 		delete(x.live, h)
-		x.tombstoneLocked(h, KindHandleUnknown)
+		x.tombstoneLocked(h, endedByClient)
 	}
 }
 
 // tombstoneLocked remembers why h ended, for a clearer error; the record
 // is bounded, so a very old handle gets the plainer "never minted" text.
-func (x *Transactions) tombstoneLocked(h string, why Kind) {
+func (x *Transactions) tombstoneLocked(h string, why endReason) {
 	if len(x.ended) >= 64*x.opts.Max {
 		for k := range x.ended {
 			delete(x.ended, k)
@@ -293,7 +316,7 @@ func (x *Transactions) sweep() {
 		if t.busy == 0 && now.Sub(t.last) >= x.opts.IdleTimeout {
 			stale = append(stale, t.s)
 			delete(x.live, h)
-			x.tombstoneLocked(h, KindHandleExpired)
+			x.tombstoneLocked(h, endedExpired)
 		}
 	}
 	x.mu.Unlock()
@@ -350,8 +373,9 @@ func (x *Transactions) take(ctx context.Context) (*db.Session, error) {
 // put ends a handle-less call: its connection rolls back whatever is left
 // and goes back to the idle pool, or is closed when the pool is full.
 func (x *Transactions) put(s *db.Session) {
+	closed := s.Closed()
 	x.mu.Lock()
-	keep := !x.closed && len(x.idle) < x.opts.MaxIdle
+	keep := !closed && !x.closed && len(x.idle) < x.opts.MaxIdle
 	if keep {
 		x.idle = append(x.idle, s)
 	}

@@ -44,13 +44,19 @@ func (c *clock) advance(d time.Duration) {
 // connected go-sdk client.
 func perUserWorker(t *testing.T, cfg db.Config, inst string, readOnly bool, o tools.TransactionOptions) *mcp.ClientSession {
 	t.Helper()
+	return perUserWorkerAs(t, cfg, "ada", inst, readOnly, o)
+}
+
+// perUserWorkerAs is perUserWorker for user.
+func perUserWorkerAs(t *testing.T, cfg db.Config, user, inst string, readOnly bool, o tools.TransactionOptions) *mcp.ClientSession {
+	t.Helper()
 	eng := map[string]db.Engine{db.SQLite: sqlite.Engine{}, db.Postgres: postgres.Engine{}}[cfg.Driver]
 	o.Instance = inst
-	o.Open = func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, eng, cfg, "ada", readOnly) }
+	o.Open = func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, eng, cfg, user, readOnly) }
 	txs, err := tools.NewTransactions(t.Context(), o)
 	require.NoError(t, err)
 	t.Cleanup(func() { txs.Close() })
-	srv, err := tools.NewServer(tools.Options{User: "ada", SessionID: inst, ReadOnly: readOnly, Transactions: txs})
+	srv, err := tools.NewServer(tools.Options{User: user, SessionID: inst, ReadOnly: readOnly, Transactions: txs})
 	require.NoError(t, err)
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(t.Context(), st, nil)
@@ -402,4 +408,48 @@ func TestPerUserWorkerProcess(t *testing.T) {
 	kind, _ = callErr(t, legacy, "query", map[string]any{"sql": customers, "transaction": h})
 	assert.Equal(t, "invalidParams", kind, "a session worker takes no transaction argument")
 	assert.Equal(t, float64(4), count(t, legacy, customers))
+}
+
+// TestPooledConnectionRoleSwitch (hostile, PostgreSQL with set_role): a
+// call that leaves its connection switched to another user's role is
+// refused and that connection is closed, never pooled: the next call
+// without a handle runs as the user again, and a handle whose connection
+// was closed ends (handleUnknown) instead of failing as "closed" forever.
+func TestPooledConnectionRoleSwitch(t *testing.T) {
+	super := dbtest.Postgres(t)
+	dsn := dbtest.PostgresDB(t, `
+CREATE TABLE notes (id serial PRIMARY KEY, owner text NOT NULL DEFAULT current_user, body text NOT NULL);
+ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own ON notes USING (owner = current_user) WITH CHECK (owner = current_user);
+INSERT INTO notes (owner, body) VALUES ('mcp_hcarol', 'c1'), ('mcp_hdave', 'd1'), ('mcp_hdave', 'd2');`)
+	for _, role := range []string{"mcp_hcarol", "mcp_hdave"} {
+		dbtest.ExecNoFail(super, "CREATE ROLE "+role)
+		dbtest.Exec(t, dsn, "GRANT SELECT, INSERT ON notes TO "+role)
+	}
+	t.Cleanup(func() {
+		for _, role := range []string{"mcp_hcarol", "mcp_hdave"} {
+			dbtest.ExecNoFail(dsn, "DROP OWNED BY "+role)
+			dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
+		}
+	})
+	cfg := db.Config{Driver: db.Postgres, DSN: dsn, SetRole: true}
+	cs := perUserWorkerAs(t, cfg, "mcp_hcarol", "u-c4201", false, tools.TransactionOptions{})
+	const who = "SELECT current_user, (SELECT count(*) FROM notes)"
+	row := func(args map[string]any) []any {
+		_, sc := callOK(t, cs, "query", args)
+		return sc["rows"].([]any)[0].([]any)
+	}
+	assert.Equal(t, []any{"mcp_hcarol", float64(1)}, row(map[string]any{"sql": who}))
+	h := begin(t, cs)
+	switchRole := "SELECT set_config('role', 'mcp_hdave', false), (SELECT count(*) FROM notes)"
+	for _, args := range []map[string]any{{"sql": switchRole}, in(h, map[string]any{"sql": switchRole})} {
+		kind, msg := callErr(t, cs, "query", args)
+		assert.Equal(t, "refused", kind, msg)
+		for range 6 { // more calls than the idle pool holds
+			assert.Equal(t, []any{"mcp_hcarol", float64(1)}, row(map[string]any{"sql": who}), "a pooled connection kept another user's role")
+		}
+	}
+	kind, msg := callErr(t, cs, "query", in(h, map[string]any{"sql": who}))
+	assert.Equal(t, "handleUnknown", kind)
+	assert.Contains(t, msg, "connection closed")
 }
