@@ -93,7 +93,7 @@ type Transactions struct {
 	mu     sync.Mutex
 	live   map[string]*txn
 	ended  map[string]endReason // recently ended handles and why, for the error
-	idle   []*db.Session   // connections for handle-less calls
+	idle   []*db.Session        // connections for handle-less calls
 	timer  *time.Timer
 	closed bool
 }
@@ -102,10 +102,10 @@ type Transactions struct {
 type endReason int
 
 const (
-	endedUnknown endReason = iota // no record: never minted, or long ago
-	endedByClient                 // commit or abort
-	endedExpired                  // idle past the timeout
-	endedClosed                   // its connection was closed (a failed security check)
+	endedUnknown  endReason = iota // no record: never minted, or long ago
+	endedByClient                  // commit or abort
+	endedExpired                   // idle past the timeout
+	endedClosed                    // its connection was closed (a failed security check)
 )
 
 // txn is one open handle.
