@@ -184,9 +184,13 @@ func (x *Transactions) Begin(ctx context.Context) (string, error) {
 		return "", err
 	}
 	x.mu.Lock()
-	if x.closed || len(x.live) >= x.opts.Max { // another begin won the last place
+	if x.closed || len(x.live) >= x.opts.Max { // stopping, or another begin won the last place
+		closed := x.closed
 		x.mu.Unlock()
 		s.Close() //nolint:errcheck // never used
+		if closed {
+			return "", Errorf(KindOther, "the worker is stopping; call begin again")
+		}
 		return "", x.limitError()
 	}
 	x.live[h] = &txn{s: s, lock: make(chan struct{}, 1), last: x.opts.Now()}
