@@ -357,8 +357,11 @@ func (x *Transactions) expire() {
 }
 
 // take returns a connection for one handle-less call, in a fresh
-// transaction, so that the call sees every commit made before it.
+// transaction, so that the call sees every commit made before it. It
+// sweeps first, so that an abandoned handle's locks never outlive its
+// timeout in front of the call.
 func (x *Transactions) take(ctx context.Context) (*db.Session, error) {
+	x.sweep()
 	x.mu.Lock()
 	var s *db.Session
 	if n := len(x.idle); n > 0 {

@@ -453,3 +453,23 @@ INSERT INTO notes (owner, body) VALUES ('mcp_hcarol', 'c1'), ('mcp_hdave', 'd1')
 	assert.Equal(t, "handleUnknown", kind)
 	assert.Contains(t, msg, "connection closed")
 }
+
+// TestExpiredHandleReleasesLocks: a handle abandoned while holding a row
+// lock does not block other calls past its idle timeout: a call without a
+// handle sweeps expired handles before it takes a connection.
+func TestExpiredHandleReleasesLocks(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cfg := dbtest.Config(t, engine)
+			cfg.LockTimeout = 500 * time.Millisecond // a leftover lock fails the test fast
+			clk := &clock{now: time.Unix(1e9, 0)}
+			cs := perUserWorker(t, cfg, "u-0123", false, tools.TransactionOptions{IdleTimeout: time.Minute, Now: clk.Now})
+			h := begin(t, cs)
+			callOK(t, cs, "execute_sql", in(h, map[string]any{"sql": "UPDATE customers SET name = 'held' WHERE id = 1"}))
+			clk.advance(2 * time.Minute) // the client walked away
+			callOK(t, cs, "execute_sql", map[string]any{"sql": "UPDATE customers SET name = 'free' WHERE id = 1"})
+			kind, _ := callErr(t, cs, "status", map[string]any{"transaction": h})
+			assert.Equal(t, "handleExpired", kind)
+		})
+	}
+}
