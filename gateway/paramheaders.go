@@ -145,7 +145,7 @@ func checkParamHeaders(r *http.Request, params json.RawMessage, binds []paramBin
 			continue
 		}
 		if hv == "" {
-			return headerMismatch("the " + name + " header is required: argument " + strings.Join(b.path, ".") + " is present"), false
+			return headerMismatch("the " + name + " header is required: argument " + strings.Join(b.path, ".") + " is present (the tool's inputSchema marks it x-mcp-header; tools/list shows which arguments to mirror)"), false
 		}
 		dec, ok := decodeHeaderValue(hv)
 		if !ok {
