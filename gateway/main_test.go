@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // stubWorker is the path of the stub stdio MCP server, built by TestMain.
@@ -50,20 +52,42 @@ type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
-// newTestGateway serves a gateway with the stub worker on an httptest
-// server; both are closed when the test ends, and no worker may be left.
-func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
+// launcher returns a launcher of command (the stub worker when nil), with a
+// stop grace of 2s unless opts says otherwise.
+func launcher(t testing.TB, command []string, opts worker.LauncherOptions) *worker.Launcher {
 	t.Helper()
-	if opts.WorkerCommand == nil {
-		opts.WorkerCommand = []string{stubWorker}
+	if command == nil {
+		command = []string{stubWorker}
 	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 2 * time.Second
+	}
+	l, err := worker.NewLauncher(command, opts)
+	if err != nil {
+		t.Fatalf("NewLauncher: %v", err)
+	}
+	return l
+}
+
+// newTestGateway serves a gateway with the stub worker, started with wopts
+// (at most one), on an httptest server; both are closed when the test
+// ends, and no worker may be left.
+func newTestGateway(t testing.TB, opts Options, wopts ...worker.LauncherOptions) (*Gateway, *httptest.Server) {
+	t.Helper()
+	return newTestGatewayOf(t, nil, opts, wopts...)
+}
+
+// newTestGatewayOf is newTestGateway with another worker command.
+func newTestGatewayOf(t testing.TB, command []string, opts Options, wopts ...worker.LauncherOptions) (*Gateway, *httptest.Server) {
+	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	if opts.WorkerStopGrace == 0 {
-		opts.WorkerStopGrace = 2 * time.Second
+	var wo worker.LauncherOptions
+	if len(wopts) > 0 {
+		wo = wopts[0]
 	}
-	g, err := New(opts)
+	g, err := New(launcher(t, command, wo), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

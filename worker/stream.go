@@ -9,7 +9,12 @@ import (
 type Outgoing struct {
 	Data     []byte          // the encoded JSON-RPC message, ids already restored
 	Response bool            // it answers one of the stream's requests
+	Result   bool            // the answer is a result, not an error
 	ID       json.RawMessage // the client's request id, for an answer
+
+	// encode, when set, produces Data: Take runs it, on the goroutine that
+	// takes the answer rather than the worker's reader (Conn.Call's rewrite).
+	encode func() []byte
 }
 
 // Stream is the gateway's end of one HTTP response that carries a worker's
@@ -31,6 +36,7 @@ type Stream struct {
 	queue    []Outgoing
 	queued   int  // bytes in queue
 	pending  int  // requests not yet answered
+	results  int  // answers that were results
 	detached bool // the HTTP handler has gone
 	ended    bool // the session has ended (standalone stream)
 	notify   chan struct{}
@@ -49,12 +55,18 @@ func NewStream(sse bool) *Stream {
 func (s *Stream) Ready() <-chan struct{} { return s.notify }
 
 // Take returns the queued messages and whether the stream is finished: every
-// request answered (a POST stream), or the session over (either kind).
+// request answered (a POST stream), or the session over (either kind). An
+// answer still to be rewritten is rewritten here, by the caller.
 func (s *Stream) Take(standalone bool) (msgs []Outgoing, finished bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	msgs, s.queue, s.queued = s.queue, nil, 0
 	finished = s.ended || (!standalone && s.pending == 0)
+	s.mu.Unlock()
+	for i := range msgs {
+		if msgs[i].encode != nil {
+			msgs[i].Data, msgs[i].encode = msgs[i].encode(), nil
+		}
+	}
 	return msgs, finished
 }
 
@@ -63,6 +75,14 @@ func (s *Stream) Answered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pending <= 0
+}
+
+// Results returns the number of the stream's requests answered with a
+// result rather than an error.
+func (s *Stream) Results() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.results
 }
 
 // Detach tells the stream its HTTP handler has gone; later messages are
@@ -94,6 +114,9 @@ func (s *Stream) push(m Outgoing) bool {
 	s.mu.Lock()
 	if m.Response {
 		s.pending--
+		if m.Result {
+			s.results++
+		}
 	}
 	ok := !s.detached && (m.Response || s.queued+len(m.Data) <= MaxQueuedBytes)
 	if ok {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // BenchmarkForward is the gateway's forward path, request in and answer
@@ -22,9 +23,7 @@ import (
 // how the cost grows with the result, which the gateway decodes and encodes
 // again to rewrite its id.
 func BenchmarkForward(b *testing.B) {
-	g, err := gateway.New(gateway.Options{
-		WorkerCommand:     []string{os.Args[0]},
-		WorkerEnv:         []string{"MCPBENCH_TEST_STDIO_SERVER=1"},
+	g, err := gateway.New(echoLauncher(b), gateway.Options{
 		LoopbackHostCheck: true,
 		Logger:            slog.New(slog.DiscardHandler),
 	})
@@ -99,14 +98,19 @@ func setMCPHeaders(req *http.Request, sid string) {
 	}
 }
 
+// echoLauncher starts this test binary as the worker, serving the echo tool.
+func echoLauncher(tb testing.TB) *worker.Launcher {
+	l, err := worker.NewLauncher([]string{os.Args[0]}, worker.LauncherOptions{Env: []string{"MCPBENCH_TEST_STDIO_SERVER=1"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
 // The benchmark's helpers are checked by a test too, so that a change in
 // the gateway that breaks them fails `go test` rather than only -bench.
 func TestForwardHelpers(t *testing.T) {
-	g, err := gateway.New(gateway.Options{
-		WorkerCommand: []string{os.Args[0]},
-		WorkerEnv:     []string{"MCPBENCH_TEST_STDIO_SERVER=1"},
-		Logger:        slog.New(slog.DiscardHandler),
-	})
+	g, err := gateway.New(echoLauncher(t), gateway.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
