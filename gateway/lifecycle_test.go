@@ -145,7 +145,8 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 			if tc.env != nil {
 				grace = 300 * time.Millisecond
 			}
-			g, srv := newTestGateway(t, Options{}, worker.LauncherOptions{Env: tc.env, StopGrace: grace})
+			exits := &exitLog{status: map[int64]string{}}
+			g, srv := newTestGateway(t, Options{Logger: slog.New(exits)}, worker.LauncherOptions{Env: tc.env, StopGrace: grace})
 			type worker struct{ pid, child int }
 			var ws []worker
 			var sessions []*session
@@ -170,7 +171,8 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 			for i, w := range ws {
 				requireReaped(t, w.pid)
 				requireGroupGone(t, w.pid)
-				assert.Contains(t, tc.wantExit, sessions[i].conn.ExitStatus())
+				<-sessions[i].conn.Done() // after the exit is logged
+				assert.Contains(t, tc.wantExit, exits.of(w.pid))
 			}
 			assert.Zero(t, g.Sessions())
 		})
@@ -357,6 +359,42 @@ func TestWorkerEnvironmentAndStderr(t *testing.T) {
 
 // recordHandler sends every record, with its logger's attributes, to a
 // channel (dropping when full).
+// exitLog is a log that keeps only the exit status of each worker, by pid.
+type exitLog struct {
+	mu     sync.Mutex
+	status map[int64]string
+}
+
+func (h *exitLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *exitLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "worker exited" {
+		return nil
+	}
+	var pid int64
+	var status string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "pid":
+			pid = a.Value.Int64()
+		case "status":
+			status = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.status[pid] = status
+	h.mu.Unlock()
+	return nil
+}
+func (h *exitLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *exitLog) WithGroup(string) slog.Handler      { return h }
+
+func (h *exitLog) of(pid int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.status[int64(pid)]
+}
+
 type recordHandler struct{ c chan slog.Record }
 
 func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }

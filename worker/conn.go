@@ -98,13 +98,6 @@ func (c *Conn) Pid() int { return c.proc.Pid() }
 // Done is closed once the worker has gone and every request was settled.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// ExitStatus says how the worker process ended ("exit status 3", "killed by
-// signal killed"); it waits for the end.
-func (c *Conn) ExitStatus() string {
-	<-c.done
-	return ExitDescription(c.proc.ExitErr())
-}
-
 // Call forwards request m to the worker. Its answer, with the client's id
 // restored and passed through rewrite when that is non-nil and the answer is
 // a result, goes to s, as do messages the router picks s for. rewrite runs
