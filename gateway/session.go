@@ -36,8 +36,8 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly}, s.log,
-		func() { g.removeSession(s) })
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly},
+		worker.ConnConfig{Logger: s.log, OnExit: func() { g.removeSession(s) }})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
 		errWorkerStart.write(w, m.ID)

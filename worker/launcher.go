@@ -3,7 +3,6 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -99,18 +98,20 @@ type Session struct {
 // that callers can bound their wait for a stop.
 func (l *Launcher) StopGrace() time.Duration { return l.opts.StopGrace }
 
-// Start starts a worker for s and returns the connection to it. log receives
-// its stderr and protocol problems; onExit is ConnConfig.OnExit.
-func (l *Launcher) Start(s Session, log *slog.Logger, onExit func()) (*Conn, error) {
+// Start starts a worker for s and returns the connection to it, configured
+// by cfg (whose StopGrace the launcher sets). cfg.Logger also receives the
+// worker's stderr.
+func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := Identity{
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 	}
-	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: log, SendTimeout: l.opts.SendTimeout})
+	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout})
 	if err != nil {
 		return nil, err
 	}
-	return NewConn(p, ConnConfig{Logger: log, StopGrace: l.opts.StopGrace, OnExit: onExit}), nil
+	cfg.StopGrace = l.opts.StopGrace
+	return NewConn(p, cfg), nil
 }
 
 // environ is a worker's whole environment: the base variables, Env, then the
