@@ -114,8 +114,8 @@ func (k *keySource) load(ctx context.Context) error {
 		if err := p.Claims(&meta); err != nil {
 			return fmt.Errorf("auth: discovery document: %w", err)
 		}
-		if err := checkURL(meta.JWKSURI); err != nil {
-			return fmt.Errorf("auth: discovery document's jwks_uri %q: %w", meta.JWKSURI, err)
+		if err := checkURL(meta.JWKSURI, true); err != nil {
+			return fmt.Errorf("auth: discovery document's jwks_uri: %w", err)
 		}
 		if err := k.cache.Register(ctx, meta.JWKSURI,
 			jwk.WithHTTPClient(k.opts.HTTPClient), jwk.WithWaitReady(false),

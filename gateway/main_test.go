@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -80,18 +82,38 @@ func newTestGateway(t testing.TB, opts Options, wopts ...worker.LauncherOptions)
 // newTestGatewayOf is newTestGateway with another worker command.
 func newTestGatewayOf(t testing.TB, command []string, opts Options, wopts ...worker.LauncherOptions) (*Gateway, *httptest.Server) {
 	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
-	}
 	var wo worker.LauncherOptions
 	if len(wopts) > 0 {
 		wo = wopts[0]
 	}
-	g, err := New(launcher(t, command, wo), opts)
+	return serveTestGateway(t, launcher(t, command, wo), opts, nil, nil)
+}
+
+// newTestGatewayOn is newTestGateway with the server's listener passed
+// through wrap and the server through configure, each when not nil.
+func newTestGatewayOn(t testing.TB, opts Options, wrap func(net.Listener) net.Listener, configure func(*http.Server)) (*Gateway, *httptest.Server) {
+	t.Helper()
+	return serveTestGateway(t, launcher(t, nil, worker.LauncherOptions{}), opts, wrap, configure)
+}
+
+// serveTestGateway is what the three above share.
+func serveTestGateway(t testing.TB, l *worker.Launcher, opts Options, wrap func(net.Listener) net.Listener, configure func(*http.Server)) (*Gateway, *httptest.Server) {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	g, err := New(l, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	srv := httptest.NewServer(g)
+	srv := httptest.NewUnstartedServer(g)
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
+	if configure != nil {
+		configure(srv.Config)
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -349,6 +349,7 @@ func (c *Conn) answer(m *jsonrpc.Message) {
 		// streams meanwhile.
 		m.Own()
 		out.encode = func() []byte { return encodeAnswer(m.WithResult(cl.rewrite(m.Result)), cl.clientID) }
+		out.size = len(m.Result)
 	} else {
 		out.Data = encodeAnswer(m, cl.clientID) // Encode copies its members
 	}

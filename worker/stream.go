@@ -11,10 +11,29 @@ type Outgoing struct {
 	Response bool            // it answers one of the stream's requests
 	Result   bool            // the answer is a result, not an error
 	ID       json.RawMessage // the client's request id, for an answer
+	// Charged is what the stream's Budget was charged for Data; whoever
+	// takes the message from the stream gives it back when done with it.
+	Charged int
 
 	// encode, when set, produces Data: Take runs it, on the goroutine that
-	// takes the answer rather than the worker's reader (Conn.Call's rewrite).
+	// takes the answer rather than the worker's reader (Conn.Call's
+	// rewrite). size is what the message holds meanwhile, for the Budget.
 	encode func() []byte
+	size   int
+}
+
+// KindBufferFull is error.data.kind of an answer the gateway replaced
+// because the client already had too much waiting to be read.
+const KindBufferFull = "bufferFull"
+
+// A Budget bounds the bytes a slow client can make the gateway hold: the
+// messages queued on its streams and not yet written.
+type Budget interface {
+	// Take charges n bytes, or returns an error, safe to show the client,
+	// that names the limit n would pass; nothing is charged then.
+	Take(n int) error
+	// Give returns n bytes taken earlier.
+	Give(n int)
 }
 
 // Stream is the gateway's end of one HTTP response that carries a worker's
@@ -26,11 +45,17 @@ type Outgoing struct {
 // HTTP handler takes them, and are dropped once the handler has gone (a
 // client that disconnects does not cancel its request). A client that reads
 // too slowly loses non-answers beyond MaxQueuedBytes rather than growing the
-// gateway's memory; answers always queue.
+// gateway's memory. With a Budget, a message that does not fit is dropped,
+// or, for an answer, replaced by a short error of kind KindBufferFull, so
+// the request is still answered.
 type Stream struct {
 	// SSE says the client accepts text/event-stream, so the router may send
 	// this stream messages that are not answers.
 	SSE bool
+	// Budget, when set before the stream is used, is charged for every
+	// message queued (Outgoing.Charged); Detach gives back what is still
+	// queued, Take hands the charge to the caller.
+	Budget Budget
 
 	mu       sync.Mutex
 	queue    []Outgoing
@@ -77,8 +102,9 @@ func (s *Stream) Answered() bool {
 	return s.pending <= 0
 }
 
-// Results returns the number of the stream's requests answered with a
-// result rather than an error.
+// Results returns the number of the stream's requests the worker answered
+// with a result rather than an error (even if the Budget then replaced the
+// answer with a bufferFull error).
 func (s *Stream) Results() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,8 +116,27 @@ func (s *Stream) Results() int {
 func (s *Stream) Detach() {
 	s.mu.Lock()
 	s.detached = true
+	queue := s.queue
 	s.queue, s.queued = nil, 0
 	s.mu.Unlock()
+	for _, m := range queue {
+		s.give(m)
+	}
+}
+
+// give returns m's charge to the budget; the caller is done with m.
+func (s *Stream) give(m Outgoing) {
+	if s.Budget != nil && m.Charged > 0 {
+		s.Budget.Give(m.Charged)
+	}
+}
+
+// Give returns the charge of messages taken from s once the caller is done
+// with them (written or dropped).
+func (s *Stream) Give(msgs ...Outgoing) {
+	for _, m := range msgs {
+		s.give(m)
+	}
 }
 
 // Expect counts n more requests to be answered on s; call it before
@@ -118,10 +163,25 @@ func (s *Stream) push(m Outgoing) bool {
 			s.results++
 		}
 	}
-	ok := !s.detached && (m.Response || s.queued+len(m.Data) <= MaxQueuedBytes)
+	n := len(m.Data)
+	if m.encode != nil {
+		n = m.size
+	}
+	ok := !s.detached && (m.Response || s.queued+n <= MaxQueuedBytes)
+	if ok && s.Budget != nil {
+		// Charged under s.mu, so that Detach gives back all it took.
+		if err := s.Budget.Take(n); err == nil {
+			m.Charged = n
+		} else if m.Response {
+			m.Data, m.encode = internalError(m.ID, err.Error(), KindBufferFull), nil
+			n = len(m.Data)
+		} else {
+			ok = false
+		}
+	}
 	if ok {
 		s.queue = append(s.queue, m)
-		s.queued += len(m.Data)
+		s.queued += n
 	}
 	s.mu.Unlock()
 	s.signal()

@@ -76,6 +76,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	l := cfg.Limits
 	opts := gateway.Options{
 		SafeTools:          cfg.Worker.SafeTools,
+		SafeMethods:        cfg.Worker.SafeMethods,
 		ReadOnly:           cfg.Server.ReadOnly,
 		LocalUser:          cfg.Server.LocalUser,
 		AllowedOrigins:     cfg.Server.AllowedOrigins,
@@ -87,7 +88,12 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		WorkerStartTimeout: l.WorkerStartTimeout,
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
+		WriteTimeout:       l.WriteTimeout,
 		Logger:             log,
+
+		MaxStreamBufferBytes:  int64(l.MaxStreamBufferBytes),
+		MaxSessionBufferBytes: int64(l.MaxSessionBufferBytes),
+		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
 	}
 	wopts := worker.LauncherOptions{
 		Env:           cfg.Worker.Env,
@@ -100,7 +106,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	}
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
 	if len(command) == 0 {
-		safe, env, err := builtinWorker(ctx, cfg, log)
+		safe, undo, env, err := builtinWorker(ctx, cfg, log)
 		if err != nil {
 			return nil, opts, err
 		}
@@ -109,7 +115,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 			return nil, opts, fmt.Errorf("mcpgate: finding the built-in worker (this executable): %w", err)
 		}
 		command = []string{exe, "worker"}
-		opts.SafeTools = safe
+		opts.SafeTools, opts.UndoTools = safe, undo
 		wopts.Env = append(env, wopts.Env...)
 	}
 	launcher, err := worker.NewLauncher(command, wopts)
@@ -119,13 +125,17 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	return launcher, opts, nil
 }
 
-// builtinWorker returns the safe tools of the built-in worker's toolsets and
-// its database settings (as environment variables), creating the SQLite
-// database when that is the engine.
-func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (safe, env []string, err error) {
+// builtinWorker returns the safe and undo tools of the built-in worker's
+// toolsets and its database settings (as environment variables), creating
+// the SQLite database when that is the engine.
+func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (safe, undo, env []string, err error) {
 	safe, err = tools.SafeToolNames(cfg.Worker.Toolsets)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+		return nil, nil, nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+	}
+	undo, err = tools.UndoToolNames(cfg.Worker.Toolsets)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 	}
 	d := db.Config{
 		Driver:           cfg.Database.Driver,
@@ -134,27 +144,28 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 		ConnectAsUser:    cfg.Database.ConnectAsUser,
 		StatementTimeout: cfg.Database.StatementTimeout,
 		LockTimeout:      cfg.Database.LockTimeout,
+		ChecksTimeout:    cfg.Database.ChecksTimeout,
 		MaxRows:          cfg.Database.MaxRows,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite
 		path, err := filepath.Abs(cfg.Database.Path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		created, err := sqlite.Ensure(ctx, path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		if created {
 			log.Info("mcpgate: created the SQLite database with the demo schema", "path", path)
 		}
 		d.DSN = path
 	}
-	return safe, d.Environ(), nil
+	return safe, undo, d.Environ(), nil
 }
 
 // runGateway serves /mcp (and, with auth, the RFC 9728 metadata) until ctx
@@ -196,14 +207,25 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		defer cancel()
 		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), g.Close(sctx))
 	}
-	ln = gateway.LimitListener(ln, cfg.Limits.MaxConnections)
+	ln = gateway.LimitListener(ln, gateway.ListenerOptions{
+		MaxConnections:               cfg.Limits.MaxConnections,
+		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
+		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
+		TLS:                          cfg.TLSEnabled(),
+	})
 	scheme := "http"
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Every request starts with a fresh write deadline; the gateway
+		// moves it forward as a long answer or a stream writes.
+		WriteTimeout: cfg.Limits.WriteTimeout,
+		// Lets the gateway tell the listener which connections have
+		// passed the token check.
+		ConnContext:    gateway.ConnContext,
+		MaxHeaderBytes: cfg.MaxHeaderBytes(),
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if cfg.TLSEnabled() {
 		r, err := certs.NewReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
