@@ -146,6 +146,9 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 		LockTimeout:      cfg.Database.LockTimeout,
 		ChecksTimeout:    cfg.Database.ChecksTimeout,
 		MaxRows:          cfg.Database.MaxRows,
+
+		MaxTransactions:        cfg.Database.MaxTransactions,
+		TransactionIdleTimeout: cfg.Database.TransactionIdleTimeout,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite
