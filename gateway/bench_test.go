@@ -105,7 +105,7 @@ func BenchmarkModern(b *testing.B) {
 	body := []byte(modernBody("1", "tools/call", `"name":"echo","arguments":{"text":"hello"}`))
 	for _, users := range []int{1, 16} {
 		b.Run(strconv.Itoa(users)+"users", func(b *testing.B) {
-			g, _ := newTestGateway(b, Options{WorkerCommand: []string{sdkWorker}, MaxSessionsPerUser: 4})
+			g, _ := newTestGatewayOf(b, []string{sdkWorker}, Options{MaxSessionsPerUser: 4})
 			var next atomic.Int64
 			var mu sync.Mutex
 			var lat []time.Duration

@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // The 2026-07-28 rows of the answer table (doc.go), each pinned by a golden
@@ -15,7 +18,7 @@ func init() {
 }
 
 var (
-	sdk          = Options{WorkerCommand: []string{"sdkworker"}} // newTestGateway: sdkWorker
+	sdk          = []string{"sdkworker"} // launcher(): sdkWorker
 	echoCall     = modernBody("1", "tools/call", `"name":"echo","arguments":{"text":"hi"}`)
 	regionCall   = modernBody("1", "tools/call", `"name":"region","arguments":{"region":"eu-west","text":"x"}`)
 	modernGET    = step{method: http.MethodGet, headers: []string{protoHdr, "2026-07-28", "Accept", "text/event-stream"}}
@@ -25,14 +28,16 @@ var (
 var modernCases = []struct {
 	name    string
 	opts    Options
+	command []string
+	worker  worker.LauncherOptions
 	session bool
 	steps   []step
 }{
 	{name: "modern_tools_call", steps: []step{modern("tools/call", "echo", echoCall)}},
-	{name: "modern_tools_call_2026_worker", opts: sdk, steps: []step{modern("tools/call", "echo", echoCall)}},
+	{name: "modern_tools_call_2026_worker", command: sdk, steps: []step{modern("tools/call", "echo", echoCall)}},
 	{name: "modern_tools_list", steps: []step{modern("tools/list", "", modernBody("1", "tools/list", ""))}},
 	{name: "modern_discover", steps: []step{modern("server/discover", "", modernBody("1", "server/discover", ""))}},
-	{name: "modern_discover_2026_worker", opts: sdk, steps: []step{modern("server/discover", "", modernBody("1", "server/discover", ""))}},
+	{name: "modern_discover_2026_worker", command: sdk, steps: []step{modern("server/discover", "", modernBody("1", "server/discover", ""))}},
 	{name: "modern_session_id_ignored", steps: []step{modern("tools/call", "echo", echoCall, sidHdr, "00000000000000000000000000000000")}},
 	{name: "modern_progress_sse", steps: []step{modern("tools/call", "progress", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","arguments":{"steps":2},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)}},
 	{name: "modern_log_without_level_dropped", steps: []step{modern("tools/call", "log", modernBody("1", "tools/call", `"name":"log","arguments":{"text":"note"}`))}},
@@ -55,10 +60,10 @@ var modernCases = []struct {
 	{name: "modern_notification_202", steps: []step{modern("notifications/cancelled", "", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)}},
 	{name: "modern_removed_method_404", steps: []step{modern("ping", "", modernBody("1", "ping", ""))}},
 	{name: "modern_unknown_method_404", steps: []step{modern("nope/nothing", "", modernBody("1", "nope/nothing", ""))}},
-	{name: "modern_param_header_ok", opts: sdk, steps: []step{modern("tools/call", "region", regionCall, "Mcp-Param-Region", "eu-west")}},
-	{name: "modern_param_header_missing", opts: sdk, steps: []step{modern("tools/call", "region", regionCall)}},
-	{name: "modern_param_header_mismatch", opts: sdk, steps: []step{modern("tools/call", "region", regionCall, "Mcp-Param-Region", "us-east")}},
-	{name: "modern_param_header_unexpected", opts: sdk, steps: []step{modern("tools/call", "region", modernBody("1", "tools/call", `"name":"region","arguments":{"text":"x"}`), "Mcp-Param-Region", "us-east")}},
+	{name: "modern_param_header_ok", command: sdk, steps: []step{modern("tools/call", "region", regionCall, "Mcp-Param-Region", "eu-west")}},
+	{name: "modern_param_header_missing", command: sdk, steps: []step{modern("tools/call", "region", regionCall)}},
+	{name: "modern_param_header_mismatch", command: sdk, steps: []step{modern("tools/call", "region", regionCall, "Mcp-Param-Region", "us-east")}},
+	{name: "modern_param_header_unexpected", command: sdk, steps: []step{modern("tools/call", "region", modernBody("1", "tools/call", `"name":"region","arguments":{"text":"x"}`), "Mcp-Param-Region", "us-east")}},
 	{name: "modern_read_only", opts: Options{ReadOnly: true, SafeTools: []string{"echo"}}, steps: []step{modern("tools/call", "write", modernBody("1", "tools/call", `"name":"write"`))}},
 	{name: "modern_listen_needs_sse", steps: []step{modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`), "Accept", "application/json")}},
 	{name: "modern_listen_no_filter", steps: []step{modern("subscriptions/listen", "", modernBody("1", "subscriptions/listen", ""))}},
@@ -69,8 +74,8 @@ var modernCases = []struct {
 	{name: "modern_delete_405", steps: []step{modernDELETE}},
 	{name: "modern_too_many_503", opts: Options{MaxSessions: 1}, session: true, steps: []step{modern("tools/call", "echo", echoCall)}},
 	{name: "modern_too_many_per_user_429", opts: Options{MaxSessionsPerUser: 1}, session: true, steps: []step{modern("tools/call", "echo", echoCall)}},
-	{name: "modern_worker_missing_502", opts: Options{WorkerCommand: []string{"/nonexistent/worker"}}, steps: []step{modern("tools/call", "echo", echoCall)}},
-	{name: "modern_worker_hangs_504", opts: Options{WorkerStartTimeout: 300 * 1e6, WorkerEnv: []string{"STUB_HANG_INIT=1"}}, steps: []step{modern("tools/call", "echo", echoCall)}},
+	{name: "modern_worker_missing_502", command: []string{"/nonexistent/worker"}, steps: []step{modern("tools/call", "echo", echoCall)}},
+	{name: "modern_worker_hangs_504", opts: Options{WorkerStartTimeout: 300 * time.Millisecond}, worker: worker.LauncherOptions{Env: []string{"STUB_HANG_INIT=1"}}, steps: []step{modern("tools/call", "echo", echoCall)}},
 }
 
 func withDuring(s step, during func(t *testing.T, url, sid string)) step {

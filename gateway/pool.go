@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,33 +128,21 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		uw.fail, uw.failed = f, true
 		g.removeWorker(uw)
 	}
-	id := worker.Identity{
-		User: uw.key.user, SessionID: uw.id, ReadOnly: uw.key.readOnly, Toolsets: g.opts.Toolsets,
-		ServerName: g.opts.ServerName, ServerVersion: g.opts.ServerVersion, ServerTitle: g.opts.ServerTitle,
-	}
-	env := make([]string, 0, len(workerBaseEnv)+9+len(g.opts.WorkerEnv))
-	for _, k := range workerBaseEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	env = append(append(env, id.Environ()...), worker.EnvScope+"="+worker.ScopeUser)
-	env = append(env, g.opts.WorkerEnv...)
-	proc, err := worker.StartProcess(worker.ProcessConfig{Command: g.command, Env: env, Dir: g.opts.WorkerDir, Logger: uw.log})
+	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Scope: worker.ScopeUser},
+		worker.ConnConfig{
+			Logger:         uw.log,
+			OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll(); uw.parked.clear() },
+			OnNotification: uw.intercept,
+			ExitAdvice:     "send the request again: it starts a fresh worker",
+			UniqueProgress: true, // clients of one user share the worker
+		})
 	if err != nil {
 		uw.log.Error("gateway: starting a per-user worker", "err", err)
 		fail(errWorkerStartW)
 		return
 	}
-	uw.conn = worker.NewConn(proc, worker.ConnConfig{
-		Logger: uw.log, StopGrace: g.opts.WorkerStopGrace,
-		OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll(); uw.parked.clear() },
-		OnNotification: uw.intercept,
-		ExitAdvice:     "send the request again: it starts a fresh worker",
-		UniqueProgress: true, // clients of one user share the worker
-
-	})
-	uw.log.Info("gateway: per-user worker started", "pid", proc.Pid())
+	uw.conn = conn
+	uw.log.Info("gateway: per-user worker started", "pid", conn.Pid())
 
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStartTimeout)
 	defer cancel()
@@ -181,7 +169,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 			}
 		}
 		fail(f)
-		stopCtx, stop := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
+		stopCtx, stop := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 		defer stop()
 		_ = uw.conn.Close(stopCtx, worker.KindSessionEnded, "gateway: the worker's handshake failed")
 		return
@@ -191,7 +179,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 	g.mu.Unlock()
 	if closing {
 		fail(errShuttingDown)
-		stopCtx, stop := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
+		stopCtx, stop := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 		defer stop()
 		_ = uw.conn.Close(stopCtx, worker.KindSessionEnded, "gateway: shutting down")
 	}
@@ -246,7 +234,7 @@ func (g *Gateway) gatewayMeta() map[string]any {
 	return map[string]any{
 		metaProtocolVersion:    modernVersion,
 		metaClientCapabilities: map[string]any{},
-		metaClientInfo:         map[string]string{"name": "mcpgate", "version": g.opts.ServerVersion},
+		metaClientInfo:         gatewayClientInfo,
 	}
 }
 
@@ -282,7 +270,7 @@ func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
 		// (mrtr.go), or refuses it when that client did not declare the
 		// capability.
 		"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "roots": map[string]any{}},
-		"clientInfo":   map[string]string{"name": "mcpgate", "version": g.opts.ServerVersion},
+		"clientInfo":   gatewayClientInfo,
 	})
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
@@ -363,7 +351,7 @@ func (g *Gateway) reapIdleWorkers() {
 	for _, uw := range idle {
 		uw.log.Info("gateway: stopping an idle per-user worker", "idle_timeout", g.opts.SessionIdleTimeout)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
 	if err := g.stopWorkers(ctx, idle, "gateway: the worker was idle too long; send the request again"); err != nil {
 		g.log.Error("gateway: reaping workers", "err", err)
@@ -411,4 +399,16 @@ func (g *Gateway) newStream(uw *userWorker, sseOK bool) *worker.Stream {
 	st.NoRequests = true
 	st.Budget = newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, uw.buf)
 	return st
+}
+
+// gatewayClientInfo is the clientInfo of the gateway's own requests to a
+// worker (its handshake, tools/list for the header table).
+var gatewayClientInfo = map[string]string{"name": "mcpgate-gateway", "version": buildVersion()}
+
+// buildVersion is the main module's version, "dev" for a development build.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }

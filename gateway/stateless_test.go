@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // modernMeta is the _meta every 2026-07-28 request carries.
@@ -62,9 +63,10 @@ func modernCall(t testing.TB, url, user string, readOnly bool, id, tool string, 
 	return resp.StatusCode, m
 }
 
-// principalGateway serves g behind a stand-in for auth's middleware: the
-// principal comes from X-Test-User and X-Test-Read-Only.
-func principalGateway(t testing.TB, opts Options) (*Gateway, string) {
+// principalGateway serves a gateway of command (nil: the stub worker)
+// behind a stand-in for auth's middleware: the principal comes from
+// X-Test-User and X-Test-Read-Only.
+func principalGateway(t testing.TB, command []string, opts Options, wopts ...worker.LauncherOptions) (*Gateway, string) {
 	t.Helper()
 	opts.Middleware = func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +77,7 @@ func principalGateway(t testing.TB, opts Options) (*Gateway, string) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	g, srv := newTestGateway(t, opts)
+	g, srv := newTestGatewayOf(t, command, opts, wopts...)
 	return g, srv.URL
 }
 
@@ -88,7 +90,7 @@ func processesOf(path string) []int {
 }
 
 func TestModernSDKClientAtDefaults(t *testing.T) {
-	g, srv := newTestGateway(t, Options{WorkerCommand: []string{sdkWorker}})
+	g, srv := newTestGatewayOf(t, []string{sdkWorker}, Options{})
 	cs := connectModern(t, srv.URL, nil)
 	require.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion, "the go-sdk client negotiates 2026-07-28")
 	assert.Equal(t, "sdkworker", cs.InitializeResult().ServerInfo.Name)
@@ -138,7 +140,7 @@ func TestModernSDKClientThroughA2025Worker(t *testing.T) {
 // user share one worker; another user, or the same user read-only, get
 // their own.
 func TestModernPerUserWorkers(t *testing.T) {
-	g, url := principalGateway(t, Options{WorkerCommand: []string{sdkWorker}, SafeTools: []string{"pid", "echo"}})
+	g, url := principalGateway(t, []string{sdkWorker}, Options{SafeTools: []string{"pid", "echo"}})
 	pids := make(chan string, 64)
 	var wg sync.WaitGroup
 	for i := range 64 {
@@ -186,8 +188,8 @@ func TestModernReadOnlyOnBothWorkers(t *testing.T) {
 	}{{"2026-07-28 worker", sdkWorker}, {"2025-11-25 worker", stubWorker}} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := filepath.Join(t.TempDir(), "calls")
-			_, url := principalGateway(t, Options{WorkerCommand: []string{tc.worker}, SafeTools: []string{"echo"},
-				WorkerEnv: []string{"STUB_CALL_LOG=" + calls}})
+			_, url := principalGateway(t, []string{tc.worker}, Options{SafeTools: []string{"echo"}},
+				worker.LauncherOptions{Env: []string{"STUB_CALL_LOG=" + calls}})
 			list := func(ro string) (int, string) {
 				resp, body := rawDo(t, http.MethodPost, url, modernBody("1", "tools/list", ""), protoHdr, "2026-07-28", "Mcp-Method", "tools/list",
 					"X-Test-User", "carol", "X-Test-Read-Only", ro)
@@ -229,7 +231,7 @@ func TestModernReadOnlyOnBothWorkers(t *testing.T) {
 }
 
 func TestModernWorkerExitAndRestart(t *testing.T) {
-	g, url := principalGateway(t, Options{})
+	g, url := principalGateway(t, nil, Options{})
 	_, m := modernCall(t, url, "dave", false, "1", "pid", nil)
 	pid, err := strconv.Atoi(resultText(m))
 	require.NoError(t, err)
@@ -282,7 +284,7 @@ func TestModernIdleStop(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	g, url := principalGateway(t, Options{Now: clock, SessionIdleTimeout: 10 * time.Minute})
+	g, url := principalGateway(t, nil, Options{Now: clock, SessionIdleTimeout: 10 * time.Minute})
 	_, m := modernCall(t, url, "erin", false, "1", "pid", nil)
 	pid, _ := strconv.Atoi(resultText(m))
 	modernCall(t, url, "frank", false, "1", "pid", nil)
@@ -300,7 +302,7 @@ func TestModernIdleStop(t *testing.T) {
 }
 
 func TestModernWorkerLimits(t *testing.T) {
-	_, url := principalGateway(t, Options{MaxSessions: 2, MaxSessionsPerUser: 1})
+	_, url := principalGateway(t, nil, Options{MaxSessions: 2, MaxSessionsPerUser: 1})
 	status, _ := modernCall(t, url, "gina", false, "1", "echo", map[string]any{"text": "x"})
 	require.Equal(t, http.StatusOK, status)
 	status, m := modernCall(t, url, "gina", true, "1", "echo", map[string]any{"text": "x"})
@@ -317,7 +319,7 @@ func TestModernWorkerLimits(t *testing.T) {
 // changes it opted in to from its own user's worker only, tagged with its
 // subscription id.
 func TestModernListen(t *testing.T) {
-	_, url := principalGateway(t, Options{WorkerCommand: []string{sdkWorker}})
+	_, url := principalGateway(t, []string{sdkWorker}, Options{})
 	listen := func(user, id string) *bufio.Reader {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
@@ -394,7 +396,7 @@ func TestModernClosedStreamCancels(t *testing.T) {
 // requestState: unknown, another user's, or replayed for another tool.
 func TestModernInputRequestsFromA2025Worker(t *testing.T) {
 	calls := filepath.Join(t.TempDir(), "calls")
-	_, url := principalGateway(t, Options{WorkerEnv: []string{"STUB_CALL_LOG=" + calls}})
+	_, url := principalGateway(t, nil, Options{}, worker.LauncherOptions{Env: []string{"STUB_CALL_LOG=" + calls}})
 	const samplingMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
 	call := func(user, id, tool, extra string) (int, map[string]any) {
 		if extra != "" {

@@ -8,17 +8,6 @@ import (
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
-// EnvScope tells a worker what it serves: ScopeSession (one MCP session of
-// 2025-11-25 or earlier) or ScopeUser (every 2026-07-28 request of one user
-// and read-only flag, for as long as it is not idle). State that must span
-// calls in a ScopeUser worker travels in handles the worker mints, which
-// embed its EnvSessionID (the worker instance id); see docs/gateway.md.
-const (
-	EnvScope     = "MCPGATE_WORKER_SCOPE"
-	ScopeSession = "session"
-	ScopeUser    = "user"
-)
-
 // CancelStream gives up on every request of s still in flight: each is
 // settled without an answer and the worker gets notifications/cancelled
 // with its gateway id (MCP 2026-07-28 §Cancellation: a closed response

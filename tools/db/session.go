@@ -389,7 +389,8 @@ func (s *Session) restart(ctx context.Context, stmt string) error {
 
 // CommitAfter runs fn as Do does and commits when it succeeds, as one step
 // that no other statement of the session can come between. The mutation
-// tools use it: each commits, as in the original server.
+// tools use it: each commits, so that no schema change holds its locks
+// in an open transaction.
 func (s *Session) CommitAfter(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
