@@ -226,6 +226,12 @@ func TestModernReadOnlyOnBothWorkers(t *testing.T) {
 			if b, err := os.ReadFile(calls); err == nil {
 				assert.NotContains(t, string(b), "write", "a gated tool ran")
 			}
+
+			// Methods are fail-closed too: one nobody vouched for is refused.
+			resp, out := rawDo(t, http.MethodPost, url, modernBody("4", "custom/write", ""), protoHdr, "2026-07-28", "Mcp-Method", "custom/write",
+				"X-Test-User", "carol", "X-Test-Read-Only", "1")
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode, out)
+			assert.Contains(t, out, `"kind":"readOnly"`)
 		})
 	}
 }
