@@ -18,6 +18,10 @@ import (
 //     pg_create_restore_point, pg_reload_conf, pg_rotate_logfile,
 //     pg_promote, pg_log_backend_memory_contexts: server state and logs;
 //   - replication slots and origins: what logical decoding consumers see;
+//   - pg_terminate_backend, pg_cancel_backend: another backend's statement
+//     or session (every worker connects as one role unless connect_as_user,
+//     so any user's read could end another user's read-write session and
+//     its uncommitted work), or the caller's own session;
 //   - query_to_xml…, ts_stat, ts_rewrite: they run SQL given as a string,
 //     which could be built to call any of the above out of the guard's
 //     sight.
@@ -44,6 +48,8 @@ var sideEffectNames = map[string]bool{
 	"pg_logical_slot_get_binary_changes": true,
 	"ts_stat":                            true,
 	"ts_rewrite":                         true,
+	"pg_terminate_backend":               true,
+	"pg_cancel_backend":                  true,
 }
 
 var sideEffectPrefixes = []string{"dblink", "query_to_xml", "pg_file_", "pg_stat_reset", "pg_replication_origin_", "pg_create_physical_replication_slot", "pg_create_logical_replication_slot", "pg_drop_replication_slot", "pg_copy_physical_replication_slot", "pg_copy_logical_replication_slot", "pg_replication_slot_advance"}
