@@ -32,3 +32,30 @@ func TestQueryCannotEndSessionsPostgres(t *testing.T) {
 	assert.Equal(t, true, st["uncommittedChanges"], "ada's session keeps its uncommitted work")
 	assert.Equal(t, float64(1), count(t, rw, "SELECT count(*) FROM public.ada_work"))
 }
+
+// TestApplyDDLSetSchemaPostgres: ALTER TABLE/VIEW … SET SCHEMA names a
+// second schema, the one the object moves into. The system-object guard
+// checked only the object moved, so apply_ddl moved a user's table into
+// pg_catalog (first on every search_path: it would shadow other users'
+// tables of that name) when the role may create there.
+func TestApplyDDLSetSchemaPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	rw := session(t, cfg, "ada", false)
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "CREATE TABLE public.mover (a int); CREATE VIEW public.vmover AS SELECT 1 AS a"})
+	callOK(t, rw, "commit", nil)
+	for _, sql := range []string{
+		"ALTER TABLE public.mover SET SCHEMA pg_catalog",
+		`ALTER TABLE public.mover SET SCHEMA "pg_catalog"`,
+		"ALTER TABLE IF EXISTS public.mover SET /* x */ SCHEMA information_schema",
+		"alter table public.mover set schema PG_CATALOG",
+		"ALTER VIEW public.vmover SET SCHEMA pg_catalog",
+		"ALTER TABLE public.mover SET SCHEMA pg_toast",
+	} {
+		kind, msg := callErr(t, rw, "apply_ddl", map[string]any{"sql": sql})
+		assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
+	}
+	assert.Equal(t, float64(2), count(t, rw, "SELECT count(*) FROM pg_catalog.pg_class WHERE relname IN ('mover', 'vmover') AND relnamespace = 'public'::regnamespace"), "both stay in public")
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "CREATE SCHEMA ada_s"})
+	callOK(t, rw, "commit", nil)
+	callOK(t, rw, "apply_ddl", map[string]any{"sql": "ALTER TABLE public.mover SET SCHEMA ada_s"})
+}

@@ -181,6 +181,7 @@ type DDL struct {
 	Form   []string // the leading keywords, optional words removed: CREATE TABLE
 	Target []string // the object created or altered; nil for an unnamed index
 	On     []string // for CREATE INDEX, the table it is on
+	Into   []string // for ALTER … SET SCHEMA, the schema the object moves into
 }
 
 // DDLForms are the statements apply_ddl runs; RoutineForms those
@@ -259,7 +260,41 @@ func (l Lexer) ParseDDL(stmt string, fold func(string) string, forms [][]string)
 			return d, false
 		}
 	}
+	if words[0] == "ALTER" {
+		d.Into = l.setSchema(rest, fold)
+	}
 	return d, createIndex || len(d.Target) > 0
+}
+
+// setSchema returns the schema named after SET SCHEMA in s (comments
+// already stripped), outside quotes, in stored spelling; nil when there is
+// no SET SCHEMA, empty when no name could be read after it. An ALTER that moves its object names a second schema, which a
+// guard must check as well as the object.
+func (l Lexer) setSchema(s string, fold func(string) string) []string {
+	prev := ""
+	for i := 0; i < len(s); {
+		end, tok := l.next(s, i)
+		switch {
+		case tok == tokenSpace:
+		case tok == tokenWord && prev == "SET" && strings.EqualFold(s[i:end], "SCHEMA"):
+			parts, quoted, _ := ReadName(s[end:])
+			if parts == nil {
+				parts = []string{} // SET SCHEMA and no name read: not nil, so that it is refused
+			}
+			for j := range parts {
+				if !quoted[j] {
+					parts[j] = fold(parts[j])
+				}
+			}
+			return parts
+		case tok == tokenWord:
+			prev = strings.ToUpper(s[i:end])
+		default:
+			prev = ""
+		}
+		i = end
+	}
+	return nil
 }
 
 // unicodeName matches the start of a PostgreSQL U&"…" identifier.

@@ -192,6 +192,32 @@ func TestParseDDL(t *testing.T) {
 	}
 }
 
+// TestParseDDLSetSchema: an ALTER that moves its object names the schema it
+// moves into, which the guard checks too; a SET SCHEMA inside a string or
+// comment is not one.
+func TestParseDDLSetSchema(t *testing.T) {
+	tests := []struct {
+		sql  string
+		into []string
+	}{
+		{"ALTER TABLE public.t SET SCHEMA pg_catalog", []string{"pg_catalog"}},
+		{`alter view v set /* c */ schema "Pg_Catalog"`, []string{"Pg_Catalog"}},
+		{"ALTER TABLE t SET SCHEMA INFORMATION_SCHEMA", []string{"information_schema"}},
+		{"ALTER TABLE t SET SCHEMA", []string{}},
+		{"ALTER TABLE t SET SCHEMA a.b", []string{"a", "b"}},
+		{"ALTER TABLE t ALTER COLUMN c SET DEFAULT 'SET SCHEMA pg_catalog'", nil},
+		{"ALTER TABLE t SET (fillfactor = 50) -- SET SCHEMA pg_catalog", nil},
+		{"CREATE TABLE t (\"SET\" int, schema int)", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sql, func(t *testing.T) {
+			d, ok := PostgresLexer.ParseDDL(tt.sql, strings.ToLower, DDLForms)
+			assert.True(t, ok)
+			assert.Equal(t, tt.into, d.Into)
+		})
+	}
+}
+
 func TestHasUnicodeName(t *testing.T) {
 	tests := []struct {
 		sql     string
