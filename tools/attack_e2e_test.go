@@ -59,3 +59,19 @@ func TestApplyDDLSetSchemaPostgres(t *testing.T) {
 	callOK(t, rw, "commit", nil)
 	callOK(t, rw, "apply_ddl", map[string]any{"sql": "ALTER TABLE public.mover SET SCHEMA ada_s"})
 }
+
+// TestApplyDDLAllInTablespacePostgres: ALTER TABLE ALL IN TABLESPACE moves
+// every table of the database in that tablespace; apply_ddl ran it and
+// reported `ran alter table "all"`. It changes no one object, so apply_ddl
+// refuses it.
+func TestApplyDDLAllInTablespacePostgres(t *testing.T) {
+	rw := session(t, dbtest.Config(t, db.Postgres), "ada", false)
+	for _, sql := range []string{
+		"ALTER TABLE ALL IN TABLESPACE pg_default SET TABLESPACE pg_default",
+		"ALTER INDEX /* x */ all IN TABLESPACE pg_default SET TABLESPACE pg_default",
+		"ALTER MATERIALIZED VIEW ALL IN TABLESPACE pg_default SET TABLESPACE pg_default",
+	} {
+		kind, msg := callErr(t, rw, "apply_ddl", map[string]any{"sql": sql})
+		assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
+	}
+}

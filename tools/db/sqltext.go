@@ -242,6 +242,10 @@ func (l Lexer) ParseDDL(stmt string, fold func(string) string, forms [][]string)
 		}
 		return parts, rest
 	}
+	if kw := l.Keywords(s, 1); words[0] == "ALTER" && len(kw) == 1 && kw[0] == "ALL" {
+		// ALTER TABLE ALL IN TABLESPACE moves every table: no one object.
+		return d, false
+	}
 	createIndex := words[0] == "CREATE" && words[1] == "INDEX"
 	rest := s
 	if kw := l.Keywords(s, 1); words[1] != "INDEX" || len(kw) != 1 || kw[0] != "ON" { // not an unnamed index
