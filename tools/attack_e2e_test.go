@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -74,4 +75,35 @@ func TestApplyDDLAllInTablespacePostgres(t *testing.T) {
 		kind, msg := callErr(t, rw, "apply_ddl", map[string]any{"sql": sql})
 		assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
 	}
+}
+
+// TestFunctionalNotationSideEffectsPostgres: PostgreSQL reads (x).f as
+// f(x), so the side-effect guard's "name followed by (" missed a call
+// written that way: another user's read-only query ended a read-write
+// session's backend with (pid).pg_terminate_backend, and a read-only
+// session wrote WAL through ('SELECT pg_logical_emit' || '_message(…)…'
+// ::text).ts_stat. Every spelling is refused in query and read-only
+// sessions.
+func TestFunctionalNotationSideEffectsPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	rw, ro := session(t, cfg, "ada", false), session(t, cfg, "zed", true)
+	callOK(t, rw, "execute_sql", map[string]any{"sql": "CREATE TABLE public.ada_work2 (a int)"})
+	for _, sql := range []string{
+		"SELECT (pid).pg_terminate_backend FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND usename = current_user",
+		"SELECT (1)./* c */pg_cancel_backend",
+		"SELECT (1).--c\npg_cancel_backend",
+		`SELECT (1) . "pg_cancel_backend"`,
+		`SELECT ('SELECT pg_logical_emit' || '_message(false, ''m'', ''x'')::text::tsvector'::text).ts_stat`,
+		`SELECT ('SELECT 1'::text).ts_stat`,
+		`SELECT E'\'', (1).pg_cancel_backend`,
+		`SELECT '\', (1).pg_cancel_backend, '\'`,
+	} {
+		for _, cs := range []*mcp.ClientSession{ro, rw} {
+			kind, msg := callErr(t, cs, "query", map[string]any{"sql": sql})
+			assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
+		}
+	}
+	_, st := callOK(t, rw, "status", nil)
+	assert.Equal(t, true, st["uncommittedChanges"], "ada's session keeps its uncommitted work")
+	callOK(t, ro, "query", map[string]any{"sql": "SELECT (t).a FROM (SELECT 1 AS a) t, pg_catalog.pg_stat_activity s WHERE s.pid = pg_backend_pid()"})
 }
