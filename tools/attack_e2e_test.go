@@ -107,3 +107,17 @@ func TestFunctionalNotationSideEffectsPostgres(t *testing.T) {
 	assert.Equal(t, true, st["uncommittedChanges"], "ada's session keeps its uncommitted work")
 	callOK(t, ro, "query", map[string]any{"sql": "SELECT (t).a FROM (SELECT 1 AS a) t, pg_catalog.pg_stat_activity s WHERE s.pid = pg_backend_pid()"})
 }
+
+// TestApplyDDLBracketIndexNameSQLite: ParseDDL reads only "…" names, and
+// looked for ON anywhere after the index name: in CREATE INDEX [ONx] ON t
+// it took the ON inside the brackets and checked a table "x", not t. The
+// next word after the name must be ON, or apply_ddl refuses.
+func TestApplyDDLBracketIndexNameSQLite(t *testing.T) {
+	rw := session(t, dbtest.Config(t, db.SQLite), "ada", false)
+	for _, sql := range []string{"CREATE INDEX [ONx] ON sqlite_schema (name)", "CREATE INDEX `ONx` ON sqlite_schema (name)"} {
+		kind, msg := callErr(t, rw, "apply_ddl", map[string]any{"sql": sql})
+		assert.Equal(t, "refused", kind, "%s: %s", sql, msg)
+		assert.NotContains(t, msg, "may not be indexed", "%s: refused by the tool, not by the engine", sql)
+	}
+	callOK(t, rw, "apply_ddl", map[string]any{"sql": `CREATE INDEX "ONx" ON customers (id)`})
+}

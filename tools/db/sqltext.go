@@ -252,11 +252,12 @@ func (l Lexer) ParseDDL(stmt string, fold func(string) string, forms [][]string)
 		d.Target, rest = name(s)
 	}
 	if createIndex {
-		i := strings.Index(strings.ToUpper(rest), "ON")
-		if i < 0 {
+		// ON must be the next word: a name ReadName cannot read ([ONx],
+		// `x` on SQLite) must not make an ON inside it look like the real one.
+		if kw := l.Keywords(rest, 1); len(kw) != 1 || kw[0] != "ON" {
 			return d, false
 		}
-		rest = rest[i+2:]
+		rest = rest[strings.Index(strings.ToUpper(rest), "ON")+2:]
 		if kw := l.Keywords(rest, 1); len(kw) == 1 && kw[0] == "ONLY" {
 			rest = rest[strings.Index(strings.ToUpper(rest), "ONLY")+4:]
 		}

@@ -173,6 +173,8 @@ func TestParseDDL(t *testing.T) {
 		{"ALTER TABLE IF EXISTS ONLY t ADD COLUMN y int", true, "ALTER TABLE", []string{"t"}, nil},
 		{"ALTER INDEX i RENAME TO j", true, "ALTER INDEX", []string{"i"}, nil},
 		{"ALTER TABLE ALL IN TABLESPACE pg_default SET TABLESPACE t2", false, "ALTER TABLE", nil, nil},
+		{"CREATE INDEX [ONx] ON t (a)", false, "CREATE INDEX", nil, nil},
+		{"CREATE INDEX i USING x ON t (a)", false, "CREATE INDEX", nil, nil},
 		{"alter index all in tablespace a set tablespace b", false, "ALTER INDEX", nil, nil},
 		{`ALTER TABLE "all" ADD COLUMN y int`, true, "ALTER TABLE", []string{"all"}, nil},
 		{"DROP TABLE t", false, "DROP TABLE", nil, nil},
