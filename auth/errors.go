@@ -118,7 +118,12 @@ func description(err error) string {
 // resource_metadata and the derived scope), Retry-After on 503, and a JSON
 // body that says the same in words.
 func (a *Authenticator) WriteError(w http.ResponseWriter, err error) {
-	a.writeError(w, err, description(err), a.scopeParam)
+	desc := description(err)
+	if errors.Is(err, ErrTokenTooLarge) {
+		// Name the limit, so the operator of the client knows what to fix.
+		desc = "token is larger than the limit of " + strconv.Itoa(a.opts.MaxTokenBytes) + " bytes"
+	}
+	a.writeError(w, err, desc, a.scopeParam)
 }
 
 // writeError is WriteError with the description and the challenge's scope

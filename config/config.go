@@ -102,6 +102,26 @@ type Limits struct {
 	// WorkerStopGrace is how long a stopping worker has between SIGTERM
 	// and SIGKILL. Default 5s.
 	WorkerStopGrace time.Duration `mapstructure:"worker_stop_grace"`
+	// WriteTimeout bounds each write of a response (at most 64 KiB): a
+	// client that accepts no bytes for this long loses the response, and
+	// its request stops keeping the session busy. Default 30s.
+	WriteTimeout time.Duration `mapstructure:"write_timeout"`
+	// MaxStreamBufferBytes, MaxSessionBufferBytes and MaxUserBufferBytes
+	// cap the bytes held, not yet written, for one response, one session's
+	// responses and one user's. An answer beyond them is replaced by an
+	// error of kind bufferFull. Defaults 32 MiB, 64 MiB, 128 MiB.
+	MaxStreamBufferBytes  ByteSize `mapstructure:"max_stream_buffer_bytes"`
+	MaxSessionBufferBytes ByteSize `mapstructure:"max_session_buffer_bytes"`
+	MaxUserBufferBytes    ByteSize `mapstructure:"max_user_buffer_bytes"`
+	// MaxUnauthenticatedPerAddress caps the connections from one client
+	// address (IPv4, or IPv6 /64) that have not yet carried a request past
+	// the token check; the next one is refused like one over
+	// max_connections. Default 64.
+	MaxUnauthenticatedPerAddress int `mapstructure:"max_unauthenticated_per_address"`
+	// UnauthenticatedIdleTimeout bounds a connection's waits (TLS
+	// handshake, request head, keep-alive idle) until a request on it has
+	// passed the token check. Default 10s.
+	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
 }
 
 // Worker says which process serves a session.
@@ -242,6 +262,12 @@ const (
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultWorkerStartTimeout = 10 * time.Second
 	DefaultWorkerStopGrace    = 5 * time.Second
+	DefaultWriteTimeout       = 30 * time.Second
+	DefaultMaxStreamBuffer    = 32 << 20
+	DefaultMaxSessionBuffer   = 64 << 20
+	DefaultMaxUserBuffer      = 128 << 20
+	DefaultMaxUnauthPerAddr   = 64
+	DefaultUnauthIdleTimeout  = 10 * time.Second
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -279,6 +305,12 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	setNumber(&l.WorkerStartTimeout, DefaultWorkerStartTimeout)
 	setNumber(&l.WorkerStopGrace, DefaultWorkerStopGrace)
+	setNumber(&l.WriteTimeout, DefaultWriteTimeout)
+	setNumber(&l.MaxStreamBufferBytes, DefaultMaxStreamBuffer)
+	setNumber(&l.MaxSessionBufferBytes, DefaultMaxSessionBuffer)
+	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
+	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
+	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

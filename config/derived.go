@@ -40,6 +40,25 @@ func (c *Config) Resource() string {
 	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: "/mcp"}).String()
 }
 
+// headerSlack is the room MaxHeaderBytes leaves beside the bearer token for
+// the rest of a request's head (Host, Accept, MCP headers, cookies a browser
+// adds).
+const headerSlack = 64 << 10
+
+// minHeaderBytes is the least MaxHeaderBytes: a token several times over the
+// default auth.max_token_bytes still reaches the token check, and gets a
+// 401 invalid_token that names the limit rather than a bare 431.
+const minHeaderBytes = 256 << 10
+
+// MaxHeaderBytes is the bound on a request's head, derived from
+// auth.max_token_bytes so the two agree: a token over the token limit is
+// read whole and refused with 401 invalid_token naming the limit; only a
+// head larger than this (max_token_bytes + 64 KiB, at least 256 KiB) gets
+// net/http's bare 431.
+func (c *Config) MaxHeaderBytes() int {
+	return max(minHeaderBytes, int(c.Auth.MaxTokenBytes)+headerSlack)
+}
+
 // Loopback reports whether server.listen binds a loopback address only
 // (auth.IsLoopbackHost: localhost, 127.0.0.0/8 or ::1). An empty host binds every interface and
 // is not loopback.

@@ -159,6 +159,8 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.session_idle_timeout", l.SessionIdleTimeout},
 		{"limits.worker_start_timeout", l.WorkerStartTimeout},
 		{"limits.worker_stop_grace", l.WorkerStopGrace},
+		{"limits.write_timeout", l.WriteTimeout},
+		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -171,6 +173,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.max_connections", l.MaxConnections},
 		{"limits.max_sessions", l.MaxSessions},
 		{"limits.max_sessions_per_user", l.MaxSessionsPerUser},
+		{"limits.max_unauthenticated_per_address", l.MaxUnauthenticatedPerAddress},
 	} {
 		if n.val < 0 {
 			v.add(n.key, "%d is negative; use a positive number (0 or no key means the default)", n.val)
@@ -181,6 +184,22 @@ func (c *Config) validateLimits(v *validator) {
 	}
 	if l.ReadHeaderTimeout > 0 && l.ReadTimeout > 0 && l.ReadHeaderTimeout > l.ReadTimeout {
 		v.add("limits.read_header_timeout", "%v is longer than limits.read_timeout %v, which bounds reading the body; lower it", l.ReadHeaderTimeout, l.ReadTimeout)
+	}
+	bufs := []struct {
+		key string
+		val ByteSize
+	}{
+		{"limits.max_stream_buffer_bytes", l.MaxStreamBufferBytes},
+		{"limits.max_session_buffer_bytes", l.MaxSessionBufferBytes},
+		{"limits.max_user_buffer_bytes", l.MaxUserBufferBytes},
+	}
+	for i, b := range bufs {
+		switch {
+		case b.val < 0 || b.val > 1<<40:
+			v.add(b.key, "%d is outside 1 byte to 1TiB; use a size such as 64MiB (0 or no key means the default)", int64(b.val))
+		case i > 0 && b.val > 0 && bufs[i-1].val > b.val:
+			v.add(bufs[i-1].key, "%d is more than %s %d; a smaller share cannot hold more than the larger one", int64(bufs[i-1].val), b.key, int64(b.val))
+		}
 	}
 	if l.MaxSessionsPerUser > 0 && l.MaxSessions > 0 && l.MaxSessionsPerUser > l.MaxSessions {
 		v.add("limits.max_sessions_per_user", "%d is more than limits.max_sessions %d; lower it or raise max_sessions", l.MaxSessionsPerUser, l.MaxSessions)

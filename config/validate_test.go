@@ -179,6 +179,9 @@ func TestValidateProblems(t *testing.T) {
 		{"negative count", func(c *Config) { c.Limits.MaxConnections = -5 }, "limits.max_connections", "-5 is negative"},
 		{"body limit too large", func(c *Config) { c.Limits.MaxBodyBytes = 2 << 30 }, "limits.max_body_bytes", "outside 1 byte to 1GiB"},
 		{"body limit negative", func(c *Config) { c.Limits.MaxBodyBytes = -1 }, "limits.max_body_bytes", "outside"},
+		{"write timeout negative", func(c *Config) { c.Limits.WriteTimeout = -1 }, "limits.write_timeout", "negative"},
+		{"stream buffer over session buffer", func(c *Config) { c.Limits.MaxStreamBufferBytes = 128 << 20 }, "limits.max_stream_buffer_bytes", "more than limits.max_session_buffer_bytes"},
+		{"user buffer negative", func(c *Config) { c.Limits.MaxUserBufferBytes = -1 }, "limits.max_user_buffer_bytes", "outside 1 byte to 1TiB"},
 		{"header timeout beyond request timeout", func(c *Config) { c.Limits.ReadHeaderTimeout = DefaultReadTimeout * 2 }, "limits.read_header_timeout", "longer than limits.read_timeout"},
 		{"per-user sessions beyond total", func(c *Config) { c.Limits.MaxSessionsPerUser = DefaultMaxSessions + 1 }, "limits.max_sessions_per_user", "is more than limits.max_sessions"},
 
@@ -408,6 +411,27 @@ func TestLogLevel(t *testing.T) {
 		c := &Config{Log: Log{Level: in}}
 		if got := c.LogLevel(); got != want {
 			t.Errorf("LogLevel(%q): got %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestMaxHeaderBytes: the head bound follows auth.max_token_bytes, so a
+// token over its limit is read and refused with 401, not cut off with 431.
+func TestMaxHeaderBytes(t *testing.T) {
+	for _, tc := range []struct {
+		token ByteSize
+		want  int
+	}{
+		{16 << 10, 256 << 10},
+		{1 << 20, 1<<20 + 64<<10},
+	} {
+		c := Default()
+		c.Auth.MaxTokenBytes = tc.token
+		if got := c.MaxHeaderBytes(); got != tc.want {
+			t.Errorf("max_token_bytes %d: got MaxHeaderBytes %d, want %d", tc.token, got, tc.want)
+		}
+		if got := c.MaxHeaderBytes(); got < int(tc.token)+headerSlack {
+			t.Errorf("max_token_bytes %d: MaxHeaderBytes %d leaves no room for the rest of the head", tc.token, got)
 		}
 	}
 }

@@ -57,6 +57,7 @@ var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 // falls back to initialize on 2025-11-25; the go-sdk's stateful handler
 // answers the same.
 func unsupportedVersion(requested string) failure {
+	requested = clip(requested)
 	return failure{http.StatusBadRequest, jsonrpc.CodeUnsupportedProtocolVersion,
 		"gateway: protocol version " + requested + " is not supported; supported: " + strings.Join(supportedVersions, ", "),
 		struct {

@@ -31,8 +31,10 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	perUser  map[string]int // live and starting sessions per user
-	starting int            // sessions whose worker is starting
+	perUser  map[string]int     // live and starting sessions per user
+	userBufs map[string]*budget // bytes held for each user with a session
+	buffered *budget            // bytes held for every client
+	starting int                // sessions whose worker is starting
 	closing  bool
 
 	shutdown   chan struct{}  // closed by Close; cuts initializes short
@@ -48,6 +50,7 @@ type session struct {
 	readOnly bool
 	conn     *worker.Conn
 	log      *slog.Logger
+	buf      *budget // bytes held for the session's responses
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
@@ -64,6 +67,8 @@ func New(opts Options) (*Gateway, error) {
 		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
+		userBufs:   make(map[string]*budget),
+		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
@@ -95,11 +100,18 @@ func set(names []string) map[string]bool {
 // ServeHTTP serves the MCP endpoint: the Host and Origin checks, then
 // Options.Middleware, then the transport.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A fresh write deadline for this request: it bounds the small answers
+	// (refusals, 202) and replaces one a previous request on this
+	// connection left. Long answers move it forward as they write.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
 	g.handler.ServeHTTP(w, r)
 }
 
 // serveMCP is the transport proper, reached once every check has passed.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
+	// Past the Host, Origin and token checks: the connection is no longer
+	// an unauthenticated one (ListenerOptions).
+	markAuthenticated(r)
 	switch r.Method {
 	case http.MethodPost:
 		g.servePOST(w, r)
@@ -222,9 +234,7 @@ func (g *Gateway) removeSession(s *session) {
 	g.mu.Lock()
 	if g.sessions[s.id] == s {
 		delete(g.sessions, s.id)
-		if g.perUser[s.user]--; g.perUser[s.user] <= 0 {
-			delete(g.perUser, s.user)
-		}
+		g.leaveLocked(s.user)
 	}
 	g.mu.Unlock()
 }
@@ -253,16 +263,20 @@ func (g *Gateway) reaper() {
 	}
 }
 
-// reapIdle ends every session that serves no HTTP request, has no request
-// in flight in its worker, and has been idle for longer than
-// SessionIdleTimeout by Options.Now.
+// reapIdle ends every session that serves no HTTP request and has been idle
+// for longer than SessionIdleTimeout by Options.Now. A request still in
+// flight in the worker does not keep a session whose client has left: no
+// one is waiting for its answer, and a worker that never answers would
+// otherwise hold the session, and its process, forever (issue 8 item 11).
+// A client waiting on its answer keeps its request, and so the session,
+// busy; with write deadlines, one that stops reading does not.
 func (g *Gateway) reapIdle() {
 	now := g.opts.Now().UnixNano()
 	limit := g.opts.SessionIdleTimeout.Nanoseconds()
 	var idle []*session
 	g.mu.Lock()
 	for _, s := range g.sessions {
-		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit && s.conn.InFlight() == 0 {
+		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit {
 			idle = append(idle, s)
 		}
 	}

@@ -27,12 +27,12 @@ const (
 func (g *Gateway) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.opts.LoopbackHostCheck && !auth.IsLoopbackHost(r.Host) && !g.hostAllowed(r.Host) {
-			g.log.Warn("gateway: refused a non-loopback Host", "host", r.Host, "remote", r.RemoteAddr)
+			g.log.Warn("gateway: refused a non-loopback Host", "host", clip(r.Host), "remote", r.RemoteAddr)
 			errHostForbidden.write(w, nil)
 			return
 		}
 		if !g.originAllowed(r) {
-			g.log.Warn("gateway: refused an Origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+			g.log.Warn("gateway: refused an Origin", "origin", clip(r.Header.Get("Origin")), "remote", r.RemoteAddr)
 			errOriginForbidden.write(w, nil)
 			return
 		}

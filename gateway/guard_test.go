@@ -90,7 +90,7 @@ func TestLimitListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	srv.Listener = LimitListener(inner, 1)
+	srv.Listener = LimitListener(inner, ListenerOptions{MaxConnections: 1})
 	srv.Start()
 	defer srv.Close()
 

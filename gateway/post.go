@@ -84,6 +84,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	// write-scoped token of the same owner opened (DESIGN decision 4).
 	acc := accessOf(r, s)
 	st := worker.NewStream(sseOK)
+	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
 	gone := false
 	for _, m := range msgs {
@@ -95,7 +96,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
 			// the read-only check, which needs a request to answer.
-			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", m.Method)
+			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", clip(m.Method))
 		case m.IsNotification() && acc == readOnlyRequest && m.Method == "notifications/cancelled":
 			// Cancelling a write token's request (a commit, say) could roll
 			// its work back; the worker cannot tell whose request it was.
@@ -110,7 +111,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			s.log.Info("gateway: dropped a read-only token's answer to a worker request on a read-write session")
 		default:
 			if err = s.conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
-				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", string(m.ID))
+				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", clip(string(m.ID)))
 				err = nil
 			}
 		}

@@ -93,8 +93,8 @@ func (g *Gateway) refuse(s *session, m *jsonrpc.Message, acc access) []byte {
 		// The name as a worker reads it; an ambiguous one is refused.
 		name, ok := toolName(m.Params)
 		if !ok || !g.safe[name] {
-			s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
-			return readOnlyRefusal(m.ID, name)
+			s.log.Info("gateway: refused a tool in a read-only session", "tool", clip(name), "unambiguous", ok)
+			return readOnlyRefusal(m.ID, clip(name))
 		}
 		if acc == readOnlyRequest && g.undo[name] {
 			s.log.Info("gateway: refused a read-only token a tool that undoes a read-write session's work", "tool", name)
@@ -106,7 +106,7 @@ func (g *Gateway) refuse(s *session, m *jsonrpc.Message, acc access) []byte {
 	case undoMethods[m.Method] && acc == readOnlySession:
 		return nil
 	}
-	method := clipPeer(m.Method)
+	method := clip(m.Method)
 	s.log.Info("gateway: refused a method in a read-only session", "method", method)
 	return methodRefusal(m.ID, method)
 }
@@ -162,17 +162,6 @@ func methodRefusal(id json.RawMessage, method string) []byte {
 			"use a token with the write scope, or have the operator list the method in worker.safe_methods",
 		Data: map[string]string{"kind": "readOnly", "method": method},
 	})
-}
-
-// clipPeer bounds a string a peer chose before it is logged or echoed, so
-// that a megabyte method name costs a megabyte once, not in every log line
-// and answer.
-func clipPeer(s string) string {
-	const limit = 128
-	if len(s) <= limit {
-		return s
-	}
-	return strings.ToValidUTF8(s[:limit], "") + "…"
 }
 
 func quote(s string) string {

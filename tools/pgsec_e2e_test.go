@@ -189,12 +189,12 @@ func TestUncancellableStatementPostgres(t *testing.T) {
 		cfg := cfg
 		cfg.StatementTimeout = time.Hour
 		cs, cmd := startWorkerCmd(t, worker.Identity{User: "cy", SessionID: "s-cy"}, &cfg)
-		ended := make(chan struct{})
+		ended := make(chan *mcp.CallToolResult, 1)
 		go func() {
-			defer close(ended)
-			cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": uncancellable + " /* mcpgate-stuck */"}}) //nolint:errcheck // the worker is killed under it
+			res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": uncancellable + " /* mcpgate-stuck */"}}) // the worker is killed under it
+			ended <- res
 		}()
-		waitRunning(t, cfg.DSN, "mcpgate-stuck", ended)
+		require.True(t, waitRunning(t, cfg.DSN, "mcpgate-stuck", ended), "the call ended before its statement was seen")
 		require.NoError(t, cmd.Process.Kill())
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // far past the 2 s check interval
 		defer cancel()

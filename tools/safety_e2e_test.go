@@ -391,24 +391,46 @@ func TestCancelStopsStatement(t *testing.T) {
 			cfg := dbtest.Config(t, engine)
 			cfg.StatementTimeout = time.Hour
 			cs := session(t, cfg, "ada", false)
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
 			// On SQLite a long write, so that the test can see it running:
-			// it holds the write lock.
+			// it holds the write lock. The test's probe for that lock can
+			// meet the worker's first write, which SQLite then refuses at
+			// once (a read transaction upgrading does not wait); such a
+			// call is tried again with the probe's back turned.
 			tool, stmt := "execute_sql", "CREATE TABLE n (x); INSERT INTO n "+longQuery(engine)
 			if engine == db.Postgres {
 				tool, stmt = "query", longQuery(engine)
 			}
-			ended := make(chan struct{})
-			go func() {
-				defer close(ended)
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"sql": stmt}})
-				done <- err
-			}()
-			if engine == db.Postgres {
-				waitRunning(t, cfg.DSN, "mcpgate-long", ended)
-			} else {
-				waitWriter(t, cfg.DSN, ended)
+			var (
+				cancel context.CancelFunc
+				done   chan error
+			)
+			for attempt := 1; ; attempt++ {
+				var ctx context.Context
+				ctx, cancel = context.WithCancel(t.Context())
+				done = make(chan error, 1)
+				ended := make(chan *mcp.CallToolResult, 1)
+				go func() {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"sql": stmt}})
+					done <- err
+					ended <- res
+				}()
+				var running bool
+				if engine == db.Postgres {
+					running = waitRunning(t, cfg.DSN, "mcpgate-long", ended)
+				} else {
+					running = waitWriter(t, cfg.DSN, ended)
+				}
+				if running {
+					break
+				}
+				cancel()
+				err := <-done
+				res := <-ended
+				require.NoError(t, err)
+				text := resultText(res)
+				if engine == db.Postgres || attempt == 5 || !strings.Contains(text, "locked") {
+					t.Fatalf("the call ended before it was cancelled: %s", text)
+				}
 			}
 			cancel()
 			require.Error(t, <-done)
@@ -422,9 +444,9 @@ func TestCancelStopsStatement(t *testing.T) {
 }
 
 // waitWriter waits until another connection holds the SQLite database's
-// write lock. It fails when ended is closed first: the call it waits for
-// finished without ever holding the lock, and polling on would hang.
-func waitWriter(t *testing.T, path string, ended <-chan struct{}) {
+// write lock. It returns false when the call it waits for ends first (its
+// result is put back on ended): polling on would hang.
+func waitWriter(t *testing.T, path string, ended chan *mcp.CallToolResult) bool {
 	t.Helper()
 	pool, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
 	require.NoError(t, err)
@@ -434,34 +456,36 @@ func waitWriter(t *testing.T, path string, ended <-chan struct{}) {
 	defer conn.Close()
 	for {
 		if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-			return // busy: the worker is writing
+			return true // busy: the worker is writing
 		}
 		_, err := conn.ExecContext(t.Context(), "ROLLBACK")
 		require.NoError(t, err)
 		select {
 		case <-t.Context().Done():
 			t.Fatal("the statement never started")
-		case <-ended:
-			t.Fatal("the call ended before the test saw it hold the write lock")
+		case res := <-ended:
+			ended <- res // for the caller, which reads why
+			return false
 		case <-time.After(10 * time.Millisecond): // polling the lock: nothing to await
 		}
 	}
 }
 
 // waitRunning waits until PostgreSQL shows a statement containing marker
-// as active. It fails when ended is closed first (the call finished).
-func waitRunning(t *testing.T, dsn, marker string, ended <-chan struct{}) {
+// as active. It returns false when the call ends first, as waitWriter.
+func waitRunning(t *testing.T, dsn, marker string, ended chan *mcp.CallToolResult) bool {
 	t.Helper()
 	for {
 		n := dbtest.QueryInt(t, "pgx", dsn, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
 		if n > 0 {
-			return
+			return true
 		}
 		select {
 		case <-t.Context().Done():
 			t.Fatal("the statement never started")
-		case <-ended:
-			t.Fatal("the call ended before the test saw its statement run")
+		case res := <-ended:
+			ended <- res
+			return false
 		case <-time.After(10 * time.Millisecond): // polling pg_stat_activity: nothing to await
 		}
 	}

@@ -95,7 +95,12 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		WorkerStopGrace:    l.WorkerStopGrace,
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
+		WriteTimeout:       l.WriteTimeout,
 		Logger:             log,
+
+		MaxStreamBufferBytes:  int64(l.MaxStreamBufferBytes),
+		MaxSessionBufferBytes: int64(l.MaxSessionBufferBytes),
+		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
 	}
 	if len(cfg.Worker.Command) > 0 {
 		return opts, nil // an external worker: its safe tools come from config
@@ -179,14 +184,25 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		defer cancel()
 		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), g.Close(sctx))
 	}
-	ln = gateway.LimitListener(ln, cfg.Limits.MaxConnections)
+	ln = gateway.LimitListener(ln, gateway.ListenerOptions{
+		MaxConnections:               cfg.Limits.MaxConnections,
+		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
+		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
+		TLS:                          cfg.TLSEnabled(),
+	})
 	scheme := "http"
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Every request starts with a fresh write deadline; the gateway
+		// moves it forward as a long answer or a stream writes.
+		WriteTimeout: cfg.Limits.WriteTimeout,
+		// Lets the gateway tell the listener which connections have
+		// passed the token check.
+		ConnContext:    gateway.ConnContext,
+		MaxHeaderBytes: cfg.MaxHeaderBytes(),
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if cfg.TLSEnabled() {
 		r, err := certs.NewReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
