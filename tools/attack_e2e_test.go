@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
@@ -120,4 +121,30 @@ func TestApplyDDLBracketIndexNameSQLite(t *testing.T) {
 		assert.NotContains(t, msg, "may not be indexed", "%s: refused by the tool, not by the engine", sql)
 	}
 	callOK(t, rw, "apply_ddl", map[string]any{"sql": `CREATE INDEX "ONx" ON customers (id)`})
+}
+
+// TestUncancellableReadOnlyStatementPostgres: the session's reaper ends a
+// backend whose statement ignores cancels with pg_terminate_backend, which
+// the side-effect guard refuses in a read-only session's statements; the
+// reaper's own statement is the engine's, not the client's, and must pass.
+// A read-only query of a function that holds a lock and ignores cancels
+// must not keep the lock once its call has failed.
+func TestUncancellableReadOnlyStatementPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cfg.StatementTimeout = 300 * time.Millisecond
+	dbtest.Exec(t, cfg.DSN, `CREATE FUNCTION public.stuck() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  LOCK TABLE customers IN ACCESS SHARE MODE;
+  LOOP
+    BEGIN
+      PERFORM pg_sleep(3600);
+    EXCEPTION WHEN query_canceled THEN NULL;
+    END;
+  END LOOP;
+END $$`)
+	ro := session(t, cfg, "ada", true)
+	kind, msg := callErr(t, ro, "query", map[string]any{"sql": "SELECT public.stuck()"})
+	assert.Equal(t, "other", kind, msg)
+	other := session(t, cfg, "bob", false)
+	callOK(t, other, "execute_sql", map[string]any{"sql": "ALTER TABLE customers ADD COLUMN z int"})
 }
