@@ -39,7 +39,7 @@ const MaxBytes = 1 << 20
 // statement can lower but never raise), PostgreSQL's DataRow message. A
 // row over it ends a result there (SQLite; Scan reports ErrRowTooLarge as
 // RowTooLarge) or fails the statement (PostgreSQL).
-const MaxRowBytes = 64 << 20
+const MaxRowBytes = 128 << 20
 
 // ErrRowTooLarge is what an engine's rows report when the next row does not
 // fit in MaxRowBytes; the rows read before it are whole.
@@ -246,6 +246,10 @@ func Normalize(v any, maxCell int) any {
 func cut(s string, limit int) string {
 	return cutTo(s, limit, len(s))
 }
+
+// Cut cuts s to limit bytes at a rune boundary, marked as a long value of
+// a result is: "… [N bytes]" with s's true length. A limit of 0 keeps s.
+func Cut(s string, limit int) string { return cut(s, limit) }
 
 // cutTo cuts s, the start of a value of total bytes, to limit bytes at a
 // rune boundary and says how long the value was.
