@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -271,7 +272,7 @@ func TestIdleReaper(t *testing.T) {
 	working := rawSession(t, srv.URL)
 	st := worker.NewStream(false)
 	st.Expect(1)
-	g.sessionByID(working).conn.Call(&worker.Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Method: "tools/call",
+	g.sessionByID(working).conn.Call(&jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Method: "tools/call",
 		Params: json.RawMessage(`{"name":"sleep","arguments":{"ms":600000}}`)}, "", st, nil)
 	st.Detach()
 

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -128,14 +128,14 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *worker.Message, st *worker.Stream, readOnly bool) {
-	token := m.ProgressToken()
+func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, readOnly bool) {
+	token := progressToken(m)
 	var rewrite func(json.RawMessage) json.RawMessage
 	if readOnly {
 		switch {
 		case strings.EqualFold(m.Method, "tools/call"):
 			// The name as a worker reads it; an ambiguous one is refused.
-			name, ok := worker.ToolName(m.Params)
+			name, ok := toolName(m.Params)
 			if !ok || !g.safe[name] {
 				s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
 				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
@@ -179,54 +179,20 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 
 // parseBody decodes one message or a batch: -32700 for JSON that does not
 // parse, -32600 for JSON that is not JSON-RPC 2.0.
-func parseBody(body []byte) (msgs []*worker.Message, batch bool, f failure, ok bool) {
-	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '[' {
-		var raws []json.RawMessage
-		if err := json.Unmarshal(body, &raws); err != nil {
-			return nil, true, syntaxOr(err, errInvalid), false
-		}
-		if len(raws) == 0 {
-			return nil, true, errEmptyBatch, false
-		}
-		msgs = make([]*worker.Message, 0, len(raws))
-		for _, raw := range raws {
-			m, f, ok := decodeMessage(raw)
-			if !ok {
-				return nil, true, f, false
-			}
-			msgs = append(msgs, m)
-		}
-		return msgs, true, failure{}, true
+func parseBody(body []byte) (msgs []*jsonrpc.Message, batch bool, f failure, ok bool) {
+	msgs, batch, err := jsonrpc.DecodeBody(body)
+	switch {
+	case err == nil:
+		return msgs, batch, failure{}, true
+	case errors.Is(err, jsonrpc.ErrParse):
+		return nil, batch, errParse, false
+	case errors.Is(err, jsonrpc.ErrEmptyBatch):
+		return nil, batch, errEmptyBatch, false
 	}
-	m, f, ok := decodeMessage(body)
-	if !ok {
-		return nil, false, f, false
-	}
-	return []*worker.Message{m}, false, failure{}, true
+	return nil, batch, errInvalid, false
 }
 
-func decodeMessage(raw []byte) (*worker.Message, failure, bool) {
-	m, err := worker.Decode(raw)
-	if err != nil {
-		return nil, syntaxOr(err, errInvalid), false
-	}
-	if m.Validate() != nil {
-		return nil, errInvalid, false
-	}
-	return m, failure{}, true
-}
-
-// syntaxOr returns errParse for a JSON syntax error, else f.
-func syntaxOr(err error, f failure) failure {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return errParse
-	}
-	return f
-}
-
-func hasMethod(msgs []*worker.Message, method string) bool {
+func hasMethod(msgs []*jsonrpc.Message, method string) bool {
 	for _, m := range msgs {
 		if m.Method == method {
 			return true
@@ -237,21 +203,21 @@ func hasMethod(msgs []*worker.Message, method string) bool {
 
 // batchOrder returns, for a batch, the request ids in order, so that held
 // answers go out in the order of their requests; nil for a single message.
-func batchOrder(batch bool, msgs []*worker.Message) []string {
+func batchOrder(batch bool, msgs []*jsonrpc.Message) []string {
 	if !batch {
 		return nil
 	}
 	order := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		if m.IsRequest() {
-			order = append(order, worker.Key(m.ID))
+			order = append(order, jsonrpc.Key(m.ID))
 		}
 	}
 	return order
 }
 
 // firstRequestID returns the id of the first request, for error answers.
-func firstRequestID(msgs []*worker.Message) json.RawMessage {
+func firstRequestID(msgs []*jsonrpc.Message) json.RawMessage {
 	for _, m := range msgs {
 		if m.IsRequest() {
 			return m.ID

@@ -3,7 +3,7 @@ package gateway
 import (
 	"encoding/json"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // readOnlyRefusal answers a tools/call of a tool outside the read-only-safe
@@ -11,8 +11,8 @@ import (
 // (-32602), and a message that says how to get write access (DESIGN
 // decision 4).
 func readOnlyRefusal(id json.RawMessage, tool string) []byte {
-	return worker.ErrorResponse(id, worker.ErrorObject{
-		Code: codeMethodNotFound,
+	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
+		Code: jsonrpc.CodeMethodNotFound,
 		Message: "gateway: tool " + quote(tool) + " changes data and this session is read-only; " +
 			"to use it, connect with a token that has the write scope, to a gateway that is not read-only",
 		Data: map[string]string{"kind": "readOnly", "tool": tool},
@@ -20,7 +20,7 @@ func readOnlyRefusal(id json.RawMessage, tool string) []byte {
 }
 
 func quote(s string) string {
-	b, _ := worker.Encode(s)
+	b, _ := jsonrpc.Marshal(s)
 	return string(b)
 }
 
@@ -43,8 +43,8 @@ func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
 			kept = append(kept, t)
 		}
 	}
-	res["tools"], _ = worker.Encode(kept)
-	out, err := worker.Encode(res)
+	res["tools"], _ = jsonrpc.Marshal(kept)
+	out, err := jsonrpc.Marshal(res)
 	if err != nil {
 		return json.RawMessage(`{"tools":[]}`)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -19,7 +20,7 @@ var workerBaseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 // initialize opens a session for an initialize request: reserve a slot,
 // start the worker, forward the request and answer with the worker's
 // answer and a fresh MCP-Session-Id.
-func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.Message, jsonOK, sseOK bool) {
+func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, jsonOK, sseOK bool) {
 	p := auth.PrincipalFrom(r.Context())
 	s := &session{id: newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
 	if p != nil {
@@ -68,7 +69,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *worker.M
 	var initialized atomic.Bool
 	st := worker.NewStream(sseOK)
 	st.Expect(1)
-	token := m.ProgressToken()
+	token := progressToken(m)
 	s.conn.Call(m, token, st, func(res json.RawMessage) json.RawMessage {
 		initialized.Store(true)
 		return res

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -80,7 +81,7 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 			pos[batch[i]] = i // the first occurrence wins
 		}
 		slices.SortStableFunc(held, func(a, b worker.Outgoing) int {
-			return pos[worker.Key(a.ID)] - pos[worker.Key(b.ID)]
+			return pos[jsonrpc.Key(a.ID)] - pos[jsonrpc.Key(b.ID)]
 		})
 		out := []byte{'['}
 		for i, h := range held {

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // maxFrame bounds one inbound JSON-RPC line, as the SDK's own stdio
@@ -72,36 +74,26 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 // check returns the error answer for a line that is not a JSON-RPC 2.0
-// message or a non-empty batch of them (JSON-RPC 2.0 §5.1), or nil.
+// message or a non-empty batch of them (JSON-RPC 2.0 §5.1), or nil. It
+// applies the gateway's rules (jsonrpc.DecodeBody), so what the gateway
+// forwards always passes.
 func check(line []byte) []byte {
-	if !json.Valid(line) {
-		return rpcError(nil, -32700, "parse error: the line is not JSON")
+	_, _, err := jsonrpc.DecodeBody(line)
+	var de *jsonrpc.DecodeError
+	if !errors.As(err, &de) {
+		return nil
 	}
-	var msgs []json.RawMessage
-	if trimmed := bytes.TrimSpace(line); trimmed[0] == '[' {
-		if err := json.Unmarshal(trimmed, &msgs); err != nil || len(msgs) == 0 {
-			return rpcError(nil, -32600, "invalid request: an empty or malformed batch")
-		}
-	} else {
-		msgs = []json.RawMessage{trimmed}
+	switch de.Err {
+	case jsonrpc.ErrParse:
+		return rpcError(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
+	case jsonrpc.ErrEmptyBatch:
+		return rpcError(nil, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch")
 	}
-	for _, m := range msgs {
-		var head struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-		}
-		if err := json.Unmarshal(m, &head); err != nil || head.JSONRPC != "2.0" {
-			return rpcError(head.ID, -32600, `invalid request: not a JSON-RPC 2.0 message (want "jsonrpc": "2.0")`)
-		}
-	}
-	return nil
+	return rpcError(de.ID, jsonrpc.CodeInvalidRequest, `invalid request: not a JSON-RPC 2.0 message (want "jsonrpc": "2.0", and a method, a result or an error)`)
 }
 
 func rpcError(id json.RawMessage, code int, message string) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": "mcpgate worker: " + message}})
+	b := jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: code, Message: "mcpgate worker: " + message})
 	return append(b, '\n')
 }
 

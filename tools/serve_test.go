@@ -24,6 +24,8 @@ func TestCheckFrame(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}, 5]`, -32600, "null"},
 		{`{"id":"x","method":"ping"}`, -32600, `"x"`},
 		{`"a string"`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}`, -32600, "1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {

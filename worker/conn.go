@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,12 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-)
 
-// JSON-RPC error codes the gateway itself produces for a worker's requests.
-const (
-	CodeInternalError  = -32603
-	CodeInvalidRequest = -32600
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // Error kinds in error.data.kind of the errors a Conn produces.
@@ -60,7 +55,7 @@ type Conn struct {
 
 type call struct {
 	clientID json.RawMessage
-	key      string // Key(clientID)
+	key      string // jsonrpc.Key(clientID)
 	token    string // progress token key, if any
 	stream   *Stream
 	rewrite  func(result json.RawMessage) json.RawMessage
@@ -115,13 +110,13 @@ func (c *Conn) ExitStatus() string {
 // a result, goes to s, as do messages the router picks s for. The caller has
 // counted the request with s.Expect. progressToken is the Key of
 // params._meta.progressToken, or empty.
-func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(json.RawMessage) json.RawMessage) {
-	cl := &call{clientID: m.ID, key: Key(m.ID), token: progressToken, stream: s, rewrite: rewrite}
+func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite func(json.RawMessage) json.RawMessage) {
+	cl := &call{clientID: m.ID, key: jsonrpc.Key(m.ID), token: progressToken, stream: s, rewrite: rewrite}
 	c.mu.Lock()
 	if c.closed {
 		kind, msg := c.endKind, c.endMsg
 		c.mu.Unlock()
-		s.Answer(m.ID, ErrorResponse(m.ID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}))
+		s.Answer(m.ID, internalError(m.ID, msg, kind))
 		return
 	}
 	c.nextID++
@@ -133,7 +128,7 @@ func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(js
 	}
 	c.mu.Unlock()
 
-	data, err := m.encodeWithID(strconv.AppendInt(nil, gid, 10))
+	data, err := m.EncodeWithID(strconv.AppendInt(nil, gid, 10))
 	if err == nil {
 		err = c.proc.Send(data)
 	}
@@ -147,7 +142,7 @@ func (c *Conn) Call(m *Message, progressToken string, s *Stream, rewrite func(js
 // requestId rewritten to the gateway's id, and the cancelled request is
 // settled without an answer (MCP §Cancellation: the receiver should not
 // answer it).
-func (c *Conn) Notify(m *Message) error {
+func (c *Conn) Notify(m *jsonrpc.Message) error {
 	if m.Method == "notifications/cancelled" {
 		var ok bool
 		if m, ok = c.rewriteCancel(m); !ok {
@@ -157,13 +152,13 @@ func (c *Conn) Notify(m *Message) error {
 	return c.send(m)
 }
 
-func (c *Conn) rewriteCancel(m *Message) (*Message, bool) {
+func (c *Conn) rewriteCancel(m *jsonrpc.Message) (*jsonrpc.Message, bool) {
 	var params map[string]json.RawMessage
 	if json.Unmarshal(m.Params, &params) != nil || params["requestId"] == nil {
 		return nil, false
 	}
 	c.mu.Lock()
-	gid, ok := c.byClient[Key(params["requestId"])]
+	gid, ok := c.byClient[jsonrpc.Key(params["requestId"])]
 	var cl *call
 	if ok {
 		cl = c.calls[gid]
@@ -175,27 +170,25 @@ func (c *Conn) rewriteCancel(m *Message) (*Message, bool) {
 	}
 	cl.stream.forget()
 	params["requestId"] = strconv.AppendInt(nil, gid, 10)
-	out := *m
-	out.plain = false
-	out.Params, _ = Encode(params)
-	return &out, true
+	p, _ := jsonrpc.Marshal(params)
+	return m.WithParams(p), true
 }
 
 // Respond forwards a client's answer to a request the worker sent it
 // (sampling, elicitation, roots), with the worker's own id restored.
-func (c *Conn) Respond(m *Message) error {
-	key := Key(m.ID)
+func (c *Conn) Respond(m *jsonrpc.Message) error {
+	key := jsonrpc.Key(m.ID)
 	c.mu.Lock()
 	wid, ok := c.outReqs[key]
 	if ok {
 		delete(c.outReqs, key)
-		delete(c.workerOut, Key(wid))
+		delete(c.workerOut, jsonrpc.Key(wid))
 	}
 	c.mu.Unlock()
 	if !ok {
 		return ErrUnknownResponse
 	}
-	data, err := m.encodeWithID(wid)
+	data, err := m.EncodeWithID(wid)
 	if err != nil {
 		return fmt.Errorf("worker: encode: %w", err)
 	}
@@ -205,8 +198,8 @@ func (c *Conn) Respond(m *Message) error {
 	return nil
 }
 
-func (c *Conn) send(m *Message) error {
-	data, err := m.encode()
+func (c *Conn) send(m *jsonrpc.Message) error {
+	data, err := m.Encode()
 	if err != nil {
 		return fmt.Errorf("worker: encode: %w", err)
 	}
@@ -309,7 +302,7 @@ func (c *Conn) run() {
 		c.onExit()
 	}
 	for _, cl := range calls {
-		cl.stream.Answer(cl.clientID, ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, msg, map[string]string{"kind": kind}}))
+		cl.stream.Answer(cl.clientID, internalError(cl.clientID, msg, kind))
 	}
 	if standalone != nil {
 		standalone.end()
@@ -319,21 +312,19 @@ func (c *Conn) run() {
 
 // handle takes one line from the worker.
 func (c *Conn) handle(line []byte) {
-	m, err := Decode(line)
+	m, err := jsonrpc.Decode(line)
 	if err != nil || m.Validate() != nil {
 		c.proc.Logf(slog.LevelWarn, "worker: dropped a line that is not JSON-RPC 2.0", "bytes", len(line))
 		return
 	}
-	if !m.IsResponse() && m.plain {
+	if !m.IsResponse() {
 		// line is the reader's buffer: what outlives this call (the
 		// worker's id, a notification queued on a stream) needs its own.
-		// On the fast path only id and params point into it (a request or
-		// notification has no result or error; method is a string).
-		m.ID, m.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
+		m.Own()
 	}
 	switch {
 	case m.IsResponse():
-		c.answer(m) // encode copies its members
+		c.answer(m) // Encode copies its members
 	case m.IsRequest():
 		c.request(m)
 	default:
@@ -342,7 +333,7 @@ func (c *Conn) handle(line []byte) {
 }
 
 // answer delivers the worker's answer to a client request.
-func (c *Conn) answer(m *Message) {
+func (c *Conn) answer(m *jsonrpc.Message) {
 	gid, err := strconv.ParseInt(string(m.ID), 10, 64)
 	c.mu.Lock()
 	cl := c.calls[gid]
@@ -359,43 +350,41 @@ func (c *Conn) answer(m *Message) {
 	out := m
 	if cl.rewrite != nil && m.Result != nil {
 		if res := cl.rewrite(m.Result); !sameBytes(res, m.Result) {
-			out = new(Message)
-			*out = *m
-			out.plain, out.Result = false, res
+			out = m.WithResult(res)
 		}
 	}
-	data, err := out.encodeWithID(cl.clientID)
+	data, err := out.EncodeWithID(cl.clientID)
 	if err != nil {
-		data = ErrorResponse(cl.clientID, ErrorObject{CodeInternalError, "gateway: the worker's answer could not be encoded", nil})
+		data = internalError(cl.clientID, "gateway: the worker's answer could not be encoded", "")
 	}
 	cl.stream.Answer(cl.clientID, data)
 }
 
 // request routes a request the worker sends the client.
-func (c *Conn) request(m *Message) {
+func (c *Conn) request(m *jsonrpc.Message) {
 	c.mu.Lock()
 	c.nextID++
 	key := strconv.FormatInt(c.nextID, 10)
 	c.outReqs[key] = m.ID
-	c.workerOut[Key(m.ID)] = key
+	c.workerOut[jsonrpc.Key(m.ID)] = key
 	s := c.routeLocked("")
 	c.mu.Unlock()
 
-	data, err := m.encodeWithID(json.RawMessage(key))
+	data, err := m.EncodeWithID(json.RawMessage(key))
 	if err == nil && s != nil && s.push(Outgoing{Data: data}) {
 		return
 	}
 	// Nowhere to deliver it: tell the worker, rather than leave it waiting.
 	c.mu.Lock()
 	delete(c.outReqs, key)
-	delete(c.workerOut, Key(m.ID))
+	delete(c.workerOut, jsonrpc.Key(m.ID))
 	c.mu.Unlock()
-	_ = c.proc.Send(ErrorResponse(m.ID, ErrorObject{CodeInternalError,
-		"gateway: no client stream is open to carry this request", map[string]string{"kind": KindNoStream}}))
+	_ = c.proc.Send(internalError(m.ID,
+		"gateway: no client stream is open to carry this request", KindNoStream))
 }
 
 // notification routes a notification the worker sends the client.
-func (c *Conn) notification(m *Message) {
+func (c *Conn) notification(m *jsonrpc.Message) {
 	var token string
 	switch m.Method {
 	case "notifications/progress":
@@ -403,7 +392,7 @@ func (c *Conn) notification(m *Message) {
 			ProgressToken json.RawMessage `json:"progressToken"`
 		}
 		if json.Unmarshal(m.Params, &p) == nil && p.ProgressToken != nil {
-			token = Key(p.ProgressToken)
+			token = jsonrpc.Key(p.ProgressToken)
 		}
 	case "notifications/cancelled":
 		// The worker gives up on its own request: name it by the id the
@@ -411,24 +400,32 @@ func (c *Conn) notification(m *Message) {
 		var params map[string]json.RawMessage
 		if json.Unmarshal(m.Params, &params) == nil && params["requestId"] != nil {
 			c.mu.Lock()
-			key, ok := c.workerOut[Key(params["requestId"])]
+			key, ok := c.workerOut[jsonrpc.Key(params["requestId"])]
 			c.mu.Unlock()
 			if ok {
 				params["requestId"] = json.RawMessage(key)
-				out := *m
-				out.plain = false
-				out.Params, _ = Encode(params)
-				m = &out
+				p, _ := jsonrpc.Marshal(params)
+				m = m.WithParams(p)
 			}
 		}
 	}
 	c.mu.Lock()
 	s := c.routeLocked(token)
 	c.mu.Unlock()
-	data, err := m.encode()
+	data, err := m.Encode()
 	if err != nil || s == nil || !s.push(Outgoing{Data: data}) {
 		c.log.Debug("worker: dropped a notification with no stream to carry it", "pid", c.Pid(), "method", m.Method)
 	}
+}
+
+// internalError is the -32603 answer the gateway gives in a worker's place,
+// with data.kind saying why (none when kind is empty).
+func internalError(id json.RawMessage, msg, kind string) []byte {
+	e := jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError, Message: msg}
+	if kind != "" {
+		e.Data = map[string]string{"kind": kind}
+	}
+	return jsonrpc.ErrorResponse(id, e)
 }
 
 // sameBytes reports whether a and b are the same slice (a rewrite that

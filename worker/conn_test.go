@@ -51,64 +51,6 @@ func TestRoute(t *testing.T) {
 	}
 }
 
-func TestMessageShapes(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		valid bool
-		kind  string
-	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, true, "request"},
-		{`{"jsonrpc":"2.0","id":"x","method":"ping"}`, true, "request"},
-		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, true, "notification"},
-		{`{"jsonrpc":"2.0","id":1,"result":{}}`, true, "response"},
-		{`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`, true, "response"},
-		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, false, ""},
-		{`{"jsonrpc":"2.0","id":{},"method":"ping"}`, false, ""},
-		{`{"jsonrpc":"2.0","id":1}`, false, ""},
-		{`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`, false, ""},
-		{`{"jsonrpc":"2.0","method":"x","result":{}}`, false, ""},
-		{`{"id":1,"method":"ping"}`, false, ""},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			var m Message
-			if err := json.Unmarshal([]byte(tc.in), &m); err != nil {
-				t.Fatal(err)
-			}
-			if got := m.Validate() == nil; got != tc.valid {
-				t.Fatalf("valid: got %v, want %v", got, tc.valid)
-			}
-			if !tc.valid {
-				return
-			}
-			kind := map[bool]string{true: "request"}[m.IsRequest()] + map[bool]string{true: "notification"}[m.IsNotification()] + map[bool]string{true: "response"}[m.IsResponse()]
-			if kind != tc.kind {
-				t.Errorf("got %s, want %s", kind, tc.kind)
-			}
-		})
-	}
-}
-
-func TestParamsInfo(t *testing.T) {
-	for _, tc := range []struct{ params, name, token string }{
-		{`{"name":"echo","_meta":{"progressToken":"a b"}}`, "echo", `"a b"`},
-		{`{"name":"echo","_meta":{"progressToken": 7}}`, "echo", `7`},
-		{`{"_meta":{"progressToken":null}}`, "", ""},
-		{`[1]`, "", ""},
-		{``, "", ""},
-	} {
-		name, token := ParamsInfo(json.RawMessage(tc.params))
-		if name != tc.name || token != tc.token {
-			t.Errorf("ParamsInfo(%s): got %q %q, want %q %q", tc.params, name, token, tc.name, tc.token)
-		}
-	}
-}
-
-func TestKey(t *testing.T) {
-	if Key(json.RawMessage(`{ "a" : 1 }`)) != `{"a":1}` || Key(json.RawMessage(`1`)) == Key(json.RawMessage(`"1"`)) {
-		t.Error("Key must compact and keep 1 and \"1\" apart")
-	}
-}
-
 func TestStreamQueueBound(t *testing.T) {
 	s := NewStream(true)
 	s.Expect(1)
@@ -126,41 +68,5 @@ func TestStreamQueueBound(t *testing.T) {
 	}
 	if !s.push(Outgoing{Data: big}) {
 		t.Error("after Take: got dropped, want queued")
-	}
-}
-
-func TestEncodeKeepsHTMLCharacters(t *testing.T) {
-	m := Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Result: json.RawMessage(`{"text":"<b>a & b</b>"}`)}
-	b, err := Encode(&m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"jsonrpc":"2.0","id":1,"result":{"text":"<b>a & b</b>"}}`; string(b) != want {
-		t.Errorf("got %s, want %s", b, want)
-	}
-}
-
-func TestToolName(t *testing.T) {
-	for _, tc := range []struct {
-		params string
-		name   string
-		ok     bool
-	}{
-		{`{"name":"echo","arguments":{"name":"x"}}`, "echo", true},
-		{`{"arguments":{},"name":"echo"}`, "echo", true},
-		{`{"n\u0061me":"echo"}`, "echo", true},
-		{`{"name":"write","Name":"echo"}`, "", false},
-		{`{"Name":"echo"}`, "", false},
-		{`{"name":"echo","name":"write"}`, "", false},
-		{`{"name":7}`, "", false},
-		{`{"arguments":{}}`, "", false},
-		{`["name","echo"]`, "", false},
-		{`{"name":"echo"`, "", false},
-		{``, "", false},
-	} {
-		name, ok := ToolName(json.RawMessage(tc.params))
-		if ok != tc.ok || (ok && name != tc.name) {
-			t.Errorf("ToolName(%s): got %q %v, want %q %v", tc.params, name, ok, tc.name, tc.ok)
-		}
 	}
 }

@@ -24,10 +24,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
-type message = worker.Message
+type message = jsonrpc.Message
 
 type stub struct {
 	outMu sync.Mutex

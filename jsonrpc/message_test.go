@@ -1,4 +1,4 @@
-package worker
+package jsonrpc
 
 import (
 	"bytes"
@@ -58,8 +58,8 @@ func TestDecodeMatchesUnmarshal(t *testing.T) {
 }
 
 // checkDecode compares Decode with json.Unmarshal into a Message: the same
-// error or none, the same members, and encode writing what Encode writes
-// (up to the whitespace inside params, result and error, which encode keeps).
+// error or none, the same members, and Encode writing what Marshal writes
+// (up to the whitespace inside params, result and error, which Encode keeps).
 func checkDecode(t *testing.T, in []byte) {
 	t.Helper()
 	var want Message
@@ -89,13 +89,13 @@ func checkDecode(t *testing.T, in []byte) {
 	for _, id := range []json.RawMessage{nil, json.RawMessage(`42`), json.RawMessage(`"c-1"`)} {
 		var enc, wantEnc []byte
 		if id == nil {
-			enc, err = got.encode()
-			wantEnc, _ = Encode(&want)
+			enc, err = got.Encode()
+			wantEnc, _ = Marshal(&want)
 		} else {
-			enc, err = got.encodeWithID(id)
+			enc, err = got.EncodeWithID(id)
 			w := want
 			w.ID = id
-			wantEnc, _ = Encode(&w)
+			wantEnc, _ = Marshal(&w)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -122,56 +122,11 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// progressCases are request params; ProgressToken must agree with
-// ParamsInfo on each.
-var progressCases = []struct{ name, params string }{
-	{"none", `{"name":"echo","arguments":{"text":"_meta"}}`},
-	{"number", `{"name":"echo","_meta":{"progressToken":5}}`},
-	{"string", `{"_meta":{"progressToken":"p-1","x":{"progressToken":2}},"name":"echo"}`},
-	{"spaces", `{ "_meta" : { "progressToken" : "a b" } }`},
-	{"null token", `{"_meta":{"progressToken":null}}`},
-	{"null meta", `{"_meta":null}`},
-	{"meta not object", `{"_meta":"x"}`},
-	{"meta array", `{"_meta":[1]}`},
-	{"meta other case", `{"_Meta":{"progressToken":1}}`},
-	{"token other case", `{"_meta":{"progresstoken":1}}`},
-	{"both cases", `{"_meta":{"progressToken":1},"_META":{"progressToken":2}}`},
-	{"duplicate meta", `{"_meta":{"progressToken":1},"_meta":{"progressToken":2}}`},
-	{"duplicate token", `{"_meta":{"progressToken":1,"progressToken":2}}`},
-	{"escaped key", `{"_meta":{"progress\u0054oken":1}}`},
-	{"name not string", `{"name":5,"_meta":{"progressToken":1}}`},
-	{"name other case not string", `{"NAME":[],"_meta":{"progressToken":1}}`},
-	{"name null", `{"name":null,"_meta":{"progressToken":1}}`},
-	{"params array", `[1]`},
-	{"params null", `null`},
-}
-
-func TestProgressTokenMatchesParamsInfo(t *testing.T) {
-	for _, tc := range progressCases {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + tc.params + `}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !m.plain {
-				t.Fatal("got the decoding path, want the fast path")
-			}
-			_, want := ParamsInfo(json.RawMessage(tc.params))
-			if got := m.ProgressToken(); got != want {
-				t.Errorf("got %q, want %q", got, want)
-			}
-		})
-	}
-	if got := (&Message{}).ProgressToken(); got != "" {
-		t.Errorf("no params: got %q, want none", got)
-	}
-}
-
 // BenchmarkAnswer measures what the gateway does to a worker's answer on
 // its way to the client — read it, restore the client's id, write it — for
 // a small and a 64 KiB result: "encoding/json" is json.Unmarshal into a
-// Message and Encode (the way before Decode), "decode" is Decode and
-// encodeWithID.
+// Message and Marshal (the way before Decode), "decode" is Decode and
+// EncodeWithID.
 func BenchmarkAnswer(b *testing.B) {
 	for _, size := range []int{16, 64 << 10} {
 		text := bytes.Repeat([]byte("x"), size)
@@ -187,7 +142,7 @@ func BenchmarkAnswer(b *testing.B) {
 					b.Fatal("not a message")
 				}
 				m.ID = clientID
-				if _, err := Encode(&m); err != nil {
+				if _, err := Marshal(&m); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -200,7 +155,7 @@ func BenchmarkAnswer(b *testing.B) {
 				if err != nil || m.Validate() != nil || !m.plain {
 					b.Fatal("not a message on the fast path")
 				}
-				if _, err := m.encodeWithID(clientID); err != nil {
+				if _, err := m.EncodeWithID(clientID); err != nil {
 					b.Fatal(err)
 				}
 			}

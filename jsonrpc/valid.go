@@ -1,4 +1,4 @@
-package worker
+package jsonrpc
 
 // maxDepth is encoding/json's nesting limit: json.Valid refuses deeper
 // input, and so does valid.

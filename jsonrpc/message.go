@@ -1,10 +1,9 @@
-package worker
+package jsonrpc
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 )
 
 // Message is one JSON-RPC 2.0 message with only the members the gateway reads
@@ -21,14 +20,21 @@ type Message struct {
 	// plain is set when Decode read the message on its fast path (see
 	// decodeFast): every member is then exactly as it would be encoded, so
 	// the message can be written by appending its members' bytes rather
-	// than by encoding/json. Code that changes a member of a copy other than
-	// its id must clear plain.
+	// than by encoding/json. A copy with another member than its id is made
+	// by WithParams or WithResult, which clear it.
 	plain bool
 }
 
-// ErrInvalidMessage marks a message that is JSON but not a JSON-RPC 2.0
-// request, notification or response.
-var ErrInvalidMessage = errors.New("worker: not a JSON-RPC 2.0 message")
+// Errors of Validate and DecodeBody.
+var (
+	// ErrParse marks text that is not JSON (JSON-RPC 2.0 §5.1: -32700).
+	ErrParse = errors.New("jsonrpc: not JSON")
+	// ErrInvalidMessage marks a message that is JSON but not a JSON-RPC 2.0
+	// request, notification or response (-32600).
+	ErrInvalidMessage = errors.New("jsonrpc: not a JSON-RPC 2.0 message")
+	// ErrEmptyBatch marks an empty array (JSON-RPC 2.0 §6: -32600).
+	ErrEmptyBatch = errors.New("jsonrpc: empty batch")
+)
 
 // IsRequest reports whether m is a request (a method and an id).
 func (m *Message) IsRequest() bool { return m.Method != "" && m.ID != nil }
@@ -90,10 +96,10 @@ func Key(raw json.RawMessage) string {
 	return b.String()
 }
 
-// Encode is json.Marshal without HTML escaping, so that "<", ">" and "&" in
+// Marshal is json.Marshal without HTML escaping, so that "<", ">" and "&" in
 // what a client or worker sent pass through byte for byte rather than as
 // \u003c and the like.
-func Encode(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -107,14 +113,15 @@ func Encode(v any) ([]byte, error) {
 // members are among jsonrpc, id, method, params, result and error, each
 // spelled exactly and present once, with no line break) is read by a scan of
 // its top level only and written out again by appending its members' bytes
-// (see encode), not by encoding/json, which would re-validate and compact
+// (see Encode), not by encoding/json, which would re-validate and compact
 // every raw member; its fields then alias data, which the caller must not
 // change. Anything else (duplicates, keys differing in case or spelled with
 // escapes, other members, a method that is not plain ASCII, line breaks,
 // which must not reach the newline-delimited worker pipe or an SSE line) is
 // decoded by encoding/json as before and behaves exactly as it always did:
 // re-encoded on the way out. Errors are encoding/json's (a *json.SyntaxError
-// for text that is not JSON); the caller still calls Validate.
+// for text that is not JSON); the caller still calls Validate. Either way
+// every member of the message is valid JSON, which PlainMember relies on.
 func Decode(data []byte) (*Message, error) {
 	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 && valid(data) {
 		if m, ok := decodeFast(data); ok {
@@ -126,6 +133,73 @@ func Decode(data []byte) (*Message, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// A DecodeError is DecodeBody's error. Err is ErrParse, ErrInvalidMessage or
+// ErrEmptyBatch; ID is the id of the message at fault when it decoded but
+// failed Validate (JSON-RPC 2.0 §5 answers with it), else nil.
+type DecodeError struct {
+	Err error
+	ID  json.RawMessage
+}
+
+func (e *DecodeError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err, for errors.Is.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// DecodeBody reads what one HTTP body or one stdio line may hold: one
+// message, or a batch (a JSON array, JSON-RPC 2.0 §6) of them, each decoded
+// by Decode and checked by Validate. It stops at the first message at fault.
+// The messages alias data, as Decode's do.
+func DecodeBody(data []byte) (msgs []*Message, batch bool, err error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '[' {
+		m, err := decodeValid(data)
+		if err != nil {
+			return nil, false, err
+		}
+		return []*Message{m}, false, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, true, decodeError(err)
+	}
+	if len(raws) == 0 {
+		return nil, true, &DecodeError{Err: ErrEmptyBatch}
+	}
+	msgs = make([]*Message, 0, len(raws))
+	for _, raw := range raws {
+		m, err := decodeValid(raw)
+		if err != nil {
+			return nil, true, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, true, nil
+}
+
+// decodeValid is Decode then Validate, with DecodeBody's errors.
+func decodeValid(data []byte) (*Message, error) {
+	m, err := Decode(data)
+	if err != nil {
+		return nil, decodeError(err)
+	}
+	if m.Validate() != nil {
+		return nil, &DecodeError{Err: ErrInvalidMessage, ID: m.ID}
+	}
+	return m, nil
+}
+
+// decodeError sorts an encoding/json error: a syntax error means the text is
+// not JSON, anything else (a number where an object belongs) that it is not
+// JSON-RPC.
+func decodeError(err error) *DecodeError {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return &DecodeError{Err: ErrParse}
+	}
+	return &DecodeError{Err: ErrInvalidMessage}
 }
 
 // decodeFast reads the top level of data, which must be valid JSON (the
@@ -206,6 +280,30 @@ func eachMember(obj []byte, fn func(key, val []byte) bool) bool {
 		}
 		i = ve
 	}
+}
+
+// PlainMember returns the value of the member of the object obj (valid
+// JSON, such as a member of a decoded Message) named exactly name, nil when
+// there is none, by a scan that decodes nothing. It reports false, leaving
+// the answer to encoding/json, when obj is not an object, a key holds an
+// escape, a key other than name equals it ignoring case (encoding/json's
+// rule), name appears twice, or check (when not nil) refuses some member.
+func PlainMember(obj []byte, name string, check func(key, val []byte) bool) ([]byte, bool) {
+	var found []byte
+	ok := eachMember(obj, func(key, val []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 || (check != nil && !check(key, val)) {
+			return false
+		}
+		if string(key) == name {
+			if found != nil {
+				return false
+			}
+			found = val
+			return true
+		}
+		return !bytes.EqualFold(key, []byte(name))
+	})
+	return found, ok
 }
 
 func skipSpace(data []byte, i int) int {
@@ -290,13 +388,13 @@ func plainString(s []byte) bool {
 	return true
 }
 
-// encode returns m as it goes on the wire. A message Decode read on its fast
+// Encode returns m as it goes on the wire. A message Decode read on its fast
 // path is written member by member, in the order and with the bytes that
 // encoding/json would produce for it except that params, result and error
 // keep the whitespace they came with (encoding/json would compact them).
-func (m *Message) encode() ([]byte, error) {
+func (m *Message) Encode() ([]byte, error) {
 	if !m.plain {
-		return Encode(m)
+		return Marshal(m)
 	}
 	n := len(`{"jsonrpc":"2.0"}`) + len(m.ID) + len(m.Method) + len(m.Params) + len(m.Result) + len(m.Error) + 48
 	b := make([]byte, 0, n)
@@ -318,168 +416,33 @@ func appendMember(b []byte, key string, val json.RawMessage) []byte {
 	return append(append(b, key...), val...)
 }
 
-// encodeWithID returns m on the wire with id in place of its own.
-func (m *Message) encodeWithID(id json.RawMessage) ([]byte, error) {
+// EncodeWithID returns m on the wire with id in place of its own.
+func (m *Message) EncodeWithID(id json.RawMessage) ([]byte, error) {
 	out := *m
 	out.ID = id
-	return out.encode()
+	return out.Encode()
 }
 
-// ErrorObject is a JSON-RPC error object.
-type ErrorObject struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
+// WithParams returns a copy of m with params in place of its own.
+func (m *Message) WithParams(params json.RawMessage) *Message {
+	out := *m
+	out.plain, out.Params = false, params
+	return &out
 }
 
-// ErrorResponse encodes a JSON-RPC error response for id (nil means null).
-func ErrorResponse(id json.RawMessage, e ErrorObject) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	b, err := Encode(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   ErrorObject     `json:"error"`
-	}{"2.0", id, e})
-	if err != nil {
-		// Only an unencodable Data can fail; drop it rather than the answer.
-		e.Data = nil
-		b, _ = Encode(struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Error   ErrorObject     `json:"error"`
-		}{"2.0", id, e})
-	}
-	return b
+// WithResult returns a copy of m with result in place of its own.
+func (m *Message) WithResult(result json.RawMessage) *Message {
+	out := *m
+	out.plain, out.Result = false, result
+	return &out
 }
 
-// ToolName reads the tool name of a tools/call's params the way a worker
-// does: the member named exactly "name". It reports ok only when the name is
-// unambiguous: one member whose key equals "name" ignoring case, spelled
-// exactly so, holding a string. encoding/json matches struct fields without
-// regard to case and keeps the last duplicate, while SDKs match exactly, so
-// {"name":"write","Name":"echo"} would otherwise pass the gateway's
-// read-only check as echo and run as write.
-func ToolName(params json.RawMessage) (name string, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(params))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", false
-	}
-	seen := false
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		key, _ := t.(string)
-		if !strings.EqualFold(key, "name") {
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return "", false
-			}
-			continue
-		}
-		if seen || key != "name" || dec.Decode(&name) != nil {
-			return "", false
-		}
-		seen = true
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return "", false
-	}
-	return name, seen
-}
-
-// requestParams is what the gateway reads from a request's params: the
-// progress token (MCP §Progress) and, for tools/call, the tool name.
-type requestParams struct {
-	Name string `json:"name"`
-	Meta struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-	} `json:"_meta"`
-}
-
-// ProgressToken returns the Key of the request's params._meta.progressToken
-// (MCP §Progress), or "" when there is none; the same as ParamsInfo's, but
-// for a message Decode read on its fast path it reads only the members on
-// the way to the token instead of decoding the whole params (a tools/call's
-// arguments may be large).
-func (m *Message) ProgressToken() string {
+// Own gives m its own copy of the members that point into the buffer Decode
+// read, so that m may outlive it (a message read through encoding/json owns
+// its members already).
+func (m *Message) Own() {
 	if m.plain {
-		if tok, ok := fastProgressToken(m.Params); ok {
-			return tok
-		}
+		m.ID, m.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
+		m.Result, m.Error = bytes.Clone(m.Result), bytes.Clone(m.Error)
 	}
-	_, tok := ParamsInfo(m.Params)
-	return tok
-}
-
-// fastProgressToken is ParamsInfo's token for valid JSON params whose keys
-// on the way are plain: it reports false, leaving the answer to ParamsInfo,
-// for anything encoding/json might read differently (a key spelled in
-// another case or with escapes, a duplicate, a member of the wrong type,
-// which makes ParamsInfo return nothing).
-func fastProgressToken(params json.RawMessage) (string, bool) {
-	if len(params) == 0 {
-		return "", true
-	}
-	meta, ok := plainMember(params, "_meta", func(key, val []byte) bool {
-		// ParamsInfo decodes the name as a string too: any other type
-		// fails it whole.
-		return !bytes.EqualFold(key, []byte("name")) || val[0] == '"' || string(val) == "null"
-	})
-	if !ok || meta == nil || string(meta) == "null" {
-		return "", ok
-	}
-	if meta[0] != '{' {
-		return "", false // ParamsInfo fails whole on a _meta that is no object
-	}
-	tok, ok := plainMember(meta, "progressToken", nil)
-	if !ok || tok == nil || string(tok) == "null" {
-		return "", ok
-	}
-	return Key(tok), true
-}
-
-// plainMember returns the value of the member of object obj (valid JSON)
-// named exactly name, nil when there is none. It reports false when
-// obj is not an object, a key holds an escape, a key other than name equals
-// it ignoring case (encoding/json's rule), name appears twice, or check
-// (when not nil) refuses some member.
-func plainMember(obj []byte, name string, check func(key, val []byte) bool) ([]byte, bool) {
-	var found []byte
-	ok := eachMember(obj, func(key, val []byte) bool {
-		if bytes.IndexByte(key, '\\') >= 0 || (check != nil && !check(key, val)) {
-			return false
-		}
-		if string(key) == name {
-			if found != nil {
-				return false
-			}
-			found = val
-			return true
-		}
-		return !bytes.EqualFold(key, []byte(name))
-	})
-	return found, ok
-}
-
-// ParamsInfo returns the tool name (tools/call) and the progress token key of
-// a request's params; both are empty when absent or unreadable. Its name is
-// read the encoding/json way (keys matched without regard to case, the last
-// duplicate winning), which is not how workers read it: a read-only decision
-// must use ToolName instead.
-func ParamsInfo(params json.RawMessage) (name, progressToken string) {
-	if len(params) == 0 {
-		return "", ""
-	}
-	var p requestParams
-	if json.Unmarshal(params, &p) != nil {
-		return "", ""
-	}
-	if p.Meta.ProgressToken != nil && !bytes.Equal(bytes.TrimSpace(p.Meta.ProgressToken), []byte("null")) {
-		progressToken = Key(p.Meta.ProgressToken)
-	}
-	return p.Name, progressToken
 }
