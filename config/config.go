@@ -100,6 +100,12 @@ type Limits struct {
 	// WorkerStopGrace is how long a stopping worker has between SIGTERM
 	// and SIGKILL. Default 5s.
 	WorkerStopGrace time.Duration `mapstructure:"worker_stop_grace"`
+	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
+	// answer over it fails its own request (-32603, error.data.kind
+	// "messageTooLarge") and the session goes on; any other message over
+	// it is dropped and logged. Default 64 MiB, well above what the
+	// built-in worker writes (16 MiB of structured content at most).
+	MaxWorkerMessageBytes ByteSize `mapstructure:"max_worker_message_bytes"`
 }
 
 // Worker says which process serves a session.
@@ -232,6 +238,7 @@ const (
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultWorkerStartTimeout = 10 * time.Second
 	DefaultWorkerStopGrace    = 5 * time.Second
+	DefaultMaxWorkerMessage   = 64 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -275,6 +282,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	setNumber(&l.WorkerStartTimeout, DefaultWorkerStartTimeout)
 	setNumber(&l.WorkerStopGrace, DefaultWorkerStopGrace)
+	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

@@ -45,6 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 		"session_idle_timeout":  30 * time.Minute,
 		"worker_start_timeout":  10 * time.Second,
 		"worker_stop_grace":     5 * time.Second,
+		"max_worker_message":    ByteSize(64 << 20),
 		"driver":                "sqlite",
 		"path":                  "data/mcpgate.db",
 		"statement_timeout":     30 * time.Second,
@@ -70,6 +71,7 @@ func TestLoadDefaults(t *testing.T) {
 		"session_idle_timeout":  c.Limits.SessionIdleTimeout,
 		"worker_start_timeout":  c.Limits.WorkerStartTimeout,
 		"worker_stop_grace":     c.Limits.WorkerStopGrace,
+		"max_worker_message":    c.Limits.MaxWorkerMessageBytes,
 		"driver":                c.Database.Driver,
 		"path":                  c.Database.Path,
 		"statement_timeout":     c.Database.StatementTimeout,
@@ -112,6 +114,7 @@ limits:
   max_sessions_per_user: 5
   session_idle_timeout: 10m
   worker_start_timeout: 3s
+  max_worker_message_bytes: 2MiB
   worker_stop_grace: 1s
 worker:
   command: ["/usr/bin/env", "my-server", "--flag=a,b"]
@@ -158,6 +161,7 @@ func TestLoadFile(t *testing.T) {
 			ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
 			MaxSessionsPerUser: 5, SessionIdleTimeout: 10 * time.Minute,
 			WorkerStartTimeout: 3 * time.Second, WorkerStopGrace: time.Second,
+			MaxWorkerMessageBytes: 2 << 20,
 		},
 		Worker: Worker{
 			Command:   []string{"/usr/bin/env", "my-server", "--flag=a,b"},
@@ -462,7 +466,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 47)
+	assert.Len(t, keys, 48)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

@@ -168,6 +168,7 @@ func TestValidateProblems(t *testing.T) {
 		{"negative count", func(c *Config) { c.Limits.MaxConnections = -5 }, "limits.max_connections", "-5 is negative"},
 		{"body limit too large", func(c *Config) { c.Limits.MaxBodyBytes = 2 << 30 }, "limits.max_body_bytes", "outside 1 byte to 1GiB"},
 		{"body limit negative", func(c *Config) { c.Limits.MaxBodyBytes = -1 }, "limits.max_body_bytes", "outside"},
+		{"worker message limit too small", func(c *Config) { c.Limits.MaxWorkerMessageBytes = 4096 }, "limits.max_worker_message_bytes", "outside 1MiB to 1GiB"},
 		{"header timeout beyond request timeout", func(c *Config) { c.Limits.ReadHeaderTimeout = DefaultReadTimeout * 2 }, "limits.read_header_timeout", "longer than limits.read_timeout"},
 		{"per-user sessions beyond total", func(c *Config) { c.Limits.MaxSessionsPerUser = DefaultMaxSessions + 1 }, "limits.max_sessions_per_user", "is more than limits.max_sessions"},
 

@@ -66,6 +66,10 @@ type Options struct {
 	WorkerStartTimeout time.Duration
 	// WorkerStopGrace is the time between SIGTERM and SIGKILL (default 5s).
 	WorkerStopGrace time.Duration
+	// MaxWorkerMessageBytes bounds one message a worker writes (0:
+	// worker.DefaultMaxLineBytes); an answer over it fails its request
+	// alone (worker.KindTooLarge).
+	MaxWorkerMessageBytes int
 	// MaxSessions bounds live sessions (default 1024); beyond it initialize
 	// gets 503.
 	MaxSessions int

@@ -54,7 +54,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		}
 	}
 	env = append(append(env, id.Environ()...), g.opts.WorkerEnv...)
-	proc, err := worker.StartProcess(worker.ProcessConfig{Command: g.command, Env: env, Dir: g.opts.WorkerDir, Logger: s.log})
+	proc, err := worker.StartProcess(worker.ProcessConfig{Command: g.command, Env: env, Dir: g.opts.WorkerDir, Logger: s.log, MaxLineBytes: g.opts.MaxWorkerMessageBytes})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
 		errWorkerStart.write(w, m.ID)
