@@ -34,6 +34,9 @@ func TestOversizedFields(t *testing.T) {
 				pool, err := sql.Open("sqlite", cfg.DSN)
 				require.NoError(t, err)
 				_, err = pool.Exec(ddl)
+				require.NoError(t, err)
+				cols := strings.TrimSuffix(strings.Repeat("CASE WHEN n = 2 THEN zeroblob(16000000) END, ", 10), ", ")
+				_, err = pool.Exec("CREATE VIEW check_big AS WITH t(n) AS (VALUES (1), (2)) SELECT n, " + cols + " FROM t")
 				require.NoError(t, errors.Join(err, pool.Close()))
 			}
 			cs := session(t, cfg, "bob", true)
@@ -56,6 +59,15 @@ func TestOversizedFields(t *testing.T) {
 			assert.Equal(t, []any{"ddl"}, sc[tools.TruncatedFields])
 			assert.Less(t, len(sc["ddl"].(string)), tools.MaxFieldBytes+64)
 
+			if engine == db.SQLite {
+				// Issue 8 item 7 through the tools: a row over the row
+				// bound cuts query's result and is no pass for a check.
+				text, sc := callOK(t, cs, "query", map[string]any{"sql": "SELECT * FROM check_big"})
+				assert.Equal(t, true, sc["rowTooLarge"])
+				assert.Contains(t, text, "over the 128 MiB row bound")
+				_, msg := callErr(t, cs, "run_check", map[string]any{"check": "check_big"})
+				assert.Contains(t, msg, "over the 128 MiB row bound", "a check whose rows cannot be read does not pass")
+			}
 			_, sc = callOK(t, cs, "status", nil)
 			assert.Equal(t, "bob", sc["user"], "the session goes on")
 		})
