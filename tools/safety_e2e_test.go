@@ -396,14 +396,16 @@ func TestCancelStopsStatement(t *testing.T) {
 			if engine == db.Postgres {
 				tool, stmt = "query", longQuery(engine)
 			}
+			ended := make(chan struct{})
 			go func() {
+				defer close(ended)
 				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"sql": stmt}})
 				done <- err
 			}()
 			if engine == db.Postgres {
-				waitRunning(t, cfg.DSN, "mcpgate-long")
+				waitRunning(t, cfg.DSN, "mcpgate-long", ended)
 			} else {
-				waitWriter(t, cfg.DSN)
+				waitWriter(t, cfg.DSN, ended)
 			}
 			cancel()
 			require.Error(t, <-done)
@@ -417,8 +419,9 @@ func TestCancelStopsStatement(t *testing.T) {
 }
 
 // waitWriter waits until another connection holds the SQLite database's
-// write lock.
-func waitWriter(t *testing.T, path string) {
+// write lock. It fails when ended is closed first: the call it waits for
+// finished without ever holding the lock, and polling on would hang.
+func waitWriter(t *testing.T, path string, ended <-chan struct{}) {
 	t.Helper()
 	pool, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
 	require.NoError(t, err)
@@ -435,14 +438,16 @@ func waitWriter(t *testing.T, path string) {
 		select {
 		case <-t.Context().Done():
 			t.Fatal("the statement never started")
+		case <-ended:
+			t.Fatal("the call ended before the test saw it hold the write lock")
 		case <-time.After(10 * time.Millisecond): // polling the lock: nothing to await
 		}
 	}
 }
 
 // waitRunning waits until PostgreSQL shows a statement containing marker
-// as active.
-func waitRunning(t *testing.T, dsn, marker string) {
+// as active. It fails when ended is closed first (the call finished).
+func waitRunning(t *testing.T, dsn, marker string, ended <-chan struct{}) {
 	t.Helper()
 	for {
 		n := dbtest.QueryInt(t, "pgx", dsn, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
@@ -452,6 +457,8 @@ func waitRunning(t *testing.T, dsn, marker string) {
 		select {
 		case <-t.Context().Done():
 			t.Fatal("the statement never started")
+		case <-ended:
+			t.Fatal("the call ended before the test saw its statement run")
 		case <-time.After(10 * time.Millisecond): // polling pg_stat_activity: nothing to await
 		}
 	}
