@@ -142,8 +142,13 @@ func bearerToken(r *http.Request) (string, error) {
 	return strings.TrimLeft(rest, " "), nil
 }
 
+// authenticatorKey carries the Authenticator that verified a request, for
+// WriteScopeRequired.
+type authenticatorKey struct{}
+
 // Middleware authenticates every request. On success it puts the
-// principal in the context (see PrincipalFrom) and deletes the
+// principal in the context (see PrincipalFrom), and itself for
+// WriteScopeRequired, and deletes the
 // Authorization header, so the token can never travel further (DESIGN 3);
 // on failure it answers with WriteError and next does not run.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
@@ -154,6 +159,7 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		r.Header.Del("Authorization")
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		ctx := context.WithValue(WithPrincipal(r.Context(), p), authenticatorKey{}, a)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -59,6 +59,9 @@ var (
 	ErrIssuedInFuture    = check(ErrInvalidToken, "token was issued in the future")
 	ErrNoSubject         = check(ErrInvalidToken, "token has no subject")
 	ErrUserID            = check(ErrInvalidToken, "token user claim is missing or not a valid user id")
+	ErrDPoPBound         = check(ErrInvalidToken, "token is bound to a DPoP key (cnf.jkt, RFC 9449) and this resource accepts only Bearer tokens; request a token without DPoP")
+	ErrCertBound         = check(ErrInvalidToken, "token is bound to a client certificate (cnf.x5t#S256, RFC 8705) and this resource accepts only Bearer tokens; request a token that is not certificate-bound")
+	ErrKeyBound          = check(ErrInvalidToken, "token is bound to a key (cnf, RFC 7800) and this resource accepts only Bearer tokens; request an unbound token")
 	ErrMissingScope      = check(ErrInsufficientScope, "token lacks a required scope")
 )
 
@@ -115,12 +118,22 @@ func description(err error) string {
 // resource_metadata and the derived scope), Retry-After on 503, and a JSON
 // body that says the same in words.
 func (a *Authenticator) WriteError(w http.ResponseWriter, err error) {
-	ans := answerFor(err)
 	desc := description(err)
+	if errors.Is(err, ErrTokenTooLarge) {
+		// Name the limit, so the operator of the client knows what to fix.
+		desc = "token is larger than the limit of " + strconv.Itoa(a.opts.MaxTokenBytes) + " bytes"
+	}
+	a.writeError(w, err, desc, a.scopeParam)
+}
+
+// writeError is WriteError with the description and the challenge's scope
+// given.
+func (a *Authenticator) writeError(w http.ResponseWriter, err error, desc, scope string) {
+	ans := answerFor(err)
 	h := w.Header()
 	switch ans.status {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		h.Set("WWW-Authenticate", a.challenge(ans.code, desc))
+		h.Set("WWW-Authenticate", a.challenge(ans.code, desc, scope))
 	case http.StatusServiceUnavailable:
 		retry := 1
 		if a.keys != nil {
@@ -142,18 +155,39 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, err error) {
 	w.Write(append(body, '\n'))
 }
 
+// ErrNeedsWriteScope: a valid token without the write scope asked for
+// something only a write token may do.
+var ErrNeedsWriteScope = check(ErrInsufficientScope, "this request needs the write scope")
+
+// WriteScopeRequired answers r, whose verified principal lacks the write
+// scope for what it asked, with 403 insufficient_scope and a challenge
+// whose scope names the required scopes and the write scope: the minimum
+// for the operation, so the client can step up in one round (MCP
+// 2025-11-25 §Runtime Insufficient Scope Errors). desc says what needed
+// it. It writes nothing and reports false when r did not pass an
+// Authenticator's Middleware, or no write scope is configured.
+func WriteScopeRequired(w http.ResponseWriter, r *http.Request, desc string) bool {
+	a, _ := r.Context().Value(authenticatorKey{}).(*Authenticator)
+	if a == nil || a.opts.WriteScope == "" {
+		return false
+	}
+	scopes := append(append([]string(nil), a.opts.RequiredScopes...), a.opts.WriteScope)
+	a.writeError(w, ErrNeedsWriteScope, desc, strings.Join(scopes, " "))
+	return true
+}
+
 // challenge builds the Bearer challenge. Without an error code (no
 // credentials were sent) it carries only resource_metadata and scope, as
 // RFC 6750 §3.1 asks.
-func (a *Authenticator) challenge(code, desc string) string {
+func (a *Authenticator) challenge(code, desc, scope string) string {
 	var b strings.Builder
 	b.WriteString("Bearer ")
 	if code != "" {
 		b.WriteString(`error="` + code + `", error_description="` + quote(desc) + `", `)
 	}
 	b.WriteString(`resource_metadata="` + quote(a.metadataURL) + `"`)
-	if s := a.scopeParam; s != "" {
-		b.WriteString(`, scope="` + quote(s) + `"`)
+	if scope != "" {
+		b.WriteString(`, scope="` + quote(scope) + `"`)
 	}
 	return b.String()
 }

@@ -20,6 +20,7 @@ const (
 	jwksMinInterval = 5 * time.Minute
 	jwksMaxInterval = 24 * time.Hour
 	fetchTimeout    = 10 * time.Second
+	firstFetchWait  = 2 * time.Second // for the key cache's own first fetch
 	firstRetry      = 250 * time.Millisecond
 )
 
@@ -101,6 +102,7 @@ func (k *keySource) run(ctx context.Context) {
 
 // load performs discovery (once) and a synchronous first JWKS fetch.
 func (k *keySource) load(ctx context.Context) error {
+	registered := false
 	if k.jwksURI == "" {
 		dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, k.opts.HTTPClient), fetchTimeout)
 		defer cancel()
@@ -114,8 +116,8 @@ func (k *keySource) load(ctx context.Context) error {
 		if err := p.Claims(&meta); err != nil {
 			return fmt.Errorf("auth: discovery document: %w", err)
 		}
-		if err := checkURL(meta.JWKSURI); err != nil {
-			return fmt.Errorf("auth: discovery document's jwks_uri %q: %w", meta.JWKSURI, err)
+		if err := checkURL(meta.JWKSURI, true); err != nil {
+			return fmt.Errorf("auth: discovery document's jwks_uri: %w", err)
 		}
 		if err := k.cache.Register(ctx, meta.JWKSURI,
 			jwk.WithHTTPClient(k.opts.HTTPClient), jwk.WithWaitReady(false),
@@ -123,16 +125,30 @@ func (k *keySource) load(ctx context.Context) error {
 			return fmt.Errorf("auth: key cache: %w", err)
 		}
 		k.jwksURI = meta.JWKSURI
+		registered = true
 	}
 	res, err := k.cache.LookupResource(ctx, k.jwksURI)
 	if err != nil {
 		return fmt.Errorf("auth: key cache: %w", err)
 	}
-	fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	set, err := k.cache.Refresh(fctx, k.jwksURI)
-	if err != nil {
-		return fmt.Errorf("auth: fetching %s: %w", k.jwksURI, err)
+	// Registering starts the cache's own first fetch: wait a little for it
+	// rather than fetch a second time (two start-up fetches also let the
+	// second one land after a key rotation). A later attempt, or a first
+	// fetch that is slow or failed (Ready cannot tell), fetches here.
+	var set jwk.Set
+	if registered {
+		wctx, cancel := context.WithTimeout(ctx, firstFetchWait)
+		if res.Ready(wctx) == nil {
+			set = res.Resource()
+		}
+		cancel()
+	}
+	if set == nil {
+		fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+		defer cancel()
+		if set, err = k.cache.Refresh(fctx, k.jwksURI); err != nil {
+			return fmt.Errorf("auth: fetching %s: %w", k.jwksURI, err)
+		}
 	}
 	if set.Len() == 0 {
 		return fmt.Errorf("auth: %s holds no keys", k.jwksURI)

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
@@ -39,14 +36,14 @@ type Options struct {
 	ExtraScopes []string
 	// UserClaim names the claim that holds the user id; default "sub".
 	UserClaim string
-	// Algorithms is the allow-list of JWS algorithms. Default: RS256, RS384,
-	// RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, plus HS256,
-	// HS384 and HS512 when HMACSecret is set. "none" is never allowed, and an
-	// HS* algorithm only together with HMACSecret.
+	// Algorithms is the allow-list of JWS algorithms, names from
+	// DefaultAlgorithms and HMACAlgorithms (CheckAlgorithm). Default:
+	// DefaultAlgorithms, plus HMACAlgorithms when HMACSecret is set. "none"
+	// is never allowed, and an HS* algorithm only together with HMACSecret.
 	Algorithms []string
 	// HMACSecret enables HS* tokens, verified with this secret only and never
 	// with a JWKS key, so a public key can never serve as an HMAC secret
-	// (RFC 8725 §2.1). At least 32 bytes.
+	// (RFC 8725 §2.1). At least MinHMACSecret bytes.
 	HMACSecret []byte
 	// RequireATJWT accepts only typ "at+jwt" (RFC 9068 §2.1). Otherwise typ
 	// may be "JWT", "at+jwt" or "application/at+jwt", or absent.
@@ -82,9 +79,6 @@ const (
 	DefaultRetryInterval      = 30 * time.Second
 )
 
-var defaultAsymmetric = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-var defaultHMAC = []string{"HS256", "HS384", "HS512"}
-
 // normalize validates o and fills in defaults, reporting every problem at once.
 func (o Options) normalize() (Options, error) {
 	var errs []error
@@ -92,46 +86,49 @@ func (o Options) normalize() (Options, error) {
 
 	if o.Issuer == "" {
 		bad("issuer is required (the authorization server's exact iss, e.g. https://kc.example/realms/mcp)")
-	} else if err := checkURL(o.Issuer); err != nil {
-		bad("issuer %q: %v", o.Issuer, err)
+	} else if err := CheckURL(o.Issuer); err != nil {
+		bad("issuer: %v", err)
 	}
 	if o.Resource == "" {
 		bad("resource is required: the canonical URI of this server's /mcp endpoint, e.g. https://mcp.example/mcp (RFC 8707: tokens are checked to name it in aud)")
-	} else if err := checkResource(o.Resource); err != nil {
-		bad("resource %q: %v", o.Resource, err)
+	} else if err := CheckResource(o.Resource); err != nil {
+		bad("resource: %v", err)
 	}
 	if len(o.AuthorizationServers) == 0 && o.Issuer != "" {
 		o.AuthorizationServers = []string{o.Issuer}
 	}
 	for _, s := range o.AuthorizationServers {
-		if err := checkURL(s); err != nil {
-			bad("authorization server %q: %v", s, err)
+		if err := CheckURL(s); err != nil {
+			bad("authorization server: %v", err)
 		}
 	}
-	for _, s := range slices.Concat(o.RequiredScopes, []string{o.WriteScope}, o.ExtraScopes) {
-		if strings.ContainsAny(s, " \t\"\\") {
-			bad("scope %q: a scope cannot contain spaces, quotes or backslashes (RFC 6749 §3.3)", s)
+	for _, s := range slices.Concat(o.RequiredScopes, o.ExtraScopes) {
+		if err := CheckScope(s); err != nil {
+			bad("scope: %v", err)
+		}
+	}
+	if o.WriteScope != "" {
+		if err := CheckScope(o.WriteScope); err != nil {
+			bad("write scope: %v", err)
 		}
 	}
 	if o.UserClaim == "" {
 		o.UserClaim = "sub"
 	}
-	if len(o.HMACSecret) > 0 && len(o.HMACSecret) < 32 {
-		bad("hmac secret is %d bytes; use at least 32 (RFC 7518 §3.2)", len(o.HMACSecret))
+	if len(o.HMACSecret) > 0 {
+		if err := CheckHMACSecret(o.HMACSecret); err != nil {
+			bad("hmac secret %v", err)
+		}
 	}
 	if len(o.Algorithms) == 0 {
-		o.Algorithms = slices.Clone(defaultAsymmetric)
+		o.Algorithms = DefaultAlgorithms()
 		if len(o.HMACSecret) > 0 {
-			o.Algorithms = append(o.Algorithms, defaultHMAC...)
+			o.Algorithms = append(o.Algorithms, HMACAlgorithms()...)
 		}
 	}
 	for _, a := range o.Algorithms {
-		alg, ok := jwa.LookupSignatureAlgorithm(a)
-		switch {
-		case !ok || a == jwa.NoSignature().String():
-			bad("algorithm %q is not a JWS signature algorithm this server allows", a)
-		case alg.IsSymmetric() && len(o.HMACSecret) == 0:
-			bad("algorithm %q needs a shared hmac secret; without one HMAC is never accepted", a)
+		if err := CheckAlgorithm(a, len(o.HMACSecret) > 0); err != nil {
+			bad("algorithm %v", err)
 		}
 	}
 	if o.Leeway == 0 {
@@ -172,50 +169,4 @@ func (o *Options) hasAsymmetric() bool {
 		}
 	}
 	return false
-}
-
-// checkURL accepts an absolute https URL, or http on a loopback host (a
-// local issuer during development).
-func checkURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return errors.New("not a URL")
-	}
-	if u.Host == "" || u.User != nil || u.Fragment != "" {
-		return errors.New("must be an absolute URL with a host, no user info and no fragment")
-	}
-	switch u.Scheme {
-	case "https":
-		return nil
-	case "http":
-		if isLoopback(u.Hostname()) {
-			return nil
-		}
-	}
-	return errors.New("must use https (http only on a loopback host)")
-}
-
-// checkResource also demands the canonical form, because clients compare
-// the metadata's resource with the URL they used character for character
-// (RFC 9728 §3.3): lower-case scheme and host, no query or fragment.
-func checkResource(s string) error {
-	if err := checkURL(s); err != nil {
-		return err
-	}
-	u, _ := url.Parse(s)
-	if u.RawQuery != "" || u.ForceQuery {
-		return errors.New("must not have a query")
-	}
-	if strings.ToLower(u.Scheme) != u.Scheme || strings.ToLower(u.Host) != u.Host || !strings.HasPrefix(s, u.Scheme+"://"+u.Host) {
-		return errors.New("must be canonical: lower-case scheme and host")
-	}
-	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -17,14 +17,21 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{"no resource", func(o *auth.Options) { o.Resource = "" }, []string{"resource is required"}},
 		{"no issuer", func(o *auth.Options) { o.Issuer = "" }, []string{"issuer is required"}},
-		{"plain http issuer off loopback", func(o *auth.Options) { o.Issuer = "http://kc.example/realms/mcp" }, []string{"must use https"}},
-		{"resource with fragment", func(o *auth.Options) { o.Resource = resource + "#x" }, []string{"no fragment"}},
-		{"resource with query", func(o *auth.Options) { o.Resource = resource + "?a=b" }, []string{"must not have a query"}},
-		{"upper-case host", func(o *auth.Options) { o.Resource = "https://MCP.example.test/mcp" }, []string{"canonical"}},
+		// One case per rule, to show New applies it; the rules' own tables
+		// are in rules_test.go.
+		{"plain http issuer off loopback", func(o *auth.Options) { o.Issuer = "http://kc.example/realms/mcp" }, []string{"issuer:", "must use https"}},
+		{"upper-case host", func(o *auth.Options) { o.Resource = "https://MCP.example.test/mcp" }, []string{"resource:", "canonical"}},
+		{"authorization server with a fragment", func(o *auth.Options) { o.AuthorizationServers = []string{"https://as.example#x"} }, []string{"authorization server:", "must not carry"}},
 		{"alg none", func(o *auth.Options) { o.Algorithms = []string{"none"} }, []string{`algorithm "none"`}},
 		{"HMAC without a secret", func(o *auth.Options) { o.Algorithms = []string{"RS256", "HS256"} }, []string{`"HS256" needs a shared hmac secret`}},
 		{"short secret", func(o *auth.Options) { o.HMACSecret = []byte("short") }, []string{"at least 32"}},
-		{"scope with a space", func(o *auth.Options) { o.ExtraScopes = []string{"a b"} }, []string{`scope "a b"`}},
+		{"scope with a space", func(o *auth.Options) { o.ExtraScopes = []string{"a b"} }, []string{`scope: "a b" is not a scope`}},
+		// Rules that config checked more strictly than auth did (issue 9);
+		// these failed before auth took config's rules.
+		{"issuer with a query", func(o *auth.Options) { o.Issuer = "https://kc.example/realms/mcp?tenant=a" }, []string{"issuer:", "must not carry"}},
+		{"scope with a control character", func(o *auth.Options) { o.RequiredScopes = []string{"mcp\x01use"} }, []string{"is not a scope"}},
+		{"scope outside ASCII", func(o *auth.Options) { o.WriteScope = "mcp:écrire" }, []string{"write scope:", "is not a scope"}},
+		{"algorithm outside the allow-list", func(o *auth.Options) { o.Algorithms = []string{"ES256K"} }, []string{`"ES256K" is not`}},
 		{"every problem at once", func(o *auth.Options) { o.Resource, o.Algorithms = "", []string{"none"} },
 			[]string{"resource is required", `algorithm "none"`}},
 	} {

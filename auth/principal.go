@@ -20,8 +20,40 @@ type Principal struct {
 	TokenTag string    // a short hash of the token, for logs; never the token
 }
 
-// Owner names who owns a session: the same issuer and subject.
-func (p *Principal) Owner() string { return p.Issuer + "\x00" + p.Subject }
+// Owner is who owns a session: every part of a principal that decides
+// what its requests can reach. The issuer and subject name the account;
+// the user id is who the worker runs as (the configured user claim, which
+// need not be sub), so it must match too, or a token with the same sub and
+// another preferred_username would act as a user the session was not
+// started for; and the client id keeps one user's clients apart, so that a
+// session one application opened is not another application's to use or
+// end. It is comparable with ==; the zero Owner is the localhost mode's
+// (no principal).
+type Owner struct {
+	Issuer, Subject, UserID, ClientID string
+}
+
+// Owner returns the owner of the sessions p opens.
+func (p *Principal) Owner() Owner {
+	return Owner{Issuer: p.Issuer, Subject: p.Subject, UserID: p.UserID, ClientID: p.ClientID}
+}
+
+// Differs names the first part of o that differs from other ("issuer",
+// "subject", "user", "client"), or "" when they are equal: for a log line
+// that says why a request was refused a session.
+func (o Owner) Differs(other Owner) string {
+	switch {
+	case o.Issuer != other.Issuer:
+		return "issuer"
+	case o.Subject != other.Subject:
+		return "subject"
+	case o.UserID != other.UserID:
+		return "user"
+	case o.ClientID != other.ClientID:
+		return "client"
+	}
+	return ""
+}
 
 type principalKey struct{}
 

@@ -37,6 +37,9 @@ type claims struct {
 	ClientID string       `json:"client_id"`
 	Scope    scopeList    `json:"scope"`
 	Scp      scopeList    `json:"scp"`
+	// Cnf binds the token to a key (RFC 7800 §3.1): a JSON object whose
+	// members name the confirmation method.
+	Cnf map[string]json.RawMessage `json:"cnf"`
 
 	// The usual user claims, decoded here to spare a second pass.
 	PreferredUsername string `json:"preferred_username"`
@@ -212,6 +215,9 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	if c.Sub == "" {
 		return ErrNoSubject
 	}
+	if err := keyBound(c.Cnf); err != nil {
+		return err
+	}
 	if userErr != nil {
 		return userErr
 	}
@@ -228,6 +234,23 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 		}
 	}
 	return nil
+}
+
+// keyBound refuses a sender-constrained token: one whose cnf names a key
+// the presenter must prove it holds. Accepting it as a plain Bearer token
+// would let whoever copied it use it, which is what the binding exists to
+// prevent; this resource verifies neither DPoP proofs nor client
+// certificates. An empty cnf binds nothing.
+func keyBound(cnf map[string]json.RawMessage) error {
+	switch {
+	case len(cnf) == 0:
+		return nil
+	case cnf["jkt"] != nil:
+		return ErrDPoPBound
+	case cnf["x5t#S256"] != nil:
+		return ErrCertBound
+	}
+	return ErrKeyBound
 }
 
 // userID reads the configured user claim and checks it is a sane id.

@@ -13,6 +13,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // Config is the whole configuration of `mcpgate serve`. The YAML names of the
@@ -100,6 +102,26 @@ type Limits struct {
 	// WorkerStopGrace is how long a stopping worker has between SIGTERM
 	// and SIGKILL. Default 5s.
 	WorkerStopGrace time.Duration `mapstructure:"worker_stop_grace"`
+	// WriteTimeout bounds each write of a response (at most 64 KiB): a
+	// client that accepts no bytes for this long loses the response, and
+	// its request stops keeping the session busy. Default 30s.
+	WriteTimeout time.Duration `mapstructure:"write_timeout"`
+	// MaxStreamBufferBytes, MaxSessionBufferBytes and MaxUserBufferBytes
+	// cap the bytes held, not yet written, for one response, one session's
+	// responses and one user's. An answer beyond them is replaced by an
+	// error of kind bufferFull. Defaults 32 MiB, 64 MiB, 128 MiB.
+	MaxStreamBufferBytes  ByteSize `mapstructure:"max_stream_buffer_bytes"`
+	MaxSessionBufferBytes ByteSize `mapstructure:"max_session_buffer_bytes"`
+	MaxUserBufferBytes    ByteSize `mapstructure:"max_user_buffer_bytes"`
+	// MaxUnauthenticatedPerAddress caps the connections from one client
+	// address (IPv4, or IPv6 /64) that have not yet carried a request past
+	// the token check; the next one is refused like one over
+	// max_connections. Default 64.
+	MaxUnauthenticatedPerAddress int `mapstructure:"max_unauthenticated_per_address"`
+	// UnauthenticatedIdleTimeout bounds a connection's waits (TLS
+	// handshake, request head, keep-alive idle) until a request on it has
+	// passed the token check. Default 10s.
+	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
 	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
 	// answer over it fails its own request (-32603, error.data.kind
 	// "messageTooLarge") and the session goes on; any other message over
@@ -129,6 +151,10 @@ type Worker struct {
 	// are safe in a read-only session. Empty means none: fail-closed
 	// (DESIGN.md, decision 4). The built-in toolsets vouch for their own.
 	SafeTools []string `mapstructure:"safe_tools"`
+	// SafeMethods names methods of an external worker, beyond MCP's read
+	// methods (gateway.ReadMethods), that a read-only request may send.
+	// Empty means none: fail-closed, as for tools.
+	SafeMethods []string `mapstructure:"safe_methods"`
 }
 
 // Database is the built-in worker's database.
@@ -160,6 +186,10 @@ type Database struct {
 	// MaxRows caps the rows of one tool result (the true total is still
 	// reported). Default 500.
 	MaxRows int `mapstructure:"max_rows"`
+	// ChecksTimeout bounds one run of every check (run_checks,
+	// list_failing_checks); checks not reached by then are reported as not
+	// run. Default 2m.
+	ChecksTimeout time.Duration `mapstructure:"checks_timeout"`
 }
 
 // Auth configures bearer-token authentication (OAuth 2.1 resource server).
@@ -238,25 +268,25 @@ const (
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultWorkerStartTimeout = 10 * time.Second
 	DefaultWorkerStopGrace    = 5 * time.Second
+	DefaultWriteTimeout       = 30 * time.Second
+	DefaultMaxStreamBuffer    = 32 << 20
+	DefaultMaxSessionBuffer   = 64 << 20
+	DefaultMaxUserBuffer      = 128 << 20
+	DefaultMaxUnauthPerAddr   = 64
+	DefaultUnauthIdleTimeout  = 10 * time.Second
 	DefaultMaxWorkerMessage   = 64 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
 	DefaultLockTimeout        = 5 * time.Second
 	DefaultMaxRows            = 500
+	DefaultChecksTimeout      = 2 * time.Minute
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 )
-
-// DefaultAlgorithms is the JWS allow-list when auth.algorithms is empty and
-// no HMAC secret is configured: the asymmetric algorithms of RFC 7518 and
-// RFC 8037.
-func DefaultAlgorithms() []string {
-	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-}
 
 // Default returns a Config holding every default: the unauthenticated
 // localhost mode with the built-in worker on SQLite.
@@ -282,6 +312,12 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	setNumber(&l.WorkerStartTimeout, DefaultWorkerStartTimeout)
 	setNumber(&l.WorkerStopGrace, DefaultWorkerStopGrace)
+	setNumber(&l.WriteTimeout, DefaultWriteTimeout)
+	setNumber(&l.MaxStreamBufferBytes, DefaultMaxStreamBuffer)
+	setNumber(&l.MaxSessionBufferBytes, DefaultMaxSessionBuffer)
+	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
+	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
+	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
 	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)
@@ -289,12 +325,13 @@ func (c *Config) applyDefaults() {
 	setNumber(&c.Database.StatementTimeout, DefaultStatementTimeout)
 	setNumber(&c.Database.LockTimeout, DefaultLockTimeout)
 	setNumber(&c.Database.MaxRows, DefaultMaxRows)
+	setNumber(&c.Database.ChecksTimeout, DefaultChecksTimeout)
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {
-		c.Auth.Algorithms = DefaultAlgorithms()
+		c.Auth.Algorithms = auth.DefaultAlgorithms()
 		if c.Auth.HMACSecretFile != "" {
-			c.Auth.Algorithms = append(c.Auth.Algorithms, hmacAlgorithms...)
+			c.Auth.Algorithms = append(c.Auth.Algorithms, auth.HMACAlgorithms()...)
 		}
 	}
 	if len(c.Auth.AuthorizationServers) == 0 && c.Auth.Issuer != "" {

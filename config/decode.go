@@ -35,7 +35,7 @@ func (k key) normalizeFileValue(val any) (any, error) {
 		fallthrough
 	case shellWordKeys[k.name]:
 		if s, ok := val.(string); ok {
-			return splitShellWords(s)
+			return SplitWords(s)
 		}
 	}
 	return val, nil
@@ -47,7 +47,7 @@ func (k key) decodeString(s string) (any, error) {
 		return k.decode(s)
 	}
 	if shellWordKeys[k.name] {
-		words, err := splitShellWords(s)
+		words, err := SplitWords(s)
 		if err != nil {
 			return nil, err
 		}
@@ -81,11 +81,14 @@ func splitList(s string) []string {
 	})
 }
 
-// splitShellWords splits s into words like a POSIX shell without expansion:
-// white space separates, single quotes keep everything, double quotes keep
-// everything but a backslash before " or \, a bare backslash escapes the
-// next character.
-func splitShellWords(s string) ([]string, error) {
+// SplitWords splits a command line into words like a POSIX shell without
+// expansion of any kind: blanks (space, tab, CR, LF) separate, single quotes
+// keep everything, double quotes keep everything but a backslash before " or
+// \, a bare backslash escapes the next character. It is how worker.command
+// and worker.env are read from one string, and how the benchmark harness
+// reads its command lines. The error (an unterminated quote) does not name
+// the value; the caller does.
+func SplitWords(s string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
 	inWord := false

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // Authenticated reports whether bearer tokens are checked (auth.issuer set).
@@ -38,23 +40,34 @@ func (c *Config) Resource() string {
 	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: "/mcp"}).String()
 }
 
+// headerSlack is the room MaxHeaderBytes leaves beside the bearer token for
+// the rest of a request's head (Host, Accept, MCP headers, cookies a browser
+// adds).
+const headerSlack = 64 << 10
+
+// minHeaderBytes is the least MaxHeaderBytes: a token several times over the
+// default auth.max_token_bytes still reaches the token check, and gets a
+// 401 invalid_token that names the limit rather than a bare 431.
+const minHeaderBytes = 256 << 10
+
+// MaxHeaderBytes is the bound on a request's head, derived from
+// auth.max_token_bytes so the two agree: a token over the token limit is
+// read whole and refused with 401 invalid_token naming the limit; only a
+// head larger than this (max_token_bytes + 64 KiB, at least 256 KiB) gets
+// net/http's bare 431.
+func (c *Config) MaxHeaderBytes() int {
+	return max(minHeaderBytes, int(c.Auth.MaxTokenBytes)+headerSlack)
+}
+
 // Loopback reports whether server.listen binds a loopback address only
-// (localhost, 127.0.0.0/8 or ::1). An empty host binds every interface and
+// (auth.IsLoopbackHost: localhost, 127.0.0.0/8 or ::1). An empty host binds every interface and
 // is not loopback.
 func (c *Config) Loopback() bool {
 	host, _, err := net.SplitHostPort(c.Server.Listen)
 	if err != nil {
 		return false
 	}
-	return isLoopbackHost(host)
-}
-
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return auth.IsLoopbackHost(host)
 }
 
 // originHost reduces an allowed_origins entry to its host[:port].
@@ -104,15 +117,11 @@ func readSecret(path string) ([]byte, error) {
 		return nil, err
 	}
 	b = trimNewline(b)
-	if len(b) < minHMACSecret {
-		return nil, fmt.Errorf("%s holds %d bytes; an HMAC secret needs at least %d (e.g. openssl rand -base64 48 > FILE)", path, len(b), minHMACSecret)
+	if err := auth.CheckHMACSecret(b); err != nil {
+		return nil, fmt.Errorf("%s %w", path, err)
 	}
 	return b, nil
 }
-
-// minHMACSecret is the shortest accepted shared secret: HS256's output
-// size (RFC 7518 §3.2: a key of the same size as the hash output or larger).
-const minHMACSecret = 32
 
 func trimNewline(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\n' {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // env returns a Getenv over a fixed map, so no test sees the real
@@ -32,56 +34,70 @@ func TestLoadDefaults(t *testing.T) {
 	assert.Equal(t, Default(), c)
 
 	want := map[string]any{
-		"listen":                "127.0.0.1:8000",
-		"name":                  "mcpgate",
-		"local_user":            "",
-		"max_body_bytes":        ByteSize(8 << 20),
-		"max_connections":       4096,
-		"read_header_timeout":   10 * time.Second,
-		"read_timeout":          30 * time.Second,
-		"idle_timeout":          2 * time.Minute,
-		"max_sessions":          1024,
-		"max_sessions_per_user": 256,
-		"session_idle_timeout":  30 * time.Minute,
-		"worker_start_timeout":  10 * time.Second,
-		"worker_stop_grace":     5 * time.Second,
-		"max_worker_message":    ByteSize(64 << 20),
-		"driver":                "sqlite",
-		"path":                  "data/mcpgate.db",
-		"statement_timeout":     30 * time.Second,
-		"lock_timeout":          5 * time.Second,
-		"max_rows":              500,
-		"user_claim":            "sub",
-		"leeway":                60 * time.Second,
-		"max_token_bytes":       ByteSize(16 << 10),
-		"level":                 "info",
-		"format":                "text",
+		"listen":                          "127.0.0.1:8000",
+		"name":                            "mcpgate",
+		"local_user":                      "",
+		"max_body_bytes":                  ByteSize(8 << 20),
+		"max_connections":                 4096,
+		"read_header_timeout":             10 * time.Second,
+		"read_timeout":                    30 * time.Second,
+		"idle_timeout":                    2 * time.Minute,
+		"max_sessions":                    1024,
+		"max_sessions_per_user":           256,
+		"session_idle_timeout":            30 * time.Minute,
+		"worker_start_timeout":            10 * time.Second,
+		"worker_stop_grace":               5 * time.Second,
+		"write_timeout":                   30 * time.Second,
+		"max_stream_buffer_bytes":         ByteSize(32 << 20),
+		"max_session_buffer_bytes":        ByteSize(64 << 20),
+		"max_user_buffer_bytes":           ByteSize(128 << 20),
+		"max_unauthenticated_per_address": 64,
+		"unauthenticated_idle_timeout":    10 * time.Second,
+		"max_worker_message_bytes":        ByteSize(64 << 20),
+		"driver":                          "sqlite",
+		"path":                            "data/mcpgate.db",
+		"statement_timeout":               30 * time.Second,
+		"lock_timeout":                    5 * time.Second,
+		"max_rows":                        500,
+		"checks_timeout":                  2 * time.Minute,
+		"user_claim":                      "sub",
+		"leeway":                          60 * time.Second,
+		"max_token_bytes":                 ByteSize(16 << 10),
+		"level":                           "info",
+		"format":                          "text",
 	}
 	got := map[string]any{
-		"listen":                c.Server.Listen,
-		"name":                  c.Server.Name,
-		"local_user":            c.Server.LocalUser,
-		"max_body_bytes":        c.Limits.MaxBodyBytes,
-		"max_connections":       c.Limits.MaxConnections,
-		"read_header_timeout":   c.Limits.ReadHeaderTimeout,
-		"read_timeout":          c.Limits.ReadTimeout,
-		"idle_timeout":          c.Limits.IdleTimeout,
-		"max_sessions":          c.Limits.MaxSessions,
-		"max_sessions_per_user": c.Limits.MaxSessionsPerUser,
-		"session_idle_timeout":  c.Limits.SessionIdleTimeout,
-		"worker_start_timeout":  c.Limits.WorkerStartTimeout,
-		"worker_stop_grace":     c.Limits.WorkerStopGrace,
-		"max_worker_message":    c.Limits.MaxWorkerMessageBytes,
-		"driver":                c.Database.Driver,
-		"path":                  c.Database.Path,
-		"statement_timeout":     c.Database.StatementTimeout,
-		"lock_timeout":          c.Database.LockTimeout,
-		"max_rows":              c.Database.MaxRows,
-		"user_claim":            c.Auth.UserClaim,
-		"leeway":                c.Auth.Leeway,
-		"max_token_bytes":       c.Auth.MaxTokenBytes,
-		"level":                 c.Log.Level,
-		"format":                c.Log.Format,
+		"listen":                          c.Server.Listen,
+		"name":                            c.Server.Name,
+		"local_user":                      c.Server.LocalUser,
+		"max_body_bytes":                  c.Limits.MaxBodyBytes,
+		"max_connections":                 c.Limits.MaxConnections,
+		"read_header_timeout":             c.Limits.ReadHeaderTimeout,
+		"read_timeout":                    c.Limits.ReadTimeout,
+		"idle_timeout":                    c.Limits.IdleTimeout,
+		"max_sessions":                    c.Limits.MaxSessions,
+		"max_sessions_per_user":           c.Limits.MaxSessionsPerUser,
+		"session_idle_timeout":            c.Limits.SessionIdleTimeout,
+		"worker_start_timeout":            c.Limits.WorkerStartTimeout,
+		"worker_stop_grace":               c.Limits.WorkerStopGrace,
+		"write_timeout":                   c.Limits.WriteTimeout,
+		"max_stream_buffer_bytes":         c.Limits.MaxStreamBufferBytes,
+		"max_session_buffer_bytes":        c.Limits.MaxSessionBufferBytes,
+		"max_user_buffer_bytes":           c.Limits.MaxUserBufferBytes,
+		"max_unauthenticated_per_address": c.Limits.MaxUnauthenticatedPerAddress,
+		"unauthenticated_idle_timeout":    c.Limits.UnauthenticatedIdleTimeout,
+		"max_worker_message_bytes":        c.Limits.MaxWorkerMessageBytes,
+		"driver":                          c.Database.Driver,
+		"path":                            c.Database.Path,
+		"statement_timeout":               c.Database.StatementTimeout,
+		"lock_timeout":                    c.Database.LockTimeout,
+		"max_rows":                        c.Database.MaxRows,
+		"checks_timeout":                  c.Database.ChecksTimeout,
+		"user_claim":                      c.Auth.UserClaim,
+		"leeway":                          c.Auth.Leeway,
+		"max_token_bytes":                 c.Auth.MaxTokenBytes,
+		"level":                           c.Log.Level,
+		"format":                          c.Log.Format,
 	}
 	for k, w := range want {
 		t.Run(k, func(t *testing.T) {
@@ -90,7 +106,7 @@ func TestLoadDefaults(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, DefaultAlgorithms(), c.Auth.Algorithms)
+	assert.Equal(t, auth.DefaultAlgorithms(), c.Auth.Algorithms)
 	assert.False(t, c.Authenticated())
 	assert.NoError(t, c.Validate(), "the defaults must validate")
 }
@@ -161,6 +177,9 @@ func TestLoadFile(t *testing.T) {
 			ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
 			MaxSessionsPerUser: 5, SessionIdleTimeout: 10 * time.Minute,
 			WorkerStartTimeout: 3 * time.Second, WorkerStopGrace: time.Second,
+			WriteTimeout: DefaultWriteTimeout, MaxStreamBufferBytes: DefaultMaxStreamBuffer,
+			MaxSessionBufferBytes: DefaultMaxSessionBuffer, MaxUserBufferBytes: DefaultMaxUserBuffer,
+			MaxUnauthenticatedPerAddress: DefaultMaxUnauthPerAddr, UnauthenticatedIdleTimeout: DefaultUnauthIdleTimeout,
 			MaxWorkerMessageBytes: 2 << 20,
 		},
 		Worker: Worker{
@@ -173,6 +192,7 @@ func TestLoadFile(t *testing.T) {
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
 			SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows,
+			ChecksTimeout: DefaultChecksTimeout,
 		},
 		Auth: Auth{
 			Issuer:               "https://kc.example.com/realms/mcp",
@@ -354,7 +374,7 @@ func TestLoadFileForms(t *testing.T) {
 			assert.Equal(t, "127.0.0.1:1", c.Server.Listen)
 		}},
 		{"an hmac secret adds HS algorithms to the default list", "auth:\n  issuer: https://i.example.com\n  hmac_secret_file: s\n", func(t *testing.T, c *Config) {
-			assert.Equal(t, append(DefaultAlgorithms(), "HS256", "HS384", "HS512"), c.Auth.Algorithms)
+			assert.Equal(t, append(auth.DefaultAlgorithms(), "HS256", "HS384", "HS512"), c.Auth.Algorithms)
 		}},
 		{"an explicit algorithm list is kept", "auth:\n  hmac_secret_file: s\n  algorithms: [HS512]\n", func(t *testing.T, c *Config) {
 			assert.Equal(t, []string{"HS512"}, c.Auth.Algorithms)
@@ -466,7 +486,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 48)
+	assert.Len(t, keys, 56)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))
@@ -526,7 +546,7 @@ func TestByteSizeString(t *testing.T) {
 	}
 }
 
-func TestSplitShellWords(t *testing.T) {
+func TestSplitWords(t *testing.T) {
 	tests := []struct {
 		in   string
 		want []string
@@ -534,17 +554,27 @@ func TestSplitShellWords(t *testing.T) {
 	}{
 		{"", nil, false},
 		{"  a  b\tc ", []string{"a", "b", "c"}, false},
+		{"a\r\nb\n", []string{"a", "b"}, false},
 		{`a "b c" 'd e'`, []string{"a", "b c", "d e"}, false},
+		{`serve --worker-command '/bin/w stdio-server'`, []string{"serve", "--worker-command", "/bin/w stdio-server"}, false},
+		{`'a\b'`, []string{`a\b`}, false},
 		{`a\ b`, []string{"a b"}, false},
+		{`"say \"hi\" \\o/"`, []string{`say "hi" \o/`}, false},
 		{`"say \"hi\"" 'it''s'`, []string{`say "hi"`, "its"}, false},
+		{`"a\nb"`, []string{`a\nb`}, false},
 		{`x"y"z`, []string{"xyz"}, false},
+		{`--x='1 2'3`, []string{"--x=1 23"}, false},
 		{`""`, []string{""}, false},
+		{`a '' b`, []string{"a", "", "b"}, false},
+		{"héllo 'wörld ✓'", []string{"héllo", "wörld ✓"}, false},
+		{`trailing\`, []string{`trailing\`}, false},
 		{`'open`, nil, true},
 		{`"open`, nil, true},
+		{`"open\"`, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := splitShellWords(tt.in)
+			got, err := SplitWords(tt.in)
 			if tt.err {
 				assert.Error(t, err)
 				return

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // Problem is one thing wrong with a configuration: the key and what to do.
@@ -85,7 +87,7 @@ func (c *Config) validateServer(v *validator) {
 		v.add("server.listen", "%q is not host:port; use e.g. %s, or 0.0.0.0:8443 for every interface", s.Listen, DefaultListen)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		v.add("server.listen", "port %q is not a number from 0 to 65535", port)
-	} else if !isLoopbackHost(host) && !s.Insecure && (!c.TLSEnabled() || !c.Authenticated()) {
+	} else if !auth.IsLoopbackHost(host) && !s.Insecure && (!c.TLSEnabled() || !c.Authenticated()) {
 		var missing []string
 		if !c.TLSEnabled() {
 			missing = append(missing, "tls.cert_file and tls.key_file")
@@ -101,10 +103,15 @@ func (c *Config) validateServer(v *validator) {
 		if c.Authenticated() {
 			v.add("server.public_url", "is required with auth.issuer: the canonical resource URI (public_url + /mcp) is the audience tokens must carry; set it to the origin clients use, e.g. https://mcp.example.com")
 		}
-	} else if msg := checkURL(s.PublicURL, c.Authenticated()); msg != "" {
-		v.add("server.public_url", "%s", msg)
+	} else if err := auth.CheckURL(s.PublicURL); err != nil && (c.Authenticated() || !errors.Is(err, auth.ErrNotHTTPS)) {
+		// Plain http off loopback is the operator's business only while
+		// no token travels to this URL.
+		v.add("server.public_url", "%v", err)
 	} else if strings.HasSuffix(strings.TrimRight(s.PublicURL, "/"), "/mcp") {
 		v.add("server.public_url", "%q ends in /mcp; give the origin (and any proxy path prefix) only, the resource URI adds /mcp", s.PublicURL)
+	} else if err := auth.CheckResource(c.Resource()); err != nil && c.Authenticated() {
+		// auth.New would refuse the resource at start-up; say it now.
+		v.add("server.public_url", "gives the resource URI %v", err)
 	}
 
 	for i, o := range s.AllowedOrigins {
@@ -123,23 +130,6 @@ func (c *Config) validateServer(v *validator) {
 			v.add("server.local_user", "%s", msg)
 		}
 	}
-}
-
-// checkURL checks an absolute issuer or public URL: https, or http on a
-// loopback host when strict; no user info, query or fragment. It returns
-// what is wrong, or "".
-func checkURL(raw string, strict bool) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return fmt.Sprintf("%q is not an absolute http(s) URL such as https://host.example.com", raw)
-	}
-	if u.Scheme == "http" && strict && !isLoopbackHost(u.Hostname()) {
-		return fmt.Sprintf("%q must use https (http is accepted only on a loopback host, for local tests)", raw)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
-		return fmt.Sprintf("%q must not carry user info, a query or a fragment", u.Redacted())
-	}
-	return ""
 }
 
 // checkUserID returns what makes s unusable as a user id, or "".
@@ -169,6 +159,8 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.session_idle_timeout", l.SessionIdleTimeout},
 		{"limits.worker_start_timeout", l.WorkerStartTimeout},
 		{"limits.worker_stop_grace", l.WorkerStopGrace},
+		{"limits.write_timeout", l.WriteTimeout},
+		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -181,6 +173,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.max_connections", l.MaxConnections},
 		{"limits.max_sessions", l.MaxSessions},
 		{"limits.max_sessions_per_user", l.MaxSessionsPerUser},
+		{"limits.max_unauthenticated_per_address", l.MaxUnauthenticatedPerAddress},
 	} {
 		if n.val < 0 {
 			v.add(n.key, "%d is negative; use a positive number (0 or no key means the default)", n.val)
@@ -194,6 +187,22 @@ func (c *Config) validateLimits(v *validator) {
 	}
 	if l.ReadHeaderTimeout > 0 && l.ReadTimeout > 0 && l.ReadHeaderTimeout > l.ReadTimeout {
 		v.add("limits.read_header_timeout", "%v is longer than limits.read_timeout %v, which bounds reading the body; lower it", l.ReadHeaderTimeout, l.ReadTimeout)
+	}
+	bufs := []struct {
+		key string
+		val ByteSize
+	}{
+		{"limits.max_stream_buffer_bytes", l.MaxStreamBufferBytes},
+		{"limits.max_session_buffer_bytes", l.MaxSessionBufferBytes},
+		{"limits.max_user_buffer_bytes", l.MaxUserBufferBytes},
+	}
+	for i, b := range bufs {
+		switch {
+		case b.val < 0 || b.val > 1<<40:
+			v.add(b.key, "%d is outside 1 byte to 1TiB; use a size such as 64MiB (0 or no key means the default)", int64(b.val))
+		case i > 0 && b.val > 0 && bufs[i-1].val > b.val:
+			v.add(bufs[i-1].key, "%d is more than %s %d; a smaller share cannot hold more than the larger one", int64(bufs[i-1].val), b.key, int64(b.val))
+		}
 	}
 	if l.MaxSessionsPerUser > 0 && l.MaxSessions > 0 && l.MaxSessionsPerUser > l.MaxSessions {
 		v.add("limits.max_sessions_per_user", "%d is more than limits.max_sessions %d; lower it or raise max_sessions", l.MaxSessionsPerUser, l.MaxSessions)
@@ -215,8 +224,13 @@ func (c *Config) validateWorker(v *validator) {
 				v.add("worker.command", "%q is not found in PATH; give its absolute path", name)
 			}
 		}
-	} else if len(w.SafeTools) > 0 {
-		v.add("worker.safe_tools", "applies to an external worker.command only; the built-in toolsets vouch for their own read-only tools, so remove it")
+	} else {
+		if len(w.SafeTools) > 0 {
+			v.add("worker.safe_tools", "applies to an external worker.command only; the built-in toolsets vouch for their own read-only tools, so remove it")
+		}
+		if len(w.SafeMethods) > 0 {
+			v.add("worker.safe_methods", "applies to an external worker.command only; the built-in worker serves tools alone, so remove it")
+		}
 	}
 	for i, e := range w.Env {
 		name, _, ok := strings.Cut(e, "=")
@@ -237,6 +251,15 @@ func (c *Config) validateWorker(v *validator) {
 	}
 	checkNames(v, "worker.toolsets", w.Toolsets)
 	checkNames(v, "worker.safe_tools", w.SafeTools)
+	checkNames(v, "worker.safe_methods", w.SafeMethods)
+	for _, m := range w.SafeMethods {
+		switch {
+		case m == "tools/call" || m == "tools/list":
+			v.add("worker.safe_methods", "%q is decided per tool; list read-only tools in worker.safe_tools instead", m)
+		case m == "initialize" || strings.HasPrefix(m, "notifications/"):
+			v.add("worker.safe_methods", "%q is not a request a read-only session is refused; remove it", m)
+		}
+	}
 }
 
 // checkExecutable reports what stops path from being run, or "".
@@ -310,6 +333,9 @@ func (c *Config) validateDatabase(v *validator) {
 	if d.StatementTimeout < 0 {
 		v.add("database.statement_timeout", "%v is negative; use a duration such as 30s", d.StatementTimeout)
 	}
+	if d.ChecksTimeout < 0 {
+		v.add("database.checks_timeout", "%v is negative; use a duration such as 2m", d.ChecksTimeout)
+	}
 }
 
 // plausibleDSN accepts the two forms pgx parses: a URL and key=value pairs.
@@ -320,9 +346,6 @@ func plausibleDSN(dsn string) bool {
 	}
 	return strings.Contains(dsn, "=")
 }
-
-// hmacAlgorithms are the JWS algorithms that need a shared secret.
-var hmacAlgorithms = []string{"HS256", "HS384", "HS512"}
 
 func (c *Config) validateAuth(v *validator) {
 	a := c.Auth
@@ -344,15 +367,15 @@ func (c *Config) validateAuth(v *validator) {
 		return
 	}
 
-	if msg := checkURL(a.Issuer, true); msg != "" {
-		v.add("auth.issuer", "%s", msg)
+	if err := auth.CheckURL(a.Issuer); err != nil {
+		v.add("auth.issuer", "%v", err)
 	}
 	for i, s := range a.AuthorizationServers {
 		if s == a.Issuer {
 			continue // reported as auth.issuer, once
 		}
-		if msg := checkURL(s, true); msg != "" {
-			v.add(fmt.Sprintf("auth.authorization_servers[%d]", i), "%s", msg)
+		if err := auth.CheckURL(s); err != nil {
+			v.add(fmt.Sprintf("auth.authorization_servers[%d]", i), "%v", err)
 		}
 	}
 
@@ -377,19 +400,14 @@ func (c *Config) validateAuth(v *validator) {
 		v.add("auth.user_claim", "is empty; name the claim holding the user id, e.g. sub or preferred_username")
 	}
 
-	known := append(DefaultAlgorithms(), hmacAlgorithms...)
 	hasHMAC := false
 	for _, alg := range a.Algorithms {
-		switch {
-		case strings.EqualFold(alg, "none"):
-			v.add("auth.algorithms", `"none" is never accepted: an unsigned token proves nothing; remove it`)
-		case !slices.Contains(known, alg):
-			v.add("auth.algorithms", "%q is not a JWS algorithm; use names from %s (case matters)", alg, strings.Join(known, ", "))
-		case slices.Contains(hmacAlgorithms, alg):
-			hasHMAC = true
-			if a.HMACSecretFile == "" {
-				v.add("auth.algorithms", "%s needs a shared secret in auth.hmac_secret_file; without one an attacker could sign with a public key, so remove it or set the file", alg)
-			}
+		hasHMAC = hasHMAC || slices.Contains(auth.HMACAlgorithms(), alg)
+		switch err := auth.CheckAlgorithm(alg, a.HMACSecretFile != ""); {
+		case errors.Is(err, auth.ErrNeedsHMACSecret):
+			v.add("auth.algorithms", "%s needs a shared secret in auth.hmac_secret_file; without one an attacker could sign with a public key, so remove it or set the file", alg)
+		case err != nil:
+			v.add("auth.algorithms", "%v; remove it", err)
 		}
 	}
 	if a.HMACSecretFile != "" {
@@ -409,17 +427,12 @@ func (c *Config) validateAuth(v *validator) {
 	}
 }
 
-// checkScopes checks scope tokens against RFC 6749 §3.3:
-// scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
+// checkScopes reports each scope that is not an RFC 6749 scope token
+// (auth.CheckScope).
 func checkScopes(v *validator, key string, scopes []string) {
 	for _, s := range scopes {
-		ok := s != ""
-		for i := 0; i < len(s) && ok; i++ {
-			b := s[i]
-			ok = b == 0x21 || (b >= 0x23 && b <= 0x5B) || (b >= 0x5D && b <= 0x7E)
-		}
-		if !ok {
-			v.add(key, "%q is not a scope (RFC 6749 §3.3: printable ASCII, no space, quote or backslash)", s)
+		if err := auth.CheckScope(s); err != nil {
+			v.add(key, "%v", err)
 		}
 	}
 }

@@ -76,6 +76,15 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 			c.Auth = Auth{}
 			c.Server.PublicURL = ""
 		}},
+		{"upper-case localhost", func(c *Config) {
+			c.Auth.Issuer = "http://LOCALHOST:9999/realms/test"
+			c.Server.Listen = "LocalHost:8000"
+		}},
+		{"http public url off loopback without auth", func(c *Config) {
+			c.Server.Listen = "127.0.0.1:8000"
+			c.Auth = Auth{}
+			c.Server.PublicURL = "http://mcp.internal:8000"
+		}},
 		{"loopback http issuer and public url for tests", func(c *Config) {
 			c.Auth.Issuer = "http://127.0.0.1:9999/realms/test"
 			c.Server.PublicURL = "http://localhost:8000"
@@ -99,6 +108,7 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 			c.Worker.Env = []string{"HOME=/tmp", "lower_case=1", "EMPTY="}
 			c.Worker.Dir = f.dir
 			c.Worker.SafeTools = []string{"read"}
+			c.Worker.SafeMethods = []string{"x/stats"}
 		}},
 		{"worker found in PATH", func(c *Config) { c.Worker.Command = []string{"sh", "-c", "true"} }},
 		{"postgres url", func(c *Config) {
@@ -148,6 +158,7 @@ func TestValidateProblems(t *testing.T) {
 		{"public url with query", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com/?x=1" }, "server.public_url", "must not carry user info, a query or a fragment"},
 		{"public url with fragment", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com#f" }, "server.public_url", "must not carry"},
 		{"public url with user info hides the password", func(c *Config) { c.Server.PublicURL = "https://u:hunter2@mcp.example.com" }, "server.public_url", "must not carry"},
+		{"public url upper-case host", func(c *Config) { c.Server.PublicURL = "https://MCP.example.com" }, "server.public_url", "must be canonical"},
 		{"public url ends in /mcp", func(c *Config) { c.Server.PublicURL = "https://mcp.example.com/mcp/" }, "server.public_url", "ends in /mcp; give the origin"},
 		{"allowed origin with a path", func(c *Config) { c.Server.AllowedOrigins = []string{"https://a.example.com/app"} }, "server.allowed_origins[0]", "is not an origin"},
 		{"allowed origin with a bad scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"x", "ftp://a.example.com"} }, "server.allowed_origins[1]", `has scheme "ftp"`},
@@ -168,6 +179,9 @@ func TestValidateProblems(t *testing.T) {
 		{"negative count", func(c *Config) { c.Limits.MaxConnections = -5 }, "limits.max_connections", "-5 is negative"},
 		{"body limit too large", func(c *Config) { c.Limits.MaxBodyBytes = 2 << 30 }, "limits.max_body_bytes", "outside 1 byte to 1GiB"},
 		{"body limit negative", func(c *Config) { c.Limits.MaxBodyBytes = -1 }, "limits.max_body_bytes", "outside"},
+		{"write timeout negative", func(c *Config) { c.Limits.WriteTimeout = -1 }, "limits.write_timeout", "negative"},
+		{"stream buffer over session buffer", func(c *Config) { c.Limits.MaxStreamBufferBytes = 128 << 20 }, "limits.max_stream_buffer_bytes", "more than limits.max_session_buffer_bytes"},
+		{"user buffer negative", func(c *Config) { c.Limits.MaxUserBufferBytes = -1 }, "limits.max_user_buffer_bytes", "outside 1 byte to 1TiB"},
 		{"worker message limit too small", func(c *Config) { c.Limits.MaxWorkerMessageBytes = 4096 }, "limits.max_worker_message_bytes", "outside 1MiB to 1GiB"},
 		{"header timeout beyond request timeout", func(c *Config) { c.Limits.ReadHeaderTimeout = DefaultReadTimeout * 2 }, "limits.read_header_timeout", "longer than limits.read_timeout"},
 		{"per-user sessions beyond total", func(c *Config) { c.Limits.MaxSessionsPerUser = DefaultMaxSessions + 1 }, "limits.max_sessions_per_user", "is more than limits.max_sessions"},
@@ -178,6 +192,19 @@ func TestValidateProblems(t *testing.T) {
 		{"worker program not executable", func(c *Config) { c.Worker.Command = []string{f.plain} }, "worker.command", "is not executable (chmod +x)"},
 		{"worker program not in PATH", func(c *Config) { c.Worker.Command = []string{"no-such-mcp-server-xyz"} }, "worker.command", "is not found in PATH"},
 		{"safe tools without an external worker", func(c *Config) { c.Worker.SafeTools = []string{"x"} }, "worker.safe_tools", "applies to an external worker.command only"},
+		{"safe methods without an external worker", func(c *Config) { c.Worker.SafeMethods = []string{"x/read"} }, "worker.safe_methods", "applies to an external worker.command only"},
+		{"safe methods naming tools/call", func(c *Config) {
+			c.Worker.Command = []string{"sh"}
+			c.Worker.SafeMethods = []string{"tools/call"}
+		}, "worker.safe_methods", "list read-only tools in worker.safe_tools instead"},
+		{"safe methods naming a notification", func(c *Config) {
+			c.Worker.Command = []string{"sh"}
+			c.Worker.SafeMethods = []string{"notifications/cancelled"}
+		}, "worker.safe_methods", "is not a request"},
+		{"safe method listed twice", func(c *Config) {
+			c.Worker.Command = []string{"sh"}
+			c.Worker.SafeMethods = []string{"x/a", "x/a"}
+		}, "worker.safe_methods", `"x/a" is listed twice`},
 		{"worker env without =", func(c *Config) { c.Worker.Env = []string{"A=1", "JUSTANAME"} }, "worker.env[1]", "is not NAME=value"},
 		{"worker env bad name", func(c *Config) { c.Worker.Env = []string{"1A=x"} }, "worker.env[0]", "is not NAME=value"},
 		{"worker env reserved name", func(c *Config) { c.Worker.Env = []string{"MCPGATE_WORKER_USER=root"} }, "worker.env[0]", "MCPGATE_WORKER_USER is reserved"},
@@ -385,6 +412,27 @@ func TestLogLevel(t *testing.T) {
 		c := &Config{Log: Log{Level: in}}
 		if got := c.LogLevel(); got != want {
 			t.Errorf("LogLevel(%q): got %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestMaxHeaderBytes: the head bound follows auth.max_token_bytes, so a
+// token over its limit is read and refused with 401, not cut off with 431.
+func TestMaxHeaderBytes(t *testing.T) {
+	for _, tc := range []struct {
+		token ByteSize
+		want  int
+	}{
+		{16 << 10, 256 << 10},
+		{1 << 20, 1<<20 + 64<<10},
+	} {
+		c := Default()
+		c.Auth.MaxTokenBytes = tc.token
+		if got := c.MaxHeaderBytes(); got != tc.want {
+			t.Errorf("max_token_bytes %d: got MaxHeaderBytes %d, want %d", tc.token, got, tc.want)
+		}
+		if got := c.MaxHeaderBytes(); got < int(tc.token)+headerSlack {
+			t.Errorf("max_token_bytes %d: MaxHeaderBytes %d leaves no room for the rest of the head", tc.token, got)
 		}
 	}
 }

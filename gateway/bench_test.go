@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -15,6 +17,8 @@ const benchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name
 // answer out of the worker's stdout as application/json. The handler is
 // called directly, so allocations are the gateway's (plus the recorder's),
 // not an HTTP client's; "parallel" runs many calls in flight on one session.
+// The "echo-<size>" cases go over real loopback HTTP with a growing result,
+// to show how the cost grows with the bytes the gateway passes through.
 func BenchmarkForward(b *testing.B) {
 	g, srv := newTestGateway(b, Options{})
 	sid := rawSession(b, srv.URL)
@@ -44,6 +48,20 @@ func BenchmarkForward(b *testing.B) {
 			}
 		})
 	})
+	for _, size := range []int{16, 4 << 10, 64 << 10} {
+		b.Run(fmt.Sprintf("echo-%dB", size), func(b *testing.B) {
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`,
+				strings.Repeat("x", size))
+			b.ReportAllocs()
+			b.SetBytes(int64(2 * size)) // the text goes in and comes back
+			for b.Loop() {
+				resp, out := rawDo(b, http.MethodPost, srv.URL, body, sidHdr, sid, protoHdr, "2025-11-25")
+				if resp.StatusCode != http.StatusOK || !strings.Contains(out, `"id":7`) {
+					b.Fatalf("got %d %.200s, want 200 and the answer to id 7", resp.StatusCode, out)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkForwardHTTP is the same path over a real loopback connection.

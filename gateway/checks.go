@@ -2,11 +2,12 @@ package gateway
 
 import (
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // originAllowed applies MCP 2025-11-25 §Transports (Security Warning): a
@@ -21,7 +22,7 @@ func (g *Gateway) originAllowed(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false // includes the opaque "null" origin
 	}
-	if isLoopbackHost(u.Host) {
+	if auth.IsLoopbackHost(u.Host) {
 		return true
 	}
 	for _, a := range g.opts.AllowedOrigins {
@@ -34,20 +35,6 @@ func (g *Gateway) originAllowed(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// isLoopbackHost reports whether host (with or without port) names the
-// loopback interface: localhost, 127.0.0.0/8 or ::1.
-func isLoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // accepts reads the Accept header; an absent one accepts anything.

@@ -70,11 +70,17 @@
 // # Sessions and workers
 //
 // A session id is 128 bits from crypto/rand, hex. A session belongs to the
-// verified principal that opened it (auth.Principal.Owner, or nobody in
-// localhost mode); any other caller gets the unknown-session 404, and a log
-// line. A session is read-only when Options.ReadOnly is set or the principal
-// is read-only; then tools/list shows only Options.SafeTools and tools/call
-// of any other tool gets -32601 with error.data.kind "readOnly".
+// verified principal that opened it: its issuer, subject, user id and client
+// (auth.Owner; nobody in localhost mode); any other caller gets the
+// unknown-session 404, and a log line naming what differed. A session is
+// read-only when Options.ReadOnly is set or the principal is read-only, and
+// a request is read-only when its own principal is; then tools/list shows
+// only Options.SafeTools, tools/call of any other tool gets -32601 with
+// error.data.kind "readOnly", and so does any method that is neither one of
+// MCP's reads (ReadMethods) nor in Options.SafeMethods. A read-only request
+// on a read-write session may not undo that session's work: Options.UndoTools
+// are refused to it, its DELETE gets 403 insufficient_scope
+// (auth.WriteScopeRequired), and its cancellations are dropped.
 //
 // When a worker dies, the session is removed first, then every request in
 // flight gets -32603 with data.kind "workerExited" and the exit status, and

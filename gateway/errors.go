@@ -36,6 +36,7 @@ var (
 	errInitWithSession = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: initialize must not carry an MCP-Session-Id; it opens a new session", nil}
 	errNoSession       = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP-Session-Id header required; send initialize first", nil}
 	errUnknownSession  = failure{http.StatusNotFound, jsonrpc.CodeSessionNotFound, "gateway: session not found or ended; initialize a new session", nil}
+	errDeleteReadOnly  = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: ending a read-write session needs a token with the write scope", nil}
 	errStreamConflict  = failure{http.StatusConflict, jsonrpc.CodeInvalidRequest, "gateway: this session already has a standalone stream open", nil}
 	errLastEventID     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: stream resumption (Last-Event-ID) is not supported", nil}
 	errTooManySessions = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: too many sessions; try again later", nil}
@@ -56,6 +57,7 @@ var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 // falls back to initialize on 2025-11-25; the go-sdk's stateful handler
 // answers the same.
 func unsupportedVersion(requested string) failure {
+	requested = clip(requested)
 	return failure{http.StatusBadRequest, jsonrpc.CodeUnsupportedProtocolVersion,
 		"gateway: protocol version " + requested + " is not supported; supported: " + strings.Join(supportedVersions, ", "),
 		struct {

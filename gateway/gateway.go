@@ -24,12 +24,17 @@ type Gateway struct {
 	log     *slog.Logger
 	handler http.Handler // guard, then Options.Middleware, then serveMCP
 	command []string
-	safe    map[string]bool
+	safe    map[string]bool // Options.SafeTools
+	undo    map[string]bool // Options.UndoTools
+	// safeMethods is Options.SafeMethods.
+	safeMethods map[string]bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	perUser  map[string]int // live and starting sessions per user
-	starting int            // sessions whose worker is starting
+	perUser  map[string]int     // live and starting sessions per user
+	userBufs map[string]*budget // bytes held for each user with a session
+	buffered *budget            // bytes held for every client
+	starting int                // sessions whose worker is starting
 	closing  bool
 
 	shutdown   chan struct{}  // closed by Close; cuts initializes short
@@ -40,11 +45,12 @@ type Gateway struct {
 // session is one MCP session and its worker.
 type session struct {
 	id       string
-	owner    string // auth.Principal.Owner(); empty in localhost mode
+	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
 	user     string
 	readOnly bool
 	conn     *worker.Conn
 	log      *slog.Logger
+	buf      *budget // bytes held for the session's responses
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
@@ -57,9 +63,12 @@ func New(opts Options) (*Gateway, error) {
 		opts:       opts,
 		log:        opts.Logger,
 		command:    opts.WorkerCommand,
-		safe:       make(map[string]bool, len(opts.SafeTools)),
+		safe:       set(opts.SafeTools),
+		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
+		userBufs:   make(map[string]*budget),
+		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
@@ -70,9 +79,7 @@ func New(opts Options) (*Gateway, error) {
 		}
 		g.command = []string{exe, "worker"}
 	}
-	for _, t := range opts.SafeTools {
-		g.safe[t] = true
-	}
+	g.safeMethods = set(opts.SafeMethods)
 	var inner http.Handler = http.HandlerFunc(g.serveMCP)
 	if opts.Middleware != nil {
 		inner = opts.Middleware(inner)
@@ -82,14 +89,29 @@ func New(opts Options) (*Gateway, error) {
 	return g, nil
 }
 
+func set(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
 // ServeHTTP serves the MCP endpoint: the Host and Origin checks, then
 // Options.Middleware, then the transport.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A fresh write deadline for this request: it bounds the small answers
+	// (refusals, 202) and replaces one a previous request on this
+	// connection left. Long answers move it forward as they write.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
 	g.handler.ServeHTTP(w, r)
 }
 
 // serveMCP is the transport proper, reached once every check has passed.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
+	// Past the Host, Origin and token checks: the connection is no longer
+	// an unauthenticated one (ListenerOptions).
+	markAuthenticated(r)
 	switch r.Method {
 	case http.MethodPost:
 		g.servePOST(w, r)
@@ -179,8 +201,10 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, r *http.Request, id json.RawM
 	return s
 }
 
-// lookup finds a live session for the request's principal. A session owned
-// by someone else is reported as missing (DESIGN decision 7), and logged.
+// lookup finds a live session for the request's principal. A session
+// owned by someone else (another issuer, subject, user id or client: see
+// auth.Owner) is reported as missing (DESIGN decision 7), and logged with
+// the part that differed.
 func (g *Gateway) lookup(r *http.Request, id string) *session {
 	g.mu.Lock()
 	s := g.sessions[id]
@@ -188,12 +212,18 @@ func (g *Gateway) lookup(r *http.Request, id string) *session {
 	if s == nil {
 		return nil
 	}
-	owner, user := "", ""
+	var owner auth.Owner
 	if p := auth.PrincipalFrom(r.Context()); p != nil {
-		owner, user = p.Owner(), p.UserID
+		owner = p.Owner()
 	}
 	if owner != s.owner {
-		s.log.Warn("gateway: a request named a session of another principal", "session_user", s.user, "request_user", user, "remote", r.RemoteAddr)
+		differs := s.owner.Differs(owner)
+		if owner == (auth.Owner{}) {
+			differs = "no principal"
+		}
+		s.log.Warn("gateway: a request named a session it does not own", "differs", differs,
+			"session_user", s.owner.UserID, "request_user", owner.UserID,
+			"session_client", s.owner.ClientID, "request_client", owner.ClientID, "remote", r.RemoteAddr)
 		return nil
 	}
 	return s
@@ -204,9 +234,7 @@ func (g *Gateway) removeSession(s *session) {
 	g.mu.Lock()
 	if g.sessions[s.id] == s {
 		delete(g.sessions, s.id)
-		if g.perUser[s.user]--; g.perUser[s.user] <= 0 {
-			delete(g.perUser, s.user)
-		}
+		g.leaveLocked(s.user)
 	}
 	g.mu.Unlock()
 }
@@ -235,16 +263,20 @@ func (g *Gateway) reaper() {
 	}
 }
 
-// reapIdle ends every session that serves no HTTP request, has no request
-// in flight in its worker, and has been idle for longer than
-// SessionIdleTimeout by Options.Now.
+// reapIdle ends every session that serves no HTTP request and has been idle
+// for longer than SessionIdleTimeout by Options.Now. A request still in
+// flight in the worker does not keep a session whose client has left: no
+// one is waiting for its answer, and a worker that never answers would
+// otherwise hold the session, and its process, forever (issue 8 item 11).
+// A client waiting on its answer keeps its request, and so the session,
+// busy; with write deadlines, one that stops reading does not.
 func (g *Gateway) reapIdle() {
 	now := g.opts.Now().UnixNano()
 	limit := g.opts.SessionIdleTimeout.Nanoseconds()
 	var idle []*session
 	g.mu.Lock()
 	for _, s := range g.sessions {
-		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit && s.conn.InFlight() == 0 {
+		if s.busy.Load() == 0 && now-s.lastUsed.Load() > limit {
 			idle = append(idle, s)
 		}
 	}

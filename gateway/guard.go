@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // CORS for browser MCP clients on an allowed Origin (Fetch §CORS protocol).
@@ -24,13 +26,13 @@ const (
 // preflight is answered here, since a browser sends no credentials on it.
 func (g *Gateway) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.opts.LoopbackHostCheck && !isLoopbackHost(r.Host) && !g.hostAllowed(r.Host) {
-			g.log.Warn("gateway: refused a non-loopback Host", "host", r.Host, "remote", r.RemoteAddr)
+		if g.opts.LoopbackHostCheck && !auth.IsLoopbackHost(r.Host) && !g.hostAllowed(r.Host) {
+			g.log.Warn("gateway: refused a non-loopback Host", "host", clip(r.Host), "remote", r.RemoteAddr)
 			errHostForbidden.write(w, nil)
 			return
 		}
 		if !g.originAllowed(r) {
-			g.log.Warn("gateway: refused an Origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+			g.log.Warn("gateway: refused an Origin", "origin", clip(r.Header.Get("Origin")), "remote", r.RemoteAddr)
 			errOriginForbidden.write(w, nil)
 			return
 		}

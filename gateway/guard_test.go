@@ -90,7 +90,7 @@ func TestLimitListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	srv.Listener = LimitListener(inner, 1)
+	srv.Listener = LimitListener(inner, ListenerOptions{MaxConnections: 1})
 	srv.Start()
 	defer srv.Close()
 
@@ -145,6 +145,12 @@ func TestAllowedHosts(t *testing.T) {
 		{"MCP.example.com:443", http.StatusOK},
 		{"evil.example.com", http.StatusForbidden},
 		{"mcp.example.com.evil.net", http.StatusForbidden},
+		// One loopback rule (auth.IsLoopbackHost): only "localhost" and
+		// loopback IP literals, as config's listen check always had it.
+		{"localhost:8000", http.StatusOK},
+		{"[::1]:8000", http.StatusOK},
+		{"app.localhost:8000", http.StatusForbidden},
+		{"localhost.:8000", http.StatusForbidden},
 	} {
 		t.Run(c.host, func(t *testing.T) {
 			req, err := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(initBody))

@@ -267,9 +267,10 @@ func TestIdleReaper(t *testing.T) {
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 	require.Equal(t, ": ok\n", line)
 
-	// A request still running in the worker (its client gone) keeps its
-	// session too.
+	// A request still running in the worker whose client has gone does
+	// not keep its session (issue 8 item 11).
 	working := rawSession(t, srv.URL)
+	workingPid, _ := g.WorkerPid(working)
 	st := worker.NewStream(false)
 	st.Expect(1)
 	g.sessionByID(working).conn.Call(&jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Method: "tools/call",
@@ -282,14 +283,15 @@ func TestIdleReaper(t *testing.T) {
 
 	advance(2 * time.Minute)
 	g.reapIdle()
-	require.Equal(t, 2, g.Sessions())
+	require.Equal(t, 1, g.Sessions())
 	requireReaped(t, idlePid)
+	requireReaped(t, workingPid)
 	status, _ := callRaw(t, srv.URL, idle, "1", "echo", map[string]any{"text": "x"})
 	assert.Equal(t, http.StatusNotFound, status)
 	_, ok := g.WorkerPid(listening)
 	assert.True(t, ok, "the session with an open stream stays")
 	_, ok = g.WorkerPid(working)
-	assert.True(t, ok, "the session with a request in flight stays")
+	assert.False(t, ok, "the session whose only activity is an abandoned request is reaped")
 }
 
 func TestCancellationAndDisconnect(t *testing.T) {

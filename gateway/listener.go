@@ -1,66 +1,233 @@
 package gateway
 
 import (
+	"context"
+	"io"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 )
 
-// overloadResponse is written to a connection accepted beyond the limit, so
-// that a client learns why rather than waiting in the kernel's queue.
+// overloadResponse is written to a plain-HTTP connection accepted beyond a
+// limit, so that a client learns why rather than waiting in the kernel's
+// queue.
 const overloadResponse = "HTTP/1.1 503 Service Unavailable\r\n" +
 	"Content-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 48\r\n\r\n" +
 	"gateway: too many connections; try again later\r\n"
 
-// LimitListener returns a listener that keeps at most n connections open at
-// once (DESIGN §10: limits on everything a peer controls). A connection
-// beyond the limit is answered 503 with Retry-After and closed. n <= 0
-// means no limit. Wrap it before TLS: the refusal is then plain HTTP on a
-// plain socket, which keeps an attacker from buying a handshake with it.
-func LimitListener(l net.Listener, n int) net.Listener {
-	if n <= 0 {
-		return l
+// ListenerOptions configure LimitListener. The zero value limits nothing.
+type ListenerOptions struct {
+	// MaxConnections bounds the connections open at once; 0 means no limit.
+	MaxConnections int
+	// MaxUnauthenticatedPerAddress bounds the connections from one client
+	// address (an IPv4 address, or an IPv6 /64) that have not yet carried
+	// a request past the gateway's checks (with authentication: a valid
+	// token); 0 means no limit. Without it, a peer without a token could
+	// fill MaxConnections.
+	MaxUnauthenticatedPerAddress int
+	// UnauthenticatedIdleTimeout bounds every read deadline of a connection
+	// that has not yet carried such a request (its TLS handshake, its
+	// first request's head, its wait for the next one); 0 means no extra
+	// bound. Once a request passes, the deadlines net/http sets apply.
+	UnauthenticatedIdleTimeout time.Duration
+	// TLS says the listener will be wrapped in TLS. A connection beyond a
+	// limit is then closed cleanly (FIN, no bytes) before any handshake: a
+	// plain-text 503 would be unreadable to a TLS client, and a handshake
+	// spent on a refusal would be an attacker's bargain. Without TLS it is
+	// answered 503 with Retry-After.
+	TLS bool
+}
+
+// LimitListener returns a listener that enforces lo (DESIGN §10: limits on
+// everything a peer controls). Wrap it before TLS, and set
+// http.Server.ConnContext to ConnContext so that the gateway can tell it
+// which connections have passed its checks.
+func LimitListener(l net.Listener, lo ListenerOptions) net.Listener {
+	ll := &limitListener{Listener: l, opts: lo, unauth: make(map[string]int)}
+	if lo.MaxConnections > 0 {
+		ll.slots = make(chan struct{}, lo.MaxConnections)
 	}
-	return &limitListener{Listener: l, slots: make(chan struct{}, n)}
+	return ll
 }
 
 type limitListener struct {
 	net.Listener
-	slots chan struct{}
+	opts  ListenerOptions
+	slots chan struct{} // nil: no limit
+
+	mu     sync.Mutex
+	unauth map[string]int // unauthenticated connections per client address
 }
 
-// Accept returns the next connection within the limit.
+// Accept returns the next connection within the limits; those beyond are
+// refused on a goroutine of their own.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case l.slots <- struct{}{}:
-			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
-		default:
-			go refuse(c)
+		if l.slots != nil {
+			select {
+			case l.slots <- struct{}{}:
+			default:
+				go l.refuse(c)
+				continue
+			}
 		}
+		addr := clientAddress(c.RemoteAddr())
+		l.mu.Lock()
+		over := l.opts.MaxUnauthenticatedPerAddress > 0 && l.unauth[addr] >= l.opts.MaxUnauthenticatedPerAddress
+		if !over {
+			l.unauth[addr]++
+		}
+		l.mu.Unlock()
+		if over {
+			l.release()
+			go l.refuse(c)
+			continue
+		}
+		return &limitConn{Conn: c, l: l, addr: addr}, nil
 	}
 }
 
-// refuse answers an over-limit connection and closes it, bounded in time.
-func refuse(c net.Conn) {
+func (l *limitListener) release() {
+	if l.slots != nil {
+		<-l.slots
+	}
+}
+
+// authenticated counts one connection of addr as no longer unauthenticated.
+func (l *limitListener) authenticated(addr string) {
+	l.mu.Lock()
+	if l.unauth[addr]--; l.unauth[addr] <= 0 {
+		delete(l.unauth, addr)
+	}
+	l.mu.Unlock()
+}
+
+// refuse answers an over-limit connection (plain HTTP) or closes it
+// cleanly (TLS), bounded in time. Cleanly means a FIN after reading what
+// the client sent, so that it sees the connection end rather than a reset.
+func (l *limitListener) refuse(c net.Conn) {
+	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	_, _ = c.Write([]byte(overloadResponse))
-	_ = c.Close()
+	if !l.opts.TLS {
+		_, _ = io.WriteString(c, overloadResponse)
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+}
+
+// clientAddress is the key of the per-address limit: the IP, or for IPv6
+// its /64, which one host commonly holds whole.
+func clientAddress(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return ta.IP.Mask(net.CIDRMask(64, 128)).String()
 }
 
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l    *limitListener
+	addr string
+
+	mu       sync.Mutex
+	authed   bool
+	closed   bool
+	deadline time.Time // the read deadline asked for, before the clamp
 }
 
-// Close closes the connection and frees its slot once.
+// SetReadDeadline clamps t to UnauthenticatedIdleTimeout from now while
+// the connection is unauthenticated.
+func (c *limitConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = t
+	return c.Conn.SetReadDeadline(c.clampLocked(t))
+}
+
+// SetDeadline is SetWriteDeadline and SetReadDeadline.
+func (c *limitConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
+}
+
+func (c *limitConn) clampLocked(t time.Time) time.Time {
+	d := c.l.opts.UnauthenticatedIdleTimeout
+	if c.authed || d <= 0 {
+		return t
+	}
+	if limit := time.Now().Add(d); t.IsZero() || t.After(limit) {
+		return limit
+	}
+	return t
+}
+
+// authenticate marks the connection as having carried a request past the
+// gateway's checks: it leaves its address's unauthenticated count, and the
+// read deadline net/http asked for applies unclamped (a read already
+// waiting, such as net/http's watch for the client going away during a
+// long answer, must not time out on the clamp).
+func (c *limitConn) authenticate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.authed || c.closed {
+		return
+	}
+	c.authed = true
+	c.l.authenticated(c.addr)
+	_ = c.Conn.SetReadDeadline(c.deadline)
+}
+
+// Close closes the connection and frees its slots once.
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.mu.Lock()
+	first := !c.closed
+	c.closed = true
+	authed := c.authed
+	c.mu.Unlock()
+	if first {
+		if !authed {
+			c.l.authenticated(c.addr) // it leaves the count all the same
+		}
+		c.l.release()
+	}
 	return err
+}
+
+type connKey struct{}
+
+// ConnContext is for http.Server.ConnContext: it lets the gateway find the
+// LimitListener connection a request arrived on (through TLS, too).
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	for {
+		switch v := c.(type) {
+		case *limitConn:
+			return context.WithValue(ctx, connKey{}, v)
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return ctx
+		}
+	}
+}
+
+// markAuthenticated tells the request's connection, if it came through a
+// LimitListener, that a request on it has passed every check.
+func markAuthenticated(r *http.Request) {
+	if c, ok := r.Context().Value(connKey{}).(*limitConn); ok {
+		c.authenticate()
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -54,6 +56,13 @@ func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 // server; both are closed when the test ends, and no worker may be left.
 func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
 	t.Helper()
+	return newTestGatewayOn(t, opts, nil, nil)
+}
+
+// newTestGatewayOn is newTestGateway with the server's listener passed
+// through wrap and the server through configure, each when not nil.
+func newTestGatewayOn(t testing.TB, opts Options, wrap func(net.Listener) net.Listener, configure func(*http.Server)) (*Gateway, *httptest.Server) {
+	t.Helper()
 	if opts.WorkerCommand == nil {
 		opts.WorkerCommand = []string{stubWorker}
 	}
@@ -67,7 +76,14 @@ func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	srv := httptest.NewServer(g)
+	srv := httptest.NewUnstartedServer(g)
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
+	if configure != nil {
+		configure(srv.Config)
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -27,6 +27,19 @@ type Options struct {
 	// fail-closed: a tool not listed is hidden from tools/list and refused by
 	// tools/call in a read-only session. Empty means no tool is safe.
 	SafeTools []string
+	// UndoTools names the safe tools that discard or end a session's own
+	// work (the built-in abort). A read-only request on a read-write
+	// session (its token lacks the write scope) is refused them: it must not
+	// undo what write requests did there. In a read-only session there is
+	// nothing to undo, and SafeTools alone decides.
+	UndoTools []string
+	// SafeMethods names methods beyond MCP's read methods (see ReadMethods)
+	// that a read-only request may send, for an external worker's own
+	// read-only methods. Fail-closed: any other method from a read-only
+	// request is refused with data.kind "readOnly" and never reaches the
+	// worker. tools/call and tools/list are decided per tool whatever it
+	// says.
+	SafeMethods []string
 	// ReadOnly makes every session read-only (the router-wide switch).
 	ReadOnly bool
 
@@ -79,6 +92,27 @@ type Options struct {
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.
 	KeepAliveInterval time.Duration
+	// WriteTimeout bounds each write of a response to the client (default
+	// 30s): a client that accepts no bytes for this long loses the response,
+	// and its request no longer keeps its session busy. Answers are written
+	// in pieces of at most 64 KiB, so a slow reader that keeps reading is
+	// not cut off. The gateway sets the deadline at the start of each
+	// request too; run it on an http.Server whose WriteTimeout is the same,
+	// so that other handlers on a kept-alive connection start afresh. Over
+	// HTTP/1.1 (what mcpgate serve speaks) a deadline that passes while an
+	// answer is awaited does nothing until the next write; Go's HTTP/2
+	// server would reset the stream then, so do not serve the gateway over
+	// HTTP/2 with a WriteTimeout shorter than the longest tool call.
+	WriteTimeout time.Duration
+	// MaxStreamBufferBytes, MaxSessionBufferBytes and MaxUserBufferBytes
+	// bound the bytes the gateway holds, not yet written, for one response,
+	// for all of one session's responses and for all of one user's
+	// (defaults 32 MiB, 64 MiB, 128 MiB). An answer that does not fit is
+	// replaced by a JSON-RPC error of kind "bufferFull" naming the limit; a
+	// notification or a worker's request that does not fit is dropped.
+	MaxStreamBufferBytes  int64
+	MaxSessionBufferBytes int64
+	MaxUserBufferBytes    int64
 
 	// Middleware wraps the transport after the Host and Origin checks and
 	// before anything else: the place for authentication
@@ -130,6 +164,18 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KeepAliveInterval <= 0 {
 		o.KeepAliveInterval = 25 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.MaxStreamBufferBytes <= 0 {
+		o.MaxStreamBufferBytes = 32 << 20
+	}
+	if o.MaxSessionBufferBytes <= 0 {
+		o.MaxSessionBufferBytes = 64 << 20
+	}
+	if o.MaxUserBufferBytes <= 0 {
+		o.MaxUserBufferBytes = 128 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -82,29 +81,31 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	// Read-only is decided per request as well as per session: a token
 	// without the write scope gets read-only treatment even on a session a
-	// write-scoped token of the same principal opened (DESIGN decision 4).
-	readOnly := s.readOnly
-	if p := auth.PrincipalFrom(r.Context()); p != nil && p.ReadOnly {
-		readOnly = true
-	}
+	// write-scoped token of the same owner opened (DESIGN decision 4).
+	acc := accessOf(r, s)
 	st := worker.NewStream(sseOK)
+	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
 	gone := false
 	for _, m := range msgs {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st, readOnly)
+			g.forward(s, m, st, acc)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
 			// the read-only check, which needs a request to answer.
-			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", m.Method)
+			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", clip(m.Method))
+		case m.IsNotification() && acc == readOnlyRequest && m.Method == "notifications/cancelled":
+			// Cancelling a write token's request (a commit, say) could roll
+			// its work back; the worker cannot tell whose request it was.
+			s.log.Info("gateway: dropped a read-only token's cancellation on a read-write session")
 		case m.IsNotification():
 			err = s.conn.Notify(m)
 		default:
 			if err = s.conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
-				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", string(m.ID))
+				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", clip(string(m.ID)))
 				err = nil
 			}
 		}
@@ -128,24 +129,18 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, readOnly bool) {
-	token := progressToken(m)
+func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
 	var rewrite func(json.RawMessage) json.RawMessage
-	if readOnly {
-		switch {
-		case strings.EqualFold(m.Method, "tools/call"):
-			// The name as a worker reads it; an ambiguous one is refused.
-			name, ok := toolName(m.Params)
-			if !ok || !g.safe[name] {
-				s.log.Info("gateway: refused a tool in a read-only session", "tool", name, "unambiguous", ok)
-				st.Answer(m.ID, readOnlyRefusal(m.ID, name))
-				return
-			}
-		case strings.EqualFold(m.Method, "tools/list"):
+	if acc != readWrite {
+		if refusal := g.refuse(s, m, acc); refusal != nil {
+			st.Answer(m.ID, refusal)
+			return
+		}
+		if strings.EqualFold(m.Method, "tools/list") {
 			rewrite = g.filterTools
 		}
 	}
-	s.conn.Call(m, token, st, rewrite)
+	s.conn.Call(m, progressToken(m), st, rewrite)
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A

@@ -43,7 +43,13 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // rawSession initializes a session and returns its id.
 func rawSession(t testing.TB, url string) string {
 	t.Helper()
-	resp, body := rawDo(t, http.MethodPost, url, initBody)
+	return rawSessionWith(t, url)
+}
+
+// rawSessionWith is rawSession with extra headers on both requests.
+func rawSessionWith(t testing.TB, url string, headers ...string) string {
+	t.Helper()
+	resp, body := rawDo(t, http.MethodPost, url, initBody, headers...)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("initialize: got %d %s, want 200", resp.StatusCode, body)
 	}
@@ -51,6 +57,6 @@ func rawSession(t testing.TB, url string) string {
 	if sid == "" {
 		t.Fatal("initialize: no MCP-Session-Id")
 	}
-	rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "MCP-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25")
+	rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, append([]string{"MCP-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25"}, headers...)...)
 	return sid
 }

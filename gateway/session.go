@@ -34,6 +34,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		return
 	}
 	defer g.inits.Done() // added by reserve
+	g.mu.Lock()
+	s.buf = newBudget("one session's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[s.user])
+	g.mu.Unlock()
 	reserved := true
 	release := func() {
 		if reserved {
@@ -68,6 +71,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 
 	var initialized atomic.Bool
 	st := worker.NewStream(sseOK)
+	st.Budget = g.streamBudget(s)
 	st.Expect(1)
 	token := progressToken(m)
 	s.conn.Call(m, token, st, func(res json.RawMessage) json.RawMessage {
@@ -166,7 +170,9 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 		return errTooManyForUser, false
 	}
 	g.starting++
-	g.perUser[user]++
+	if g.perUser[user]++; g.userBufs[user] == nil {
+		g.userBufs[user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
+	}
 	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 	return failure{}, true
 }
@@ -174,8 +180,21 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 func (g *Gateway) unreserve(user string) {
 	g.mu.Lock()
 	g.starting--
+	g.leaveLocked(user)
+	g.mu.Unlock()
+}
+
+// leaveLocked counts one session of user gone; the last one takes the
+// user's buffer budget with it (a response still writing gives back to the
+// budget it holds, and so to the gateway's total).
+func (g *Gateway) leaveLocked(user string) {
 	if g.perUser[user]--; g.perUser[user] <= 0 {
 		delete(g.perUser, user)
+		delete(g.userBufs, user)
 	}
-	g.mu.Unlock()
+}
+
+// streamBudget returns the budget of one response of s.
+func (g *Gateway) streamBudget(s *session) *budget {
+	return newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, s.buf)
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -19,18 +18,22 @@ import (
 // batch lists a batch's request id keys in order (nil: not a batch); JSON-RPC
 // 2.0 §6 allows any order, request order is the friendlier one.
 // A client that goes away does not cancel its requests; their answers are
-// dropped.
+// dropped. What is held is charged to the stream's budget until written; a
+// client that accepts no bytes for Options.WriteTimeout loses the response.
 func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker.Stream, jsonOK bool, batch []string) {
-	defer st.Detach()
-	sw := sseWriter{w: w, rc: http.NewResponseController(w)}
+	var held []worker.Outgoing
+	defer func() {
+		st.Detach()
+		st.Give(held...)
+	}()
+	sw := g.newSSEWriter(w)
 	if !jsonOK {
 		sw.start()
 	}
-	var held []worker.Outgoing
 	var tick <-chan time.Time
 	for {
 		msgs, finished := st.Take(false)
-		for _, m := range msgs {
+		for i, m := range msgs {
 			if !sw.started && m.Response {
 				held = append(held, m)
 				continue
@@ -38,11 +41,14 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 			if !sw.started {
 				sw.start()
 				for _, h := range held {
-					sw.event(h.Data)
+					sw.event(st, h)
 				}
 				held = nil
 			}
-			sw.event(m.Data)
+			if !sw.event(st, m) {
+				st.Give(msgs[i+1:]...)
+				return
+			}
 		}
 		if sw.started {
 			if !sw.flush() {
@@ -62,7 +68,9 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 		case <-r.Context().Done():
 			return
 		case <-tick:
-			sw.comment("keep-alive")
+			if !sw.comment("keep-alive") {
+				return
+			}
 		}
 	}
 	if sw.started {
@@ -74,7 +82,7 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 		w.WriteHeader(http.StatusAccepted)
 	case batch == nil:
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(held[0].Data)
+		sw.write(held[0].Data)
 	default:
 		pos := make(map[string]int, len(batch))
 		for i := len(batch) - 1; i >= 0; i-- {
@@ -83,15 +91,17 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 		slices.SortStableFunc(held, func(a, b worker.Outgoing) int {
 			return pos[jsonrpc.Key(a.ID)] - pos[jsonrpc.Key(b.ID)]
 		})
-		out := []byte{'['}
+		// Written piece by piece: the answers are not copied into one
+		// more buffer.
+		w.Header().Set("Content-Type", "application/json")
+		ok := sw.write([]byte{'['})
 		for i, h := range held {
 			if i > 0 {
-				out = append(out, ',')
+				ok = ok && sw.write([]byte{','})
 			}
-			out = append(out, h.Data...)
+			ok = ok && sw.write(h.Data)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(append(out, ']'))
+		_ = ok && sw.write([]byte{']'})
 	}
 }
 
@@ -118,21 +128,27 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.enter(s)()
 	st := worker.NewStream(true)
+	st.Budget = g.streamBudget(s)
 	if !s.conn.Listen(st) {
 		errStreamConflict.write(w, nil)
 		return
 	}
 	defer s.conn.Unlisten(st)
-	sw := sseWriter{w: w, rc: http.NewResponseController(w)}
+	sw := g.newSSEWriter(w)
 	sw.start()
 	// Headers and a first comment at once, so proxies pass the stream on.
-	sw.comment("ok")
+	if !sw.comment("ok") {
+		return
+	}
 	t := time.NewTicker(g.opts.KeepAliveInterval)
 	defer t.Stop()
 	for {
 		msgs, finished := st.Take(true)
-		for _, m := range msgs {
-			sw.event(m.Data)
+		for i, m := range msgs {
+			if !sw.event(st, m) {
+				st.Give(msgs[i+1:]...)
+				return
+			}
 		}
 		if !sw.flush() || finished {
 			return
@@ -142,7 +158,9 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-t.C:
-			sw.comment("keep-alive")
+			if !sw.comment("keep-alive") {
+				return
+			}
 		}
 	}
 }
@@ -156,6 +174,9 @@ func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
+	if g.refuseDelete(w, r, s) {
+		return
+	}
 	s.log.Info("gateway: session deleted by the client")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.opts.WorkerStopGrace+10*time.Second)
 	defer cancel()
@@ -165,12 +186,22 @@ func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// sseWriter writes server-sent events (HTML Living Standard §9.2).
+// writeChunk is the most written under one write deadline: the deadline
+// bounds a client that accepts nothing, not one that reads slowly.
+const writeChunk = 64 << 10
+
+// sseWriter writes a response: server-sent events (HTML Living Standard
+// §9.2), or a JSON body, each write under a fresh deadline.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
+	timeout time.Duration
 	started bool
-	buf     bytes.Buffer
+	failed  bool // a write failed: the client has gone or stopped reading
+}
+
+func (g *Gateway) newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
 }
 
 func (s *sseWriter) start() {
@@ -182,26 +213,39 @@ func (s *sseWriter) start() {
 	s.started = true
 }
 
-// event queues one message; JSON-RPC from a worker is a single line.
-func (s *sseWriter) event(data []byte) {
-	s.buf.WriteString("event: message\ndata: ")
-	s.buf.Write(data)
-	s.buf.WriteString("\n\n")
+// event writes one message of st as an event and gives back its charge;
+// JSON-RPC from a worker is a single line. False means the client has gone.
+func (s *sseWriter) event(st *worker.Stream, m worker.Outgoing) bool {
+	defer st.Give(m)
+	return s.write([]byte("event: message\ndata: ")) && s.write(m.Data) && s.write([]byte("\n\n"))
 }
 
-func (s *sseWriter) comment(text string) {
-	s.buf.WriteString(": " + text + "\n\n")
-	s.flush()
+func (s *sseWriter) comment(text string) bool {
+	return s.write([]byte(": "+text+"\n\n")) && s.flush()
 }
 
-// flush sends what is queued; false means the client has gone.
-func (s *sseWriter) flush() bool {
-	if s.buf.Len() > 0 {
-		if _, err := s.w.Write(s.buf.Bytes()); err != nil {
-			s.buf.Reset()
-			return false
+// write writes p in pieces of at most writeChunk, each under a fresh write
+// deadline; false means the client has gone or accepted nothing in time.
+func (s *sseWriter) write(p []byte) bool {
+	for !s.failed && len(p) > 0 {
+		n := min(len(p), writeChunk)
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+		if _, err := s.w.Write(p[:n]); err != nil {
+			s.failed = true
 		}
-		s.buf.Reset()
+		p = p[n:]
 	}
-	return s.rc.Flush() == nil
+	return !s.failed
+}
+
+// flush sends what net/http buffers; false means the client has gone.
+func (s *sseWriter) flush() bool {
+	if s.failed {
+		return false
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if s.rc.Flush() != nil {
+		s.failed = true
+	}
+	return !s.failed
 }

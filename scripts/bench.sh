@@ -7,8 +7,8 @@
 #   BENCH_FLAGS="-hold 200" make bench         the same through make
 #
 # A system whose pieces are missing on this checkout is skipped with a note in
-# the table, never silently. Then the Go micro-benchmarks of auth/, gateway/,
-# worker/ and the forward path (gobench.txt). Sized for ≤ 10 minutes on 2 cores.
+# the table, never silently. Then the Go micro-benchmarks of auth/, gateway/
+# and worker/, the forward path among them (gobench.txt). Sized for ≤ 10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -23,7 +23,7 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 
 say "building"
 go build -o bin/mcpgate ./cmd/mcpgate
-go build -o bin/mcpbench ./cmd/mcpbench
+(cd bench && go build -o ../bin/mcpbench .) # its own module: see bench/go.mod
 [ -d cmd/mcpgate-testissuer ] && go build -o bin/mcpgate-testissuer ./cmd/mcpgate-testissuer
 
 # 1,000 sessions over HTTP hold ~2,000 sockets on each side plus three pipes
@@ -110,9 +110,9 @@ say "running (results in $OUT)"
 bin/mcpbench run -out "$OUT" "${args[@]}" ${BENCH_FLAGS:-} "$@"
 
 # The Go micro-benchmarks of the hot paths (JWT verification, the forward
-# path: cmd/mcpbench's BenchmarkForward and any in gateway/ and worker/),
-# with allocations, after the systems have stopped.
-pkgs=$(go list ./auth/... ./gateway/... ./worker/... ./cmd/mcpbench 2>/dev/null | tr '\n' ' ')
+# path: gateway's BenchmarkForward and any other in auth/, gateway/ and
+# worker/), with allocations, after the systems have stopped.
+pkgs=$(go list ./auth/... ./gateway/... ./worker/... 2>/dev/null | tr '\n' ' ')
 if [ -n "$pkgs" ]; then
 	say "Go benchmarks (go test -bench, ${BENCH_GOTIME:-1s} each)"
 	# shellcheck disable=SC2086

@@ -41,7 +41,8 @@ func executionToolset() *Toolset {
 var readKeywords = []string{"SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW", "PRAGMA"}
 
 func query(ctx context.Context, env *Env, a Args) (*Result, error) {
-	stmts := db.Split(a.String("sql"))
+	lx := db.LexerFor(env.DB.Engine())
+	stmts := lx.Split(a.String("sql"))
 	switch {
 	case len(stmts) == 0:
 		return nil, Errorf(KindInvalidParams, "argument \"sql\" holds no statement")
@@ -49,7 +50,7 @@ func query(ctx context.Context, env *Env, a Args) (*Result, error) {
 		return nil, Errorf(KindInvalidParams, "query runs one statement, and \"sql\" holds %d; run them one at a time (or use execute_sql to change data)", len(stmts))
 	}
 	stmt := stmts[0]
-	kw := db.Keywords(stmt, 1)
+	kw := lx.Keywords(stmt, 1)
 	if len(kw) == 0 || !slices.Contains(readKeywords, kw[0]) {
 		return nil, Errorf(KindRefused, "query runs only read-only statements (%s); use execute_sql for %s", strings.Join(readKeywords, ", "), firstWord(kw))
 	}
@@ -73,12 +74,13 @@ func query(ctx context.Context, env *Env, a Args) (*Result, error) {
 var controlKeywords = []string{"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "START", "ABORT", "ATTACH", "DETACH", "VACUUM"}
 
 func executeSQL(ctx context.Context, env *Env, a Args) (*Result, error) {
-	stmts := db.Split(a.String("sql"))
+	lx := db.LexerFor(env.DB.Engine())
+	stmts := lx.Split(a.String("sql"))
 	if len(stmts) == 0 {
 		return nil, Errorf(KindInvalidParams, "argument \"sql\" holds no statement")
 	}
 	for i, s := range stmts {
-		kw := db.Keywords(s, 3)
+		kw := lx.Keywords(s, 3)
 		if len(kw) > 0 && slices.Contains(controlKeywords, kw[0]) {
 			return nil, Errorf(KindRefused, "statement %d (%s) would break the session's transaction; nothing was run. The session keeps one transaction: use the commit and abort tools, and run ATTACH/VACUUM outside mcpgate", i+1, kw[0])
 		}
@@ -91,7 +93,7 @@ func executeSQL(ctx context.Context, env *Env, a Args) (*Result, error) {
 	err := env.DB.Do(ctx, func(ctx context.Context, q db.Querier) error {
 		for i, s := range stmts {
 			last := i == len(stmts)-1
-			if kw := db.Keywords(s, 1); last && slices.Contains(readKeywords, kw[0]) || last && returning(s) {
+			if kw := lx.Keywords(s, 1); last && slices.Contains(readKeywords, kw[0]) || last && returning(s) {
 				r, err := q.QueryContext(ctx, s)
 				if err != nil {
 					return stmtError(ctx, env, i+1, len(stmts), err)

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -131,136 +130,46 @@ func cascadeClause(a Args) string {
 	return ""
 }
 
-// ddlForms are the statements apply_ddl runs, as their leading keywords
-// (optional words removed), with where the target name follows.
-var ddlForms = [][]string{
-	{"CREATE", "TABLE"}, {"CREATE", "VIEW"}, {"CREATE", "INDEX"},
-	{"ALTER", "TABLE"}, {"ALTER", "VIEW"}, {"ALTER", "INDEX"},
-}
-
-// optionalWords may appear between the keywords of a DDL statement or
-// before its name.
-var optionalWords = []string{"OR", "REPLACE", "TEMP", "TEMPORARY", "UNLOGGED", "GLOBAL", "LOCAL", "RECURSIVE", "UNIQUE", "CONCURRENTLY", "IF", "NOT", "EXISTS", "ONLY", "MATERIALIZED"}
-
-// ddlTarget parses a DDL statement: its form (e.g. CREATE TABLE), the object
-// it creates or alters, and for CREATE INDEX the table it is on. Names come
-// back in stored spelling.
-func ddlTarget(stmt string, cat db.Catalog, forms [][]string) (form []string, target, on []string, ok bool) {
-	s := db.StripComments(stmt)
-	var words []string
-	for len(words) < 2 {
-		kw := db.Keywords(s, 1)
-		if len(kw) == 0 {
-			return nil, nil, nil, false
-		}
-		idx := strings.Index(strings.ToUpper(s), kw[0])
-		s = s[idx+len(kw[0]):]
-		if len(words) == 1 && slices.Contains(optionalWords, kw[0]) {
-			continue
-		}
-		words = append(words, kw[0])
-	}
-	if !slices.ContainsFunc(forms, func(f []string) bool { return slices.Equal(f, words) }) {
-		return words, nil, nil, false
-	}
-	// Skip IF NOT EXISTS, CONCURRENTLY, ONLY … before the name.
-	for {
-		kw := db.Keywords(s, 1)
-		if len(kw) == 0 || !slices.Contains(optionalWords, kw[0]) {
-			break
-		}
-		idx := strings.Index(strings.ToUpper(s), kw[0])
-		s = s[idx+len(kw[0]):]
-	}
-	name := func(s string) ([]string, string) {
-		parts, quoted, rest := db.ReadName(s)
-		for i := range parts {
-			if !quoted[i] {
-				parts[i] = cat.Fold(parts[i])
-			}
-		}
-		return parts, rest
-	}
-	var rest string
-	if kw := db.Keywords(s, 1); words[1] == "INDEX" && len(kw) == 1 && kw[0] == "ON" { // an unnamed index
-		target = nil
-		rest = s
-	} else {
-		target, rest = name(s)
-	}
-	if words[0] == "CREATE" && words[1] == "INDEX" {
-		i := strings.Index(strings.ToUpper(rest), "ON")
-		if i < 0 {
-			return words, target, nil, false
-		}
-		rest = rest[i+2:]
-		if kw := db.Keywords(rest, 1); len(kw) == 1 && kw[0] == "ONLY" {
-			rest = rest[strings.Index(strings.ToUpper(rest), "ONLY")+4:]
-		}
-		on, _ = name(rest)
-		if len(on) == 0 {
-			return words, target, nil, false
-		}
-	}
-	return words, target, on, words[1] == "INDEX" && words[0] == "CREATE" || len(target) > 0
-}
-
-// unicodeName matches the start of a PostgreSQL U&"…" identifier.
-var unicodeName = regexp.MustCompile(`(?i)\bU&"`)
-
-// refuseUnicodeNames refuses a statement that spells a name as U&"…": the
-// server decodes its escapes (U&"information\005fschema", UESCAPE), which
-// ddlTarget does not, so the guards would check another name than the one
-// the statement uses. Anywhere in the statement, to be sure of the names.
-func refuseUnicodeNames(tool, stmt string) error {
-	if unicodeName.MatchString(db.StripComments(stmt)) {
+// refuseUnicodeNames refuses a statement that spells a name as U&"…"
+// (db.Lexer.HasUnicodeName), which the guards could not check.
+func refuseUnicodeNames(lx db.Lexer, tool, stmt string) error {
+	if lx.HasUnicodeName(stmt) {
 		return Errorf(KindRefused, "%s does not take U&\"…\" (Unicode-escaped) names, which it cannot check against the system objects; write the name plainly or in \"…\", or use execute_sql (then commit)", tool)
 	}
 	return nil
 }
 
-// split2 splits a parsed name into schema ("" when unqualified) and name.
-func split2(parts []string) (string, string) {
-	switch len(parts) {
-	case 0:
-		return "", ""
-	case 1:
-		return "", parts[0]
-	default:
-		return parts[len(parts)-2], parts[len(parts)-1]
-	}
-}
-
 func applyDDL(ctx context.Context, env *Env, a Args) (*Result, error) {
-	stmts := db.Split(a.String("sql"))
+	lx := db.LexerFor(env.DB.Engine())
+	stmts := lx.Split(a.String("sql"))
 	if len(stmts) != 1 {
 		return nil, Errorf(KindInvalidParams, "apply_ddl runs exactly one statement, and \"sql\" holds %d; use execute_sql (then commit) for a script", len(stmts))
 	}
 	stmt := stmts[0]
 	var what string
-	if err := refuseUnicodeNames("apply_ddl", stmt); err != nil {
+	if err := refuseUnicodeNames(lx, "apply_ddl", stmt); err != nil {
 		return nil, err
 	}
 	err := commitStatement(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) (string, error) {
-		form, target, on, ok := ddlTarget(stmt, cat, ddlForms)
+		ddl, ok := lx.ParseDDL(stmt, cat.Fold, db.DDLForms)
 		if !ok {
-			return "", Errorf(KindRefused, "apply_ddl runs one CREATE or ALTER of a table, view or index, and this is %s; use execute_sql (then commit) for it", strings.Join(form, " "))
+			return "", Errorf(KindRefused, "apply_ddl runs one CREATE or ALTER of a table, view or index, and this is %s; use execute_sql (then commit) for it", strings.Join(ddl.Form, " "))
 		}
-		schema, name := split2(target)
-		if form[0] == "CREATE" {
+		schema, name := db.SplitName(ddl.Target)
+		if ddl.Form[0] == "CREATE" {
 			if err := guardCreate(ctx, q, cat, schema, name); err != nil {
 				return "", err
 			}
 		} else if err := guardRelation(ctx, q, cat, schema, name); err != nil {
 			return "", err
 		}
-		if on != nil {
-			s, n := split2(on)
+		if ddl.On != nil {
+			s, n := db.SplitName(ddl.On)
 			if err := guardRelation(ctx, q, cat, s, n); err != nil {
 				return "", err
 			}
 		}
-		what = strings.ToLower(strings.Join(form, " "))
+		what = strings.ToLower(strings.Join(ddl.Form, " "))
 		if name != "" {
 			what += " " + qualified(schema, name)
 		}
@@ -317,24 +226,23 @@ func dropTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 	return committed(what), nil
 }
 
-var routineForms = [][]string{{"CREATE", "FUNCTION"}, {"CREATE", "PROCEDURE"}}
-
 func createOrReplaceRoutine(ctx context.Context, env *Env, a Args) (*Result, error) {
-	stmts := db.Split(a.String("sql"))
+	lx := db.LexerFor(env.DB.Engine())
+	stmts := lx.Split(a.String("sql"))
 	if len(stmts) != 1 {
 		return nil, Errorf(KindInvalidParams, "create_or_replace_routine runs exactly one statement, and \"sql\" holds %d", len(stmts))
 	}
 	stmt := stmts[0]
 	var what string
-	if err := refuseUnicodeNames("create_or_replace_routine", stmt); err != nil {
+	if err := refuseUnicodeNames(lx, "create_or_replace_routine", stmt); err != nil {
 		return nil, err
 	}
 	err := commitStatement(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) (string, error) {
-		form, target, _, ok := ddlTarget(stmt, cat, routineForms)
+		ddl, ok := lx.ParseDDL(stmt, cat.Fold, db.RoutineForms)
 		if !ok {
-			return "", Errorf(KindRefused, "create_or_replace_routine runs one CREATE [OR REPLACE] FUNCTION or PROCEDURE, and this is %s; use apply_ddl or execute_sql", strings.Join(form, " "))
+			return "", Errorf(KindRefused, "create_or_replace_routine runs one CREATE [OR REPLACE] FUNCTION or PROCEDURE, and this is %s; use apply_ddl or execute_sql", strings.Join(ddl.Form, " "))
 		}
-		schema, name := split2(target)
+		schema, name := db.SplitName(ddl.Target)
 		in := schema
 		if in == "" {
 			var err error
@@ -345,7 +253,7 @@ func createOrReplaceRoutine(ctx context.Context, env *Env, a Args) (*Result, err
 		if err := guardSchema(ctx, q, cat, in); err != nil {
 			return "", err
 		}
-		what = fmt.Sprintf("created %s %s", strings.ToLower(form[1]), qualified(in, name))
+		what = fmt.Sprintf("created %s %s", strings.ToLower(ddl.Form[1]), qualified(in, name))
 		return stmt, nil
 	})
 	if err != nil {

@@ -96,8 +96,11 @@ CREATE FUNCTION sneaky() RETURNS int LANGUAGE plpgsql AS $$ BEGIN INSERT INTO cu
 // a DELETE through query, nor an ATTACH through execute_sql, in a
 // read-write session: SQLite's authorizer refuses them.
 func TestSQLiteGuardThroughTools(t *testing.T) {
+	// PostgreSQL's reading of E'\' would hide what follows; SQLite's lexer
+	// reads it as SQLite does, and the engine refuses a second statement.
 	const misread = `SELECT E'\' FROM (SELECT 1 AS E) WHERE 0`
-	require.Len(t, db.Split(misread+"; COMMIT; --'"), 1, "the splitter sees one statement")
+	require.Len(t, db.PostgresLexer.Split(misread+"; COMMIT; --'"), 1, "PostgreSQL's reading sees one statement")
+	require.Len(t, db.SQLiteLexer.Split(misread+"; COMMIT; --'"), 2, "SQLite's reading sees two")
 	cfg := dbtest.Config(t, db.SQLite)
 	rw := session(t, cfg, "ada", false)
 	ro := session(t, cfg, "cy", true)
@@ -105,9 +108,9 @@ func TestSQLiteGuardThroughTools(t *testing.T) {
 	require.NotZero(t, items)
 	t.Run("query", func(t *testing.T) {
 		kind, msg := callErr(t, rw, "query", map[string]any{"sql": misread + "; COMMIT; DELETE FROM order_items; --'"})
-		assert.Equal(t, "refused", kind, msg)
+		assert.Equal(t, "invalidParams", kind, msg)
 		kind, msg = callErr(t, rw, "query", map[string]any{"sql": misread + "; DELETE FROM order_items; --'"})
-		assert.Equal(t, "readOnly", kind, msg)
+		assert.Equal(t, "invalidParams", kind, msg)
 		kind, msg = callErr(t, rw, "query", map[string]any{"sql": "PRAGMA foreign_keys = 0"})
 		assert.Equal(t, "readOnly", kind, msg)
 	})
@@ -166,7 +169,7 @@ func TestSystemObjectsRefused(t *testing.T) {
 					{"create_schema", map[string]any{"schema": "pg_mine"}},
 					{"set_comment", map[string]any{"table": "pg_class", "schema": "pg_catalog", "comment": "x"}},
 					{"create_or_replace_routine", map[string]any{"sql": "CREATE FUNCTION pg_catalog.mine() RETURNS int LANGUAGE sql AS 'SELECT 1'"}},
-					// Unicode escapes that ddlTarget does not decode.
+					// Unicode escapes that db.ParseDDL does not decode.
 					{"apply_ddl", map[string]any{"sql": `CREATE TABLE U&"information\005fschema".mine (a int)`}},
 					{"apply_ddl", map[string]any{"sql": `CREATE TABLE public.u&"!0070g_mine" UESCAPE '!' (a int)`}},
 					{"apply_ddl", map[string]any{"sql": `CREATE INDEX ON U&"pg\005fcatalog".pg_type (typname)`}},
@@ -388,24 +391,46 @@ func TestCancelStopsStatement(t *testing.T) {
 			cfg := dbtest.Config(t, engine)
 			cfg.StatementTimeout = time.Hour
 			cs := session(t, cfg, "ada", false)
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
 			// On SQLite a long write, so that the test can see it running:
-			// it holds the write lock.
+			// it holds the write lock. The test's probe for that lock can
+			// meet the worker's first write, which SQLite then refuses at
+			// once (a read transaction upgrading does not wait); such a
+			// call is tried again with the probe's back turned.
 			tool, stmt := "execute_sql", "CREATE TABLE n (x); INSERT INTO n "+longQuery(engine)
 			if engine == db.Postgres {
 				tool, stmt = "query", longQuery(engine)
 			}
-			ended := make(chan struct{})
-			go func() {
-				defer close(ended)
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"sql": stmt}})
-				done <- err
-			}()
-			if engine == db.Postgres {
-				waitRunning(t, cfg.DSN, "mcpgate-long", ended)
-			} else {
-				waitWriter(t, cfg.DSN, ended)
+			var (
+				cancel context.CancelFunc
+				done   chan error
+			)
+			for attempt := 1; ; attempt++ {
+				var ctx context.Context
+				ctx, cancel = context.WithCancel(t.Context())
+				done = make(chan error, 1)
+				ended := make(chan *mcp.CallToolResult, 1)
+				go func() {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"sql": stmt}})
+					done <- err
+					ended <- res
+				}()
+				var running bool
+				if engine == db.Postgres {
+					running = waitRunning(t, cfg.DSN, "mcpgate-long", ended)
+				} else {
+					running = waitWriter(t, cfg.DSN, ended)
+				}
+				if running {
+					break
+				}
+				cancel()
+				err := <-done
+				res := <-ended
+				require.NoError(t, err)
+				text := resultText(res)
+				if engine == db.Postgres || attempt == 5 || !strings.Contains(text, "locked") {
+					t.Fatalf("the call ended before it was cancelled: %s", text)
+				}
 			}
 			cancel()
 			require.Error(t, <-done)
@@ -419,9 +444,9 @@ func TestCancelStopsStatement(t *testing.T) {
 }
 
 // waitWriter waits until another connection holds the SQLite database's
-// write lock. It fails when ended is closed first: the call it waits for
-// finished without ever holding the lock, and polling on would hang.
-func waitWriter(t *testing.T, path string, ended <-chan struct{}) {
+// write lock. It returns false when the call it waits for ends first (its
+// result is put back on ended): polling on would hang.
+func waitWriter(t *testing.T, path string, ended chan *mcp.CallToolResult) bool {
 	t.Helper()
 	pool, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
 	require.NoError(t, err)
@@ -431,34 +456,36 @@ func waitWriter(t *testing.T, path string, ended <-chan struct{}) {
 	defer conn.Close()
 	for {
 		if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-			return // busy: the worker is writing
+			return true // busy: the worker is writing
 		}
 		_, err := conn.ExecContext(t.Context(), "ROLLBACK")
 		require.NoError(t, err)
 		select {
 		case <-t.Context().Done():
 			t.Fatal("the statement never started")
-		case <-ended:
-			t.Fatal("the call ended before the test saw it hold the write lock")
+		case res := <-ended:
+			ended <- res // for the caller, which reads why
+			return false
 		case <-time.After(10 * time.Millisecond): // polling the lock: nothing to await
 		}
 	}
 }
 
 // waitRunning waits until PostgreSQL shows a statement containing marker
-// as active. It fails when ended is closed first (the call finished).
-func waitRunning(t *testing.T, dsn, marker string, ended <-chan struct{}) {
+// as active. It returns false when the call ends first, as waitWriter.
+func waitRunning(t *testing.T, dsn, marker string, ended chan *mcp.CallToolResult) bool {
 	t.Helper()
 	for {
 		n := dbtest.QueryInt(t, "pgx", dsn, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
 		if n > 0 {
-			return
+			return true
 		}
 		select {
 		case <-t.Context().Done():
 			t.Fatal("the statement never started")
-		case <-ended:
-			t.Fatal("the call ended before the test saw its statement run")
+		case res := <-ended:
+			ended <- res
+			return false
 		case <-time.After(10 * time.Millisecond): // polling pg_stat_activity: nothing to await
 		}
 	}
@@ -524,7 +551,7 @@ INSERT INTO notes (owner, body) VALUES ('mcp_alice', 'a1'), ('mcp_bob', 'b1'), (
 			t.Run("no switch to another user's role", func(t *testing.T) {
 				ro := session(t, cfg, "mcp_alice", true)
 				kind, msg := callErr(t, ro, "query", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false),
-  query_to_xml('SELECT body FROM notes', false, false, ''), set_config('role', 'mcp_alice', false)`})
+  (SELECT string_agg(body, ',') FROM notes), set_config('role', 'mcp_alice', false)`})
 				assert.Equal(t, "refused", kind, msg)
 				assert.Contains(t, msg, "permission denied to set role")
 				kind, msg = callErr(t, alice, "execute_sql", map[string]any{"sql": `SELECT set_config('role', 'mcp_bob', false);

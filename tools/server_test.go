@@ -259,6 +259,17 @@ func TestSafeToolNames(t *testing.T) {
 	assert.NotContains(t, got, "commit")
 }
 
+// TestUndoToolNames: abort is safe in a read-only session but undoes a
+// read-write one's work, so the gateway must know it (issue 8 item 12).
+func TestUndoToolNames(t *testing.T) {
+	got, err := UndoToolNames(nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"abort"}, got)
+	got, err = UndoToolNames([]string{"listing"})
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
 func TestNeedsDatabase(t *testing.T) {
 	db := &Toolset{Name: "dbonly", Tools: []Tool{{Name: "q", NeedsDB: true}}}
 	_, err := newServer(Options{Toolsets: []string{"dbonly"}}, []*Toolset{db})

@@ -65,6 +65,7 @@ type outcome struct {
 	Violations int      `json:"violations"`
 	Error      string   `json:"error,omitempty"`
 	Sample     *db.Rows `json:"sample,omitempty"`
+	kind       Kind     // of Error
 }
 
 // run runs one check in its own savepoint, so a broken check does not stop
@@ -93,7 +94,8 @@ func run(ctx context.Context, env *Env, schema, name string, sample int) outcome
 	})
 	switch {
 	case err != nil:
-		o.Status, o.Error = "error", AsError(err).Message
+		te := AsError(err)
+		o.Status, o.Error, o.kind = "error", te.Message, te.Kind
 	case o.Violations == 0:
 		o.Status = "pass"
 	default:
@@ -102,17 +104,32 @@ func run(ctx context.Context, env *Env, schema, name string, sample int) outcome
 	return o
 }
 
+// runAll runs every check, within the worker's bound on one run of them
+// all (db.Config.ChecksTimeout): the check running when it passes is
+// stopped, and the checks not reached are reported as not run.
 func runAll(ctx context.Context, env *Env, a Args) ([]outcome, error) {
 	cs, err := checks(ctx, env, a)
 	if err != nil {
 		return nil, err
 	}
+	bound := env.DB.Config().ChecksTimeout
+	bctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
 	out := make([]outcome, 0, len(cs))
 	for _, c := range cs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, run(ctx, env, c.Schema, c.Name, 0))
+		if bctx.Err() != nil {
+			out = append(out, outcome{Schema: c.Schema, Check: c.Name, Status: "error", kind: KindOther,
+				Error: fmt.Sprintf("not run: the checks' time bound (%v, the operator's database.checks_timeout) passed first; run it with run_check", bound)})
+			continue
+		}
+		o := run(bctx, env, c.Schema, c.Name, 0)
+		if o.Status == "error" && bctx.Err() != nil && ctx.Err() == nil {
+			o.Error = fmt.Sprintf("stopped: the checks' time bound (%v, the operator's database.checks_timeout) passed while it ran; run it with run_check", bound)
+		}
+		out = append(out, o)
 	}
 	return out, nil
 }
@@ -180,7 +197,7 @@ func runCheck(ctx context.Context, env *Env, a Args) (*Result, error) {
 	}
 	o := run(ctx, env, d.Schema, d.Name, sampleRows)
 	if o.Status == "error" {
-		return nil, Errorf(KindSQLError, "check %s.%s cannot run: %s", d.Schema, d.Name, o.Error)
+		return nil, Errorf(o.kind, "check %s.%s cannot run: %s", d.Schema, d.Name, o.Error)
 	}
 	text := fmt.Sprintf("%s %s.%s: %d violation(s)", strings.ToUpper(o.Status), d.Schema, d.Name, o.Violations)
 	if o.Violations > 0 {
@@ -196,7 +213,7 @@ func describeCheckFailure(ctx context.Context, env *Env, a Args) (*Result, error
 	}
 	o := run(ctx, env, d.Schema, d.Name, rowLimit(env, a))
 	if o.Status == "error" {
-		return nil, Errorf(KindSQLError, "check %s.%s cannot run: %s\n%s", d.Schema, d.Name, o.Error, d.Source)
+		return nil, Errorf(o.kind, "check %s.%s cannot run: %s\n%s", d.Schema, d.Name, o.Error, d.Source)
 	}
 	text := fmt.Sprintf("%s %s.%s: %d violation(s)\n\n%s", strings.ToUpper(o.Status), d.Schema, d.Name, o.Violations, d.Source)
 	if o.Violations > 0 {

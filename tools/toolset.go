@@ -79,13 +79,29 @@ func Lookup(names []string) ([]*Toolset, error) {
 // named toolsets (no names: every built-in toolset), for the gateway's
 // read-only filter. It needs no database.
 func SafeToolNames(toolsets []string) ([]string, error) {
+	return toolNames(toolsets, func(t *Tool) bool { return t.Safe })
+}
+
+// UndoToolNames returns the sorted names of the safe tools that still change
+// the session they run in (Safe, but not annotated ReadOnly): abort, which
+// discards a read-write session's uncommitted work. The gateway refuses them
+// to a read-only token on a read-write session (gateway.Options.UndoTools).
+func UndoToolNames(toolsets []string) ([]string, error) {
+	return toolNames(toolsets, func(t *Tool) bool { return t.Safe && !t.ReadOnly })
+}
+
+func toolNames(toolsets []string, keep func(*Tool) bool) ([]string, error) {
 	sets, err := Lookup(toolsets)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, ts := range sets {
-		names = append(names, ts.SafeToolNames()...)
+		for i := range ts.Tools {
+			if keep(&ts.Tools[i]) {
+				names = append(names, ts.Tools[i].Name)
+			}
+		}
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil

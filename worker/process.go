@@ -299,8 +299,8 @@ func line(b []byte, fn func([]byte)) {
 
 // Stop ends the process the way MCP's stdio transport asks (MCP 2025-11-25
 // §Lifecycle, Shutdown): close its stdin and give it a moment to exit, then
-// SIGTERM to its process group, then SIGKILL after grace. It waits until the
-// process has been reaped; ctx bounds the whole wait.
+// StopGroup. It waits until the process has been reaped; ctx bounds the
+// whole wait.
 func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	select {
 	case <-p.done:
@@ -308,28 +308,38 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	default:
 	}
 	p.stdin.Close()
-	if p.waitDone(ctx, min(grace/2, time.Second)) {
+	if waitClosed(ctx, p.done, min(grace/2, time.Second)) {
 		return nil
 	}
-	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
-	if p.waitDone(ctx, grace) {
+	return StopGroup(ctx, p.Pid(), p.done, grace)
+}
+
+// StopGroup ends the process group that pid leads (a child started with
+// Setpgid): SIGTERM to the whole group, so that what the process spawned is
+// asked too, then SIGKILL to the group if done (closed by whoever reaps the
+// process) is still open after grace. It returns once done is closed, or
+// with an error when ctx ends first. The reaper should then kill the group
+// once more, for children that outlived their leader.
+func StopGroup(ctx context.Context, pid int, done <-chan struct{}, grace time.Duration) error {
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	if waitClosed(ctx, done, grace) {
 		return nil
 	}
-	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	select {
-	case <-p.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("worker: pid %d not reaped: %w", p.Pid(), ctx.Err())
+		return fmt.Errorf("worker: pid %d not reaped: %w", pid, ctx.Err())
 	}
 }
 
-// waitDone waits up to d for the process to end; false on timeout or ctx.
-func (p *Process) waitDone(ctx context.Context, d time.Duration) bool {
+// waitClosed waits up to d for done to close; false on timeout or ctx.
+func waitClosed(ctx context.Context, done <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-done:
 		return true
 	case <-t.C:
 	case <-ctx.Done():

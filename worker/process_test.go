@@ -1,12 +1,15 @@
 package worker
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -57,8 +60,8 @@ func TestStop(t *testing.T) {
 	}{
 		// A stdio server ends when its input does (MCP §Lifecycle).
 		{"ends on stdin EOF", `echo ready; read x; exit 0`, 10 * time.Second, "exit status 0"},
-		{"SIGTERM", `trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done`, 300 * time.Millisecond, "exit status 7"},
-		{"ignores SIGTERM: SIGKILL after grace", `trap '' TERM; echo ready; while :; do sleep 0.05; done`, 300 * time.Millisecond, "killed by signal killed"},
+		// Then StopGroup (its own table below).
+		{"ignores stdin and SIGTERM: SIGKILL after grace", `trap '' TERM; echo ready; while :; do sleep 0.05; done`, 300 * time.Millisecond, "killed by signal killed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, lines := start(t, tc.script)
@@ -73,6 +76,70 @@ func TestStop(t *testing.T) {
 			}
 			if alive(p.Pid()) {
 				t.Errorf("pid %d still there after Stop", p.Pid())
+			}
+		})
+	}
+}
+
+// TestStopGroup drives StopGroup on a plain child in its own group, as the
+// benchmark harness starts its servers.
+func TestStopGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		grace  time.Duration
+		ctx    time.Duration // 0: no deadline
+		want   string        // how the leader ended
+		err    bool
+	}{
+		{"SIGTERM", `trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done`, 10 * time.Second, 0, "exit status 7", false},
+		{"ignores SIGTERM: SIGKILL after grace", `trap '' TERM; echo ready; while :; do sleep 0.05; done`, 300 * time.Millisecond, 0, "killed by signal killed", false},
+		// The group is asked, not only its leader: a leader that waits for
+		// its child ends when the child does.
+		{"the whole group gets SIGTERM", `sleep 1000 & trap '' TERM; echo ready; wait $!; exit 5`, 10 * time.Second, 0, "exit status 5", false},
+		{"ctx ends first", `trap '' TERM; echo ready; while :; do sleep 0.05; done`, time.Hour, 100 * time.Millisecond, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("/bin/sh", "-c", tc.script)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			done := make(chan struct{})
+			var exitErr error
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				exitErr = cmd.Wait()
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				close(done)
+			}()
+			ctx := context.Background()
+			if tc.ctx > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.ctx)
+				defer cancel()
+			}
+			err = StopGroup(ctx, pid, done, tc.grace)
+			if tc.err {
+				if err == nil {
+					t.Error("got nil error, want the context's")
+				}
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				<-done
+				return
+			}
+			if err != nil {
+				t.Fatalf("StopGroup: %v", err)
+			}
+			if got := ExitDescription(exitErr); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -10,6 +10,23 @@ type Outgoing struct {
 	Data     []byte          // the encoded JSON-RPC message, ids already restored
 	Response bool            // it answers one of the stream's requests
 	ID       json.RawMessage // the client's request id, for an answer
+	// Charged is what the stream's Budget was charged for Data; whoever
+	// takes the message from the stream gives it back when done with it.
+	Charged int
+}
+
+// KindBufferFull is error.data.kind of an answer the gateway replaced
+// because the client already had too much waiting to be read.
+const KindBufferFull = "bufferFull"
+
+// A Budget bounds the bytes a slow client can make the gateway hold: the
+// messages queued on its streams and not yet written.
+type Budget interface {
+	// Take charges n bytes, or returns an error, safe to show the client,
+	// that names the limit n would pass; nothing is charged then.
+	Take(n int) error
+	// Give returns n bytes taken earlier.
+	Give(n int)
 }
 
 // Stream is the gateway's end of one HTTP response that carries a worker's
@@ -21,11 +38,17 @@ type Outgoing struct {
 // HTTP handler takes them, and are dropped once the handler has gone (a
 // client that disconnects does not cancel its request). A client that reads
 // too slowly loses non-answers beyond MaxQueuedBytes rather than growing the
-// gateway's memory; answers always queue.
+// gateway's memory. With a Budget, a message that does not fit is dropped,
+// or, for an answer, replaced by a short error of kind KindBufferFull, so
+// the request is still answered.
 type Stream struct {
 	// SSE says the client accepts text/event-stream, so the router may send
 	// this stream messages that are not answers.
 	SSE bool
+	// Budget, when set before the stream is used, is charged for every
+	// message queued (Outgoing.Charged); Detach gives back what is still
+	// queued, Take hands the charge to the caller.
+	Budget Budget
 
 	mu       sync.Mutex
 	queue    []Outgoing
@@ -70,8 +93,27 @@ func (s *Stream) Answered() bool {
 func (s *Stream) Detach() {
 	s.mu.Lock()
 	s.detached = true
+	queue := s.queue
 	s.queue, s.queued = nil, 0
 	s.mu.Unlock()
+	for _, m := range queue {
+		s.give(m)
+	}
+}
+
+// give returns m's charge to the budget; the caller is done with m.
+func (s *Stream) give(m Outgoing) {
+	if s.Budget != nil && m.Charged > 0 {
+		s.Budget.Give(m.Charged)
+	}
+}
+
+// Give returns the charge of messages taken from s once the caller is done
+// with them (written or dropped).
+func (s *Stream) Give(msgs ...Outgoing) {
+	for _, m := range msgs {
+		s.give(m)
+	}
 }
 
 // Expect counts n more requests to be answered on s; call it before
@@ -96,6 +138,16 @@ func (s *Stream) push(m Outgoing) bool {
 		s.pending--
 	}
 	ok := !s.detached && (m.Response || s.queued+len(m.Data) <= MaxQueuedBytes)
+	if ok && s.Budget != nil {
+		// Charged under s.mu, so that Detach gives back all it took.
+		if err := s.Budget.Take(len(m.Data)); err == nil {
+			m.Charged = len(m.Data)
+		} else if m.Response {
+			m.Data = internalError(m.ID, err.Error(), KindBufferFull)
+		} else {
+			ok = false
+		}
+	}
 	if ok {
 		s.queue = append(s.queue, m)
 		s.queued += len(m.Data)

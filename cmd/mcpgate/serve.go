@@ -79,6 +79,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		WorkerDir:          cfg.Worker.Dir,
 		Toolsets:           cfg.Worker.Toolsets,
 		SafeTools:          cfg.Worker.SafeTools,
+		SafeMethods:        cfg.Worker.SafeMethods,
 		ReadOnly:           cfg.Server.ReadOnly,
 		ServerName:         cfg.Server.Name,
 		ServerVersion:      Version,
@@ -94,7 +95,12 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		WorkerStopGrace:    l.WorkerStopGrace,
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
+		WriteTimeout:       l.WriteTimeout,
 		Logger:             log,
+
+		MaxStreamBufferBytes:  int64(l.MaxStreamBufferBytes),
+		MaxSessionBufferBytes: int64(l.MaxSessionBufferBytes),
+		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
 	}
 	opts.MaxWorkerMessageBytes = int(l.MaxWorkerMessageBytes)
 	if len(cfg.Worker.Command) > 0 {
@@ -105,6 +111,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		return opts, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 	}
 	opts.SafeTools = safe
+	if opts.UndoTools, err = tools.UndoToolNames(cfg.Worker.Toolsets); err != nil {
+		return opts, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+	}
 	d := db.Config{
 		Driver:           cfg.Database.Driver,
 		DSN:              cfg.Database.DSN,
@@ -112,6 +121,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		ConnectAsUser:    cfg.Database.ConnectAsUser,
 		StatementTimeout: cfg.Database.StatementTimeout,
 		LockTimeout:      cfg.Database.LockTimeout,
+		ChecksTimeout:    cfg.Database.ChecksTimeout,
 		MaxRows:          cfg.Database.MaxRows,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
@@ -175,14 +185,25 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		defer cancel()
 		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), g.Close(sctx))
 	}
-	ln = gateway.LimitListener(ln, cfg.Limits.MaxConnections)
+	ln = gateway.LimitListener(ln, gateway.ListenerOptions{
+		MaxConnections:               cfg.Limits.MaxConnections,
+		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
+		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
+		TLS:                          cfg.TLSEnabled(),
+	})
 	scheme := "http"
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Every request starts with a fresh write deadline; the gateway
+		// moves it forward as a long answer or a stream writes.
+		WriteTimeout: cfg.Limits.WriteTimeout,
+		// Lets the gateway tell the listener which connections have
+		// passed the token check.
+		ConnContext:    gateway.ConnContext,
+		MaxHeaderBytes: cfg.MaxHeaderBytes(),
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if cfg.TLSEnabled() {
 		r, err := certs.NewReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)

@@ -121,12 +121,31 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 		resp, err := client.Get("https://" + addr + "/.well-known/oauth-protected-resource/mcp")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			// Serving, and the issuer's keys are loaded: a token is
+			// checked rather than answered 503.
+			if resp.StatusCode == http.StatusOK && g.keysLoaded(t) {
 				return g
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// keysLoaded reports whether the gateway checks tokens yet: until it has
+// the issuer's keys it answers every token 503.
+func (g *tlsGateway) keysLoaded(t *testing.T) bool {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+g.token(t, "probe", "mcp:use"))
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusServiceUnavailable
 }
 
 // token mints a Keycloak-shaped token for user with scopes.
@@ -253,6 +272,16 @@ func TestServeTLSAuth(t *testing.T) {
 		code, _, _ := g.raw(t, bob, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
 		assert.Equal(t, http.StatusNotFound, code, "bob on alice's session")
 		statusOf(t, cs) // alice's session is untouched
+	})
+
+	t.Run("a read-only token cannot undo a write session's work", func(t *testing.T) {
+		tok := g.token(t, "alice", "mcp:use", "mcp:write")
+		cs := g.connect(t, &tok)
+		ro := g.token(t, "alice", "mcp:use")
+		_, _, body := g.raw(t, ro, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"abort"}}`)
+		assert.Contains(t, body, `"kind":"readOnly"`, "the built-in abort is an undo tool")
+		_, _, body = g.raw(t, ro, cs.ID(), `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"refresh"}}`)
+		assert.NotContains(t, body, `"kind":"readOnly"`, "refresh undoes nothing: it refuses while changes are uncommitted")
 	})
 
 	t.Run("an expired token gets 401 and the session survives a renewed one", func(t *testing.T) {

@@ -23,6 +23,7 @@ const (
 	EnvStatementTimeout = "MCPGATE_WORKER_DB_STATEMENT_TIMEOUT" // a Go duration; default 30s
 	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
 	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
+	EnvChecksTimeout    = "MCPGATE_WORKER_DB_CHECKS_TIMEOUT"    // a Go duration; default 2m
 )
 
 // Driver names.
@@ -41,6 +42,7 @@ const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLockTimeout      = 5 * time.Second
 	DefaultMaxRows          = 500
+	DefaultChecksTimeout    = 2 * time.Minute
 )
 
 // Config is a worker's database settings. Its zero value (after the DSN is
@@ -73,6 +75,11 @@ type Config struct {
 
 	// MaxRows caps the rows of one result (0: the default).
 	MaxRows int
+
+	// ChecksTimeout bounds one run of every check (run_checks,
+	// list_failing_checks); the checks not reached by then are reported as
+	// not run (0: the default).
+	ChecksTimeout time.Duration
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -89,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRows <= 0 {
 		c.MaxRows = DefaultMaxRows
 	}
+	if c.ChecksTimeout <= 0 {
+		c.ChecksTimeout = DefaultChecksTimeout
+	}
 	return c
 }
 
@@ -104,6 +114,9 @@ func (c Config) Environ() []string {
 	}
 	if c.MaxRows > 0 {
 		env = append(env, EnvMaxRows+"="+strconv.Itoa(c.MaxRows))
+	}
+	if c.ChecksTimeout > 0 {
+		env = append(env, EnvChecksTimeout+"="+c.ChecksTimeout.String())
 	}
 	return env
 }
@@ -134,7 +147,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}} {
+	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvChecksTimeout, &c.ChecksTimeout}} {
 		if v := getenv(d.name); v != "" {
 			t, err := time.ParseDuration(v)
 			if err != nil || t <= 0 {

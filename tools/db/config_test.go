@@ -32,7 +32,7 @@ func TestConfigRoundTrip(t *testing.T) {
 func TestConfigDefaults(t *testing.T) {
 	got, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
-	assert.Equal(t, Config{Driver: SQLite, DSN: DefaultSQLitePath, StatementTimeout: DefaultStatementTimeout, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows}, got)
+	assert.Equal(t, Config{Driver: SQLite, DSN: DefaultSQLitePath, StatementTimeout: DefaultStatementTimeout, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows, ChecksTimeout: DefaultChecksTimeout}, got)
 }
 
 func TestConfigErrors(t *testing.T) {

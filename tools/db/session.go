@@ -75,6 +75,19 @@ type CallGuard interface {
 	EndCall() string
 }
 
+// Reaper is an Engine whose server can go on running a statement after
+// the session gave up on its connection (PostgreSQL: a statement that
+// catches every cancel keeps its locks until its backend ends).
+type Reaper interface {
+	// Backend identifies the server side of the session's connection; it
+	// runs once, after Setup.
+	Backend(ctx context.Context, c *sql.Conn) (any, error)
+
+	// Reap ends that server side from another connection of the pool,
+	// when the session closes a connection it could not roll back.
+	Reap(ctx context.Context, pool *sql.DB, backend any) error
+}
+
 // Execer is an Engine that runs a tool's ExecContext its own way.
 // PostgreSQL does: the driver would send an argument-less statement over the
 // simple protocol, which runs every command in the string, so one that
@@ -112,10 +125,11 @@ type Session struct {
 	// Now is the clock for the transaction's age; time.Now by default.
 	Now func() time.Time
 
-	lock   chan struct{} // held while a statement runs
-	began  time.Time
-	mark   any
-	closed bool
+	lock    chan struct{} // held while a statement runs
+	backend any           // the connection's server side, for a Reaper
+	began   time.Time
+	mark    any
+	closed  bool
 }
 
 // Open connects a session for user and begins its transaction.
@@ -144,6 +158,12 @@ func Open(ctx context.Context, eng Engine, cfg Config, user string, readOnly boo
 	if err := eng.Setup(ctx, conn, cfg, user, readOnly); err != nil {
 		s.closeConn()
 		return nil, err
+	}
+	if r, ok := eng.(Reaper); ok {
+		if s.backend, err = r.Backend(ctx, conn); err != nil {
+			s.closeConn()
+			return nil, fmt.Errorf("db: set up the session: %w", err)
+		}
 	}
 	if err := s.begin(ctx); err != nil {
 		s.closeConn()
@@ -208,7 +228,7 @@ func (s *Session) do(ctx context.Context, fn func(ctx context.Context, q Querier
 
 // call is do's statement under the savepoint.
 func (s *Session) call(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
-	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout)
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout+s.grace())
 	defer cancel()
 	if _, err := s.conn.ExecContext(sctx, "SAVEPOINT mcpgate_call"); err != nil {
 		return s.fail(classify(s.eng, sctx, err))
@@ -228,7 +248,13 @@ func (s *Session) call(ctx context.Context, fn func(ctx context.Context, q Queri
 				s.abortAndClose()
 				return de
 			}
-			err, undo = cerr, false
+			// A read's result is in hand and its savepoint is rolled back
+			// next either way; the check can fail only because the
+			// statement was stopped after the reader stopped reading (the
+			// transaction is then aborted).
+			if !undo {
+				err = cerr
+			}
 		}
 	}
 	if err == nil {
@@ -258,6 +284,21 @@ func (s *Session) call(ctx context.Context, fn func(ctx context.Context, q Queri
 	return de
 }
 
+// TimeoutGrace is an Engine whose server stops a statement at the statement
+// timeout itself (PostgreSQL's statement_timeout): the session's own
+// deadline comes that much later, so that the server's clean stop, which
+// leaves the connection usable, comes first.
+type TimeoutGrace interface {
+	TimeoutGrace() time.Duration
+}
+
+func (s *Session) grace() time.Duration {
+	if g, ok := s.eng.(TimeoutGrace); ok {
+		return g.TimeoutGrace()
+	}
+	return 0
+}
+
 // fail handles an error that leaves the transaction in an unknown state: it
 // rolls back, starts afresh, and says that uncommitted work was lost.
 func (s *Session) fail(e *Error) *Error {
@@ -284,6 +325,16 @@ func (s *Session) begin(ctx context.Context) error {
 	return nil
 }
 
+// dirty reports whether the transaction has uncommitted changes. A
+// read-only session has none, whatever the engine's sign of a write says
+// (PostgreSQL's: a transaction id, which pg_current_xact_id() takes too).
+func (s *Session) dirty(ctx context.Context, q Querier) (bool, error) {
+	if s.readOnly {
+		return false, nil
+	}
+	return s.eng.Dirty(ctx, q, s.mark)
+}
+
 // Commit commits the transaction and begins the next one.
 func (s *Session) Commit(ctx context.Context) error {
 	return s.end(ctx, "COMMIT")
@@ -302,7 +353,7 @@ func (s *Session) Refresh(ctx context.Context) error {
 		return err
 	}
 	defer s.release()
-	dirty, err := s.eng.Dirty(ctx, s.conn, s.mark)
+	dirty, err := s.dirty(ctx, s.conn)
 	if err != nil {
 		return classify(s.eng, ctx, err)
 	}
@@ -373,7 +424,7 @@ func (s *Session) Status(ctx context.Context) (Status, error) {
 		if err != nil {
 			return err
 		}
-		st.Uncommitted, err = s.eng.Dirty(ctx, q, s.mark)
+		st.Uncommitted, err = s.dirty(ctx, q)
 		return err
 	})
 	return st, err
@@ -393,12 +444,24 @@ func (s *Session) abortAndClose() {
 	s.closeConn() //nolint:errcheck // closing discards the transaction
 }
 
+// closeConn rolls back and closes. When the rollback fails (the
+// connection was given up on, a statement ignored its cancel), the server
+// side may still run and hold locks: a Reaper ends it from a fresh
+// connection.
 func (s *Session) closeConn() error {
 	s.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // there may be no transaction
-	return errors.Join(s.conn.Close(), s.pool.Close())
+	_, rerr := s.conn.ExecContext(ctx, "ROLLBACK")
+	err := s.conn.Close()
+	if r, ok := s.eng.(Reaper); ok && rerr != nil && s.backend != nil {
+		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer rcancel()
+		if reapErr := r.Reap(rctx, s.pool, s.backend); reapErr != nil {
+			err = errors.Join(err, fmt.Errorf("db: end the abandoned connection's server side: %w", reapErr))
+		}
+	}
+	return errors.Join(err, s.pool.Close())
 }
 
 // Read runs fn as Do does, then always rolls its savepoint back, so that

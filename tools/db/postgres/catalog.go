@@ -11,13 +11,59 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db"
 )
 
-// userSchema is true for a namespace n that is not the system's.
-const userSchema = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'`
+// The catalog's statements name every table, function, operator and type
+// with its schema (pg_catalog.…, OPERATOR(pg_catalog.=)), and the ones that
+// do not depend on the user's search_path run with it set to ownPath (own):
+// a function that another user put in a schema on this user's search_path
+// (public.col_description(oid, smallint), which matches an int2 argument
+// better than pg_catalog's does) would otherwise run as this user.
 
-// DefaultSchema is current_schema(): where unqualified names are created.
+// ownPath is the search_path of the tools' own statements: pg_catalog
+// first, the session's temporary schema last (so a temporary table cannot
+// stand in for a catalog), and no schema a user can create in. PostgreSQL
+// never looks for functions or operators in pg_temp.
+const ownPath = "pg_catalog, pg_temp"
+
+// own runs fn with search_path set to ownPath and then sets the user's
+// back, for the rest of the transaction (SET LOCAL): a setting the user
+// made with SET still holds after COMMIT, and after ROLLBACK what held
+// before it. When fn fails the call's savepoint is rolled back, which
+// restores it too.
+func own(ctx context.Context, q db.Querier, fn func() error) error {
+	var saved string
+	if err := q.QueryRowContext(ctx, "SELECT pg_catalog.current_setting('search_path')").Scan(&saved); err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, "SELECT pg_catalog.set_config('search_path', $1, true)", ownPath); err != nil {
+		return err
+	}
+	err := fn()
+	if _, rerr := q.ExecContext(ctx, "SELECT pg_catalog.set_config('search_path', $1, true)", saved); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// ownRows runs a catalog query that yields T under own.
+func ownRows[T any](ctx context.Context, q db.Querier, scan func(*sql.Rows) (T, error), query string, args ...any) (out []T, err error) {
+	err = own(ctx, q, func() error {
+		out, err = db.Select(ctx, q, scan, query, args...)
+		return err
+	})
+	return out, err
+}
+
+// eq is PostgreSQL's equality operator, whatever search_path says.
+const eq = " OPERATOR(pg_catalog.=) "
+
+// userSchema is true for a namespace n that is not the system's.
+const userSchema = `NOT (n.nspname OPERATOR(pg_catalog.=) ANY ('{pg_catalog,information_schema}'::pg_catalog.name[]) OR n.nspname OPERATOR(pg_catalog.~~) 'pg\_toast%' OR n.nspname OPERATOR(pg_catalog.~~) 'pg\_temp\_%')`
+
+// DefaultSchema is current_schema(): where unqualified names are created,
+// so by the user's search_path.
 func (Engine) DefaultSchema(ctx context.Context, q db.Querier) (string, error) {
 	var s *string
-	if err := q.QueryRowContext(ctx, "SELECT current_schema()").Scan(&s); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT pg_catalog.current_schema()").Scan(&s); err != nil {
 		return "", err
 	}
 	if s == nil {
@@ -27,17 +73,22 @@ func (Engine) DefaultSchema(ctx context.Context, q db.Querier) (string, error) {
 }
 
 // Schemas lists the user's schemas.
-func (Engine) Schemas(ctx context.Context, q db.Querier) ([]string, error) {
-	return strs(ctx, q, "SELECT n.nspname FROM pg_namespace n WHERE "+userSchema+" ORDER BY n.nspname")
+func (Engine) Schemas(ctx context.Context, q db.Querier) (out []string, err error) {
+	err = own(ctx, q, func() error {
+		out, err = strs(ctx, q, "SELECT n.nspname FROM pg_catalog.pg_namespace n WHERE "+userSchema+" ORDER BY n.nspname")
+		return err
+	})
+	return out, err
 }
 
-// schema resolves "" to the default schema and checks a named one exists.
+// schema resolves "" to the default schema (by the user's search_path) and
+// checks a named one exists.
 func (e Engine) schema(ctx context.Context, q db.Querier, name string) (string, error) {
 	if name == "" {
 		return e.DefaultSchema(ctx, q)
 	}
 	var got string
-	if err := q.QueryRowContext(ctx, "SELECT nspname FROM pg_namespace WHERE nspname = $1", name).Scan(&got); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT nspname FROM pg_catalog.pg_namespace WHERE nspname"+eq+"$1", name).Scan(&got); err != nil {
 		return "", db.Errorf(db.KindNotFound, "postgres: no schema %q; list_schemas shows what there is", name)
 	}
 	return got, nil
@@ -51,9 +102,9 @@ func (e Engine) Objects(ctx context.Context, q db.Querier, s string) ([]db.Objec
 		if err != nil {
 			return nil, err
 		}
-		filter, args = "n.nspname = $1", []any{sc}
+		filter, args = "n.nspname"+eq+"$1", []any{sc}
 	}
-	return db.Select(ctx, q, func(r *sql.Rows) (o db.Object, err error) {
+	return ownRows(ctx, q, func(r *sql.Rows) (o db.Object, err error) {
 		return o, r.Scan(&o.Schema, &o.Name, &o.Type, &o.Table)
 	}, objectsQuery(filter), args...)
 }
@@ -63,37 +114,34 @@ func (e Engine) Objects(ctx context.Context, q db.Querier, s string) ([]db.Objec
 func objectsQuery(filter string) string {
 	return `
 SELECT n.nspname, c.relname,
-       CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view'
-                      WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' ELSE 'index' END,
-       COALESCE((SELECT t.relname FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid WHERE i.indexrelid = c.oid), '')
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'i', 'I') AND ` + filter + `
+       CASE WHEN c.relkind` + eq + `ANY ('{r,p}') THEN 'table' WHEN c.relkind` + eq + `'v' THEN 'view' WHEN c.relkind` + eq + `'m' THEN 'materialized view'
+            WHEN c.relkind` + eq + `'S' THEN 'sequence' WHEN c.relkind` + eq + `'f' THEN 'foreign table' ELSE 'index' END,
+       COALESCE((SELECT t.relname FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class t ON t.oid` + eq + `i.indrelid WHERE i.indexrelid` + eq + `c.oid), '')
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid` + eq + `c.relnamespace
+WHERE c.relkind` + eq + `ANY ('{r,p,v,m,S,f,i,I}') AND ` + filter + `
 UNION ALL
 SELECT n.nspname, t.tgname, 'trigger', c.relname
-FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid` + eq + `t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid` + eq + `c.relnamespace
 WHERE NOT t.tgisinternal AND ` + filter + `
 UNION ALL
-SELECT n.nspname, p.proname, CASE p.prokind WHEN 'p' THEN 'procedure' WHEN 'a' THEN 'aggregate' ELSE 'function' END, ''
-FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+SELECT n.nspname, p.proname, CASE WHEN p.prokind` + eq + `'p' THEN 'procedure' WHEN p.prokind` + eq + `'a' THEN 'aggregate' ELSE 'function' END, ''
+FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid` + eq + `p.pronamespace
 WHERE ` + filter + `
 ORDER BY 1, 3, 2`
 }
 
-// relation resolves a table or view: exact spelling, else the one
-// case-insensitive match.
-func (e Engine) relation(ctx context.Context, q db.Querier, s, name string) (oid uint32, sc, canon, kind string, estimate float64, comment string, err error) {
-	if sc, err = e.schema(ctx, q, s); err != nil {
-		return
-	}
+// relation resolves a table or view in the schema sc (resolved already):
+// exact spelling, else the one case-insensitive match. It runs under own.
+func relation(ctx context.Context, q db.Querier, sc, name string) (oid uint32, canon, kind string, estimate float64, comment string, err error) {
 	var com *string
-	const find = `SELECT c.oid, c.relname, c.relkind, c.reltuples, obj_description(c.oid, 'pg_class')
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND `
-	err = q.QueryRowContext(ctx, find+"c.relname = $2", sc, name).Scan(&oid, &canon, &kind, &estimate, &com)
+	const find = `SELECT c.oid, c.relname, c.relkind, c.reltuples, pg_catalog.obj_description(c.oid, 'pg_class')
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid` + eq + `c.relnamespace
+WHERE n.nspname` + eq + `$1 AND c.relkind` + eq + `ANY ('{r,p,v,m,f}') AND `
+	err = q.QueryRowContext(ctx, find+"c.relname"+eq+"$2", sc, name).Scan(&oid, &canon, &kind, &estimate, &com)
 	if err != nil {
-		rows, qerr := q.QueryContext(ctx, find+"lower(c.relname) = lower($2)", sc, name)
+		rows, qerr := q.QueryContext(ctx, find+"pg_catalog.lower(c.relname::pg_catalog.text)"+eq+"pg_catalog.lower($2::pg_catalog.text)", sc, name)
 		if qerr != nil {
-			return 0, "", "", "", 0, "", qerr
+			return 0, "", "", 0, "", qerr
 		}
 		n := 0
 		for rows.Next() {
@@ -105,7 +153,7 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND `
 		}
 		rows.Close()
 		if n != 1 {
-			return 0, "", "", "", 0, "", db.Errorf(db.KindNotFound, "postgres: no table or view %q in schema %q; list_tables shows what there is", name, sc)
+			return 0, "", "", 0, "", db.Errorf(db.KindNotFound, "postgres: no table or view %q in schema %q; list_tables shows what there is", name, sc)
 		}
 		err = nil
 	}
@@ -124,10 +172,23 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND `
 // Table describes a table or view from pg_attribute, pg_constraint and
 // pg_index; the row estimate is the planner's (reltuples), or a count of a
 // small table never analysed.
-func (e Engine) Table(ctx context.Context, q db.Querier, s, name string) (*db.Table, error) {
-	oid, sc, canon, kind, estimate, comment, err := e.relation(ctx, q, s, name)
+func (e Engine) Table(ctx context.Context, q db.Querier, s, name string) (t *db.Table, err error) {
+	sc, err := e.schema(ctx, q, s)
 	if err != nil {
 		return nil, err
+	}
+	err = own(ctx, q, func() error {
+		t, _, err = table(ctx, q, sc, name)
+		return err
+	})
+	return t, err
+}
+
+// table is Table under own, with the relation's oid.
+func table(ctx context.Context, q db.Querier, sc, name string) (*db.Table, uint32, error) {
+	oid, canon, kind, estimate, comment, err := relation(ctx, q, sc, name)
+	if err != nil {
+		return nil, 0, err
 	}
 	t := &db.Table{Schema: sc, Name: canon, Type: kind, Comment: comment, Columns: []db.Column{}, PrimaryKey: []string{}, Indexes: []db.Index{}, ForeignKeys: []db.ForeignKey{}, RowEstimate: -1}
 	switch {
@@ -138,30 +199,30 @@ func (e Engine) Table(ctx context.Context, q db.Querier, s, name string) (*db.Ta
 		// Never analysed (reltuples = -1 since PostgreSQL 14): a small
 		// table is counted, a large one stays unknown.
 		var small bool
-		if err := q.QueryRowContext(ctx, "SELECT pg_relation_size($1) < 8 * 1024 * 1024", oid).Scan(&small); err != nil {
-			return nil, err
+		if err := q.QueryRowContext(ctx, "SELECT pg_catalog.pg_relation_size($1) OPERATOR(pg_catalog.<) 8388608", oid).Scan(&small); err != nil {
+			return nil, 0, err
 		}
 		if small {
-			if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+db.Qualify(sc, canon)).Scan(&t.RowEstimate); err != nil {
-				return nil, err
+			if err := q.QueryRowContext(ctx, "SELECT pg_catalog.count(*) FROM "+db.Qualify(sc, canon)).Scan(&t.RowEstimate); err != nil {
+				return nil, 0, err
 			}
 		}
 	}
-	if t.PrimaryKey, err = strs(ctx, q, `SELECT a.attname FROM pg_constraint k, unnest(k.conkey) WITH ORDINALITY u(attnum, ord)
-JOIN pg_attribute a ON a.attrelid = $1 AND a.attnum = u.attnum WHERE k.conrelid = $1 AND k.contype = 'p' ORDER BY u.ord`, oid); err != nil {
-		return nil, err
+	if t.PrimaryKey, err = strs(ctx, q, `SELECT a.attname FROM pg_catalog.pg_constraint k, pg_catalog.unnest(k.conkey) WITH ORDINALITY u(attnum, ord)
+JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`$1 AND a.attnum`+eq+`u.attnum WHERE k.conrelid`+eq+`$1 AND k.contype`+eq+`'p' ORDER BY u.ord`, oid); err != nil {
+		return nil, 0, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_get_expr(d.adbin, d.adrelid), COALESCE(col_description(a.attrelid, a.attnum), '')
-FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, oid)
+	rows, err := q.QueryContext(ctx, `SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid), COALESCE(pg_catalog.col_description(a.attrelid, a.attnum), '')
+FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid`+eq+`a.attrelid AND d.adnum`+eq+`a.attnum
+WHERE a.attrelid`+eq+`$1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped ORDER BY a.attnum`, oid)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for rows.Next() {
 		var c db.Column
 		if err := rows.Scan(&c.Name, &c.Type, &c.Nullable, &c.Default, &c.Comment); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, 0, err
 		}
 		for _, p := range t.PrimaryKey {
 			c.PrimaryKey = c.PrimaryKey || p == c.Name
@@ -170,42 +231,43 @@ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	idx, err := q.QueryContext(ctx, `SELECT c.relname, i.indisunique, pg_get_indexdef(i.indexrelid),
-       COALESCE((SELECT string_agg(COALESCE(a.attname, 'expr'), ',' ORDER BY u.ord) FROM unnest(i.indkey) WITH ORDINALITY u(attnum, ord)
-                 LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = u.attnum), '')
-FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1 ORDER BY c.relname`, oid)
+	idx, err := q.QueryContext(ctx, `SELECT c.relname, i.indisunique, pg_catalog.pg_get_indexdef(i.indexrelid),
+       COALESCE((SELECT pg_catalog.string_agg(COALESCE(a.attname, 'expr'), ',' ORDER BY u.ord) FROM pg_catalog.unnest(i.indkey) WITH ORDINALITY u(attnum, ord)
+                 LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`i.indrelid AND a.attnum`+eq+`u.attnum), '')
+FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid`+eq+`i.indexrelid WHERE i.indrelid`+eq+`$1 ORDER BY c.relname`, oid)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for idx.Next() {
 		var ix db.Index
 		var cols string
 		if err := idx.Scan(&ix.Name, &ix.Unique, &ix.Definition, &cols); err != nil {
 			idx.Close()
-			return nil, err
+			return nil, 0, err
 		}
 		ix.Columns = strings.Split(cols, ",")
 		t.Indexes = append(t.Indexes, ix)
 	}
 	idx.Close()
-	if t.ForeignKeys, err = foreignKeys(ctx, q, "k.conrelid = $1", oid); err != nil {
-		return nil, err
+	if t.ForeignKeys, err = foreignKeys(ctx, q, "k.conrelid"+eq+"$1", oid); err != nil {
+		return nil, 0, err
 	}
-	return t, nil
+	return t, oid, nil
 }
 
-// foreignKeys lists the foreign keys matching a condition on pg_constraint k.
+// foreignKeys lists the foreign keys matching a condition on pg_constraint
+// k. It runs under own.
 func foreignKeys(ctx context.Context, q db.Querier, cond string, oid uint32) ([]db.ForeignKey, error) {
 	rows, err := q.QueryContext(ctx, `SELECT k.conname, cn.nspname, c.relname, pn.nspname, p.relname,
-       (SELECT string_agg(a.attname, ',' ORDER BY u.ord) FROM unnest(k.conkey) WITH ORDINALITY u(attnum, ord) JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum),
-       (SELECT string_agg(a.attname, ',' ORDER BY u.ord) FROM unnest(k.confkey) WITH ORDINALITY u(attnum, ord) JOIN pg_attribute a ON a.attrelid = k.confrelid AND a.attnum = u.attnum),
-       CASE k.confdeltype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' WHEN 'r' THEN 'RESTRICT' ELSE 'NO ACTION' END
-FROM pg_constraint k
-JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace
-JOIN pg_class p ON p.oid = k.confrelid JOIN pg_namespace pn ON pn.oid = p.relnamespace
-WHERE k.contype = 'f' AND `+cond+` ORDER BY cn.nspname, c.relname, k.conname`, oid)
+       (SELECT pg_catalog.string_agg(a.attname, ',' ORDER BY u.ord) FROM pg_catalog.unnest(k.conkey) WITH ORDINALITY u(attnum, ord) JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`k.conrelid AND a.attnum`+eq+`u.attnum),
+       (SELECT pg_catalog.string_agg(a.attname, ',' ORDER BY u.ord) FROM pg_catalog.unnest(k.confkey) WITH ORDINALITY u(attnum, ord) JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`k.confrelid AND a.attnum`+eq+`u.attnum),
+       CASE WHEN k.confdeltype`+eq+`'c' THEN 'CASCADE' WHEN k.confdeltype`+eq+`'n' THEN 'SET NULL' WHEN k.confdeltype`+eq+`'d' THEN 'SET DEFAULT' WHEN k.confdeltype`+eq+`'r' THEN 'RESTRICT' ELSE 'NO ACTION' END
+FROM pg_catalog.pg_constraint k
+JOIN pg_catalog.pg_class c ON c.oid`+eq+`k.conrelid JOIN pg_catalog.pg_namespace cn ON cn.oid`+eq+`c.relnamespace
+JOIN pg_catalog.pg_class p ON p.oid`+eq+`k.confrelid JOIN pg_catalog.pg_namespace pn ON pn.oid`+eq+`p.relnamespace
+WHERE k.contype`+eq+`'f' AND `+cond+` ORDER BY cn.nspname, c.relname, k.conname`, oid)
 	if err != nil {
 		return nil, err
 	}
@@ -224,28 +286,46 @@ WHERE k.contype = 'f' AND `+cond+` ORDER BY cn.nspname, c.relname, k.conname`, o
 }
 
 // Children lists the foreign keys that reference the table.
-func (e Engine) Children(ctx context.Context, q db.Querier, s, name string) ([]db.ForeignKey, error) {
-	oid, _, _, _, _, _, err := e.relation(ctx, q, s, name)
+func (e Engine) Children(ctx context.Context, q db.Querier, s, name string) (out []db.ForeignKey, err error) {
+	sc, err := e.schema(ctx, q, s)
 	if err != nil {
 		return nil, err
 	}
-	return foreignKeys(ctx, q, "k.confrelid = $1", oid)
+	err = own(ctx, q, func() error {
+		oid, _, _, _, _, err := relation(ctx, q, sc, name)
+		if err != nil {
+			return err
+		}
+		out, err = foreignKeys(ctx, q, "k.confrelid"+eq+"$1", oid)
+		return err
+	})
+	return out, err
 }
 
 // TableDDL rebuilds CREATE TABLE from the catalog: columns, constraints
 // (pg_get_constraintdef), other indexes (pg_get_indexdef), triggers and
-// comments.
-func (e Engine) TableDDL(ctx context.Context, q db.Querier, s, name string) (string, error) {
-	t, err := e.Table(ctx, q, s, name)
+// comments. Names outside pg_catalog come out schema-qualified (the
+// statement runs under own), so the DDL means the same whatever
+// search_path it runs with.
+func (e Engine) TableDDL(ctx context.Context, q db.Querier, s, name string) (ddl string, err error) {
+	sc, err := e.schema(ctx, q, s)
+	if err != nil {
+		return "", err
+	}
+	err = own(ctx, q, func() error {
+		ddl, err = e.tableDDL(ctx, q, sc, name)
+		return err
+	})
+	return ddl, err
+}
+
+func (e Engine) tableDDL(ctx context.Context, q db.Querier, sc, name string) (string, error) {
+	t, oid, err := table(ctx, q, sc, name)
 	if err != nil {
 		return "", err
 	}
 	if t.Type != "table" {
 		return "", db.Errorf(db.KindInvalidParams, "postgres: %q is a view; get_view_definition shows its SQL", t.Name)
-	}
-	oid, _, _, _, _, _, err := e.relation(ctx, q, t.Schema, t.Name)
-	if err != nil {
-		return "", err
 	}
 	var parts []string
 	for _, c := range t.Columns {
@@ -258,8 +338,8 @@ func (e Engine) TableDDL(ctx context.Context, q db.Querier, s, name string) (str
 		}
 		parts = append(parts, p)
 	}
-	cons, err := strs(ctx, q, `SELECT 'CONSTRAINT ' || quote_ident(conname) || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
-WHERE conrelid = $1 AND contype IN ('p', 'u', 'c', 'f', 'x') ORDER BY array_position(ARRAY['p', 'u', 'c', 'f', 'x']::"char"[], contype), conname`, oid)
+	cons, err := strs(ctx, q, `SELECT 'CONSTRAINT ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(conname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint
+WHERE conrelid`+eq+`$1 AND contype`+eq+`ANY ('{p,u,c,f,x}') ORDER BY pg_catalog.array_position('{p,u,c,f,x}'::pg_catalog."char"[], contype), conname`, oid)
 	if err != nil {
 		return "", err
 	}
@@ -267,9 +347,9 @@ WHERE conrelid = $1 AND contype IN ('p', 'u', 'c', 'f', 'x') ORDER BY array_posi
 		parts = append(parts, "    "+c)
 	}
 	ddl := "CREATE TABLE " + db.Qualify(t.Schema, t.Name) + " (\n" + strings.Join(parts, ",\n") + "\n);\n"
-	more, err := strs(ctx, q, `SELECT pg_get_indexdef(i.indexrelid) || ';' FROM pg_index i
-WHERE i.indrelid = $1 AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = $1)
-UNION ALL SELECT pg_get_triggerdef(oid) || ';' FROM pg_trigger WHERE tgrelid = $1 AND NOT tgisinternal`, oid)
+	more, err := strs(ctx, q, `SELECT pg_catalog.pg_get_indexdef(i.indexrelid) OPERATOR(pg_catalog.||) ';' FROM pg_catalog.pg_index i
+WHERE i.indrelid`+eq+`$1 AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.conindid`+eq+`i.indexrelid AND k.conrelid`+eq+`$1)
+UNION ALL SELECT pg_catalog.pg_get_triggerdef(oid) OPERATOR(pg_catalog.||) ';' FROM pg_catalog.pg_trigger WHERE tgrelid`+eq+`$1 AND NOT tgisinternal`, oid)
 	if err != nil {
 		return "", err
 	}
@@ -290,49 +370,57 @@ UNION ALL SELECT pg_get_triggerdef(oid) || ';' FROM pg_trigger WHERE tgrelid = $
 // Definitions lists views (their SELECT), triggers and routines
 // (pg_get_functiondef) in the user's schemas.
 func (Engine) Definitions(ctx context.Context, q db.Querier) ([]db.Definition, error) {
-	return db.Select(ctx, q, func(r *sql.Rows) (d db.Definition, err error) {
+	return ownRows(ctx, q, func(r *sql.Rows) (d db.Definition, err error) {
 		return d, r.Scan(&d.Schema, &d.Name, &d.Type, &d.Table, &d.Signature, &d.Source)
 	}, `
-SELECT n.nspname, c.relname, 'view', '', '', pg_get_viewdef(c.oid, true)
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('v', 'm') AND `+userSchema+`
+SELECT n.nspname, c.relname, 'view', '', '', pg_catalog.pg_get_viewdef(c.oid, true)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE c.relkind`+eq+`ANY ('{v,m}') AND `+userSchema+`
 UNION ALL
-SELECT n.nspname, t.tgname, 'trigger', c.relname, '', pg_get_triggerdef(t.oid, true)
-FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND `+userSchema+`
+SELECT n.nspname, t.tgname, 'trigger', c.relname, '', pg_catalog.pg_get_triggerdef(t.oid, true)
+FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid`+eq+`t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE NOT t.tgisinternal AND `+userSchema+`
 UNION ALL
-SELECT n.nspname, p.proname, CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END, '', pg_get_function_identity_arguments(p.oid), pg_get_functiondef(p.oid)
-FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.prokind IN ('f', 'p') AND `+userSchema+`
+SELECT n.nspname, p.proname, CASE WHEN p.prokind`+eq+`'p' THEN 'procedure' ELSE 'function' END, '', pg_catalog.pg_get_function_identity_arguments(p.oid), pg_catalog.pg_get_functiondef(p.oid)
+FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`p.pronamespace WHERE p.prokind`+eq+`ANY ('{f,p}') AND `+userSchema+`
 ORDER BY 1, 3, 2`)
 }
 
 // Columns lists every column of every table and view in the user's schemas.
 func (Engine) Columns(ctx context.Context, q db.Querier) ([]db.ColumnRef, error) {
-	return db.Select(ctx, q, func(r *sql.Rows) (c db.ColumnRef, err error) {
+	return ownRows(ctx, q, func(r *sql.Rows) (c db.ColumnRef, err error) {
 		return c, r.Scan(&c.Schema, &c.Table, &c.Column, &c.Type)
-	}, `SELECT n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
-FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 AND NOT a.attisdropped AND `+userSchema+`
+	}, `SELECT n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)
+FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid`+eq+`a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`c.relnamespace
+WHERE c.relkind`+eq+`ANY ('{r,p,v,m,f}') AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND `+userSchema+`
 ORDER BY 1, 2, a.attnum`)
 }
 
 // systemNamespace is true for the namespace whose oid is $1 when it is the
 // system's: compared by oid with pg_catalog, information_schema and
 // pg_toast, plus the per-session temp and toast-temp schemas.
-const systemNamespace = `(SELECT n.oid IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace, 'pg_toast'::regnamespace)
-        OR n.nspname LIKE 'pg\_toast\_temp\_%' OR n.nspname LIKE 'pg\_temp\_%' FROM pg_namespace n WHERE n.oid = $1)`
+const systemNamespace = `(SELECT n.oid` + eq + `ANY (ARRAY['pg_catalog'::pg_catalog.regnamespace, 'information_schema'::pg_catalog.regnamespace, 'pg_toast'::pg_catalog.regnamespace]::pg_catalog.oid[])
+        OR n.nspname OPERATOR(pg_catalog.~~) 'pg\_toast\_temp\_%' OR n.nspname OPERATOR(pg_catalog.~~) 'pg\_temp\_%' FROM pg_catalog.pg_namespace n WHERE n.oid` + eq + `$1)`
 
 // SystemSchema resolves the schema by name to its oid and compares that.
+// A name that begins with pg_ is the system's whether or not it resolves:
+// PostgreSQL reserves the prefix for schemas (CREATE SCHEMA refuses it), and
+// pg_temp names the session's temp schema (pg_temp_N), which pg_namespace
+// lists only under its real name.
 func (Engine) SystemSchema(ctx context.Context, q db.Querier, schema string) (bool, error) {
+	if strings.HasPrefix(schema, "pg_") {
+		return true, nil
+	}
 	var sys *bool
-	err := q.QueryRowContext(ctx, "SELECT "+strings.ReplaceAll(systemNamespace, "$1", "(SELECT oid FROM pg_namespace WHERE nspname = $1)"), schema).Scan(&sys)
+	err := q.QueryRowContext(ctx, "SELECT "+strings.ReplaceAll(systemNamespace, "$1", "(SELECT oid FROM pg_catalog.pg_namespace WHERE nspname"+eq+"$1)"), schema).Scan(&sys)
 	return sys != nil && *sys, err
 }
 
 // SystemRelation resolves the name as PostgreSQL would (to_regclass, so an
-// unqualified name follows search_path, which always begins with
-// pg_catalog) and tests the schema it lands in.
+// unqualified name follows the user's search_path, as the user's statement
+// will; pg_catalog comes first unless the user named it later) and tests
+// the schema it lands in.
 func (Engine) SystemRelation(ctx context.Context, q db.Querier, schema, name string) (bool, error) {
 	var sys *bool
-	err := q.QueryRowContext(ctx, "SELECT "+strings.ReplaceAll(systemNamespace, "$1", "(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($1))"), db.Qualify(schema, name)).Scan(&sys)
+	err := q.QueryRowContext(ctx, "SELECT "+strings.ReplaceAll(systemNamespace, "$1", "(SELECT relnamespace FROM pg_catalog.pg_class WHERE oid"+eq+"pg_catalog.to_regclass($1))"), db.Qualify(schema, name)).Scan(&sys)
 	return sys != nil && *sys, err
 }
 
@@ -346,14 +434,14 @@ func (Engine) Fold(ident string) string { return strings.ToLower(ident) }
 // session can do with SET.
 func (Engine) Literal(v any) string {
 	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-		return "'" + strconv.FormatFloat(f, 'g', -1, 64) + "'::float8"
+		return "'" + strconv.FormatFloat(f, 'g', -1, 64) + "'::pg_catalog.float8"
 	}
 	lit := db.Literal(v, func(b bool) string {
 		if b {
 			return "TRUE"
 		}
 		return "FALSE"
-	}, func(b []byte) string { return "decode('" + hex.EncodeToString(b) + "', 'hex')" })
+	}, func(b []byte) string { return "pg_catalog.decode('" + hex.EncodeToString(b) + "', 'hex')" })
 	if strings.HasPrefix(lit, "'") { // db.StringLiteral: quotes are doubled already
 		return "E" + strings.ReplaceAll(lit, `\`, `\\`)
 	}

@@ -35,6 +35,7 @@ var (
 	_ db.Engine    = Engine{}
 	_ db.Execer    = Engine{}
 	_ db.CallGuard = Engine{}
+	_ db.Reaper    = Engine{}
 )
 
 // Name returns db.Postgres.
@@ -77,7 +78,7 @@ func (Engine) OpenAs(cfg db.Config, user string, readOnly bool) (*sql.DB, error)
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
 	}
-	return stdlib.OpenDB(*pc), nil
+	return sql.OpenDB(connector{stdlib.GetConnector(*pc), readOnly}), nil
 }
 
 // asUser returns dsn with the user replaced and no password, so that pgx
@@ -137,6 +138,15 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 		}
 		stmts = append(stmts, "SET ROLE "+pgx.Identifier{user}.Sanitize())
 	}
+	// A backend whose client is gone ends at the next check instead of
+	// running on (and holding its locks) until its statement ends. Since
+	// PostgreSQL 14; an older server does not know the setting.
+	if _, err := c.ExecContext(ctx, fmt.Sprintf("SET client_connection_check_interval = %d", ClientCheckInterval.Milliseconds())); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42704" {
+			return fmt.Errorf("postgres: set up the session: %w", err)
+		}
+	}
 	for _, s := range stmts {
 		if _, err := c.ExecContext(ctx, s); err != nil {
 			var pe *pgconn.PgError
@@ -161,7 +171,11 @@ func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) 
 	var tag pgconn.CommandTag
 	var err error
 	if rerr := c.Raw(func(dc any) error {
-		rr := dc.(*stdlib.Conn).Conn().PgConn().ExecParams(ctx, query, nil, nil, nil, nil)
+		pc, gerr := rawConn(ctx, dc, query)
+		if gerr != nil {
+			return gerr
+		}
+		rr := pc.ExecParams(ctx, query, nil, nil, nil, nil)
 		for rr.NextRow() {
 		}
 		tag, err = rr.Close()
@@ -175,6 +189,33 @@ func (Engine) Exec(ctx context.Context, c *sql.Conn, query string, args ...any) 
 	return driver.RowsAffected(tag.RowsAffected()), nil
 }
 
+// TimeoutGrace is how long after the server's statement_timeout the
+// session stops waiting and cancels the statement itself (db.TimeoutGrace).
+func (Engine) TimeoutGrace() time.Duration { return time.Second }
+
+// ClientCheckInterval is the session's client_connection_check_interval.
+const ClientCheckInterval = 2 * time.Second
+
+// Backend is the session's backend process id (db.Reaper).
+func (Engine) Backend(ctx context.Context, c *sql.Conn) (any, error) {
+	var pid int32
+	err := c.QueryRowContext(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid)
+	return pid, err
+}
+
+// Reap terminates the session's backend from a fresh connection of the
+// same login (db.Reaper), waiting up to 5 s for it to end: a role may end
+// its own backends, unless EXECUTE on pg_terminate_backend was revoked
+// from it (docs/tools.md says what to grant then).
+func (Engine) Reap(ctx context.Context, pool *sql.DB, backend any) error {
+	_, err := pool.ExecContext(ctx, "SELECT pg_catalog.pg_terminate_backend($1, 5000)", backend)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42883" { // before PostgreSQL 14: no wait
+		_, err = pool.ExecContext(ctx, "SELECT pg_catalog.pg_terminate_backend($1)", backend)
+	}
+	return err
+}
+
 // ReadOnlyCall makes the rest of a read-write session's query call
 // read-only (db.CallGuard); SET LOCAL ends with the savepoint's rollback.
 func (Engine) ReadOnlyCall() string { return "SET LOCAL transaction_read_only = on" }
@@ -182,7 +223,7 @@ func (Engine) ReadOnlyCall() string { return "SET LOCAL transaction_read_only = 
 // EndCall releases the session advisory locks a call's statement took
 // (db.CallGuard): no rollback releases them, and a read-only session could
 // otherwise hold them for as long as it lives.
-func (Engine) EndCall() string { return "SELECT pg_advisory_unlock_all()" }
+func (Engine) EndCall() string { return "SELECT pg_catalog.pg_advisory_unlock_all()" }
 
 // Begin starts a REPEATABLE READ transaction, READ ONLY in a read-only
 // session whatever its settings say.
@@ -205,7 +246,7 @@ func (Engine) Mark(ctx context.Context, q db.Querier) (any, error) {
 // id only once it has.
 func (Engine) Dirty(ctx context.Context, q db.Querier, _ any) (bool, error) {
 	var dirty bool
-	err := q.QueryRowContext(ctx, "SELECT pg_current_xact_id_if_assigned() IS NOT NULL").Scan(&dirty)
+	err := q.QueryRowContext(ctx, "SELECT pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL").Scan(&dirty)
 	return dirty, err
 }
 
@@ -259,6 +300,6 @@ func (Engine) Classify(err error) *db.Error {
 // DatabaseName returns the current database's name.
 func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
 	var name string
-	err := q.QueryRowContext(ctx, "SELECT current_database()").Scan(&name)
+	err := q.QueryRowContext(ctx, "SELECT pg_catalog.current_database()").Scan(&name)
 	return name, err
 }

@@ -73,7 +73,7 @@ func TestLiteral(t *testing.T) {
 		{true, "TRUE"},
 		{"it's", "E'it''s'"},
 		{`\'; DROP TABLE t; --`, `E'\\''; DROP TABLE t; --'`},
-		{[]byte{0xde, 0xad}, "decode('dead', 'hex')"},
+		{[]byte{0xde, 0xad}, "pg_catalog.decode('dead', 'hex')"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, postgres.Engine{}.Literal(tt.v))
@@ -121,4 +121,19 @@ func TestOneCommandPerStatement(t *testing.T) {
 		return err
 	}))
 	assert.Equal(t, int64(3), n)
+}
+
+func TestSideEffect(t *testing.T) {
+	for q, want := range map[string]string{
+		"SELECT pg_logical_emit_message(false, 'a', 'b')":                   "pg_logical_emit_message",
+		`SELECT "PG_LOGICAL_EMIT_MESSAGE" /* a /* nested */ one */ (x)`:     "pg_logical_emit_message",
+		"SELECT pg_catalog.dblink_exec -- c\n ('x')":                        "dblink_exec",
+		`SELECT U&"d\0062link"('x')`:                                        `a U&"…" identifier`,
+		"SELECT * FROM dblink_targets":                                      "",
+		"SELECT 1 FROM pg_stat_reset_x WHERE a = 'pg_logical_emit_message'": "",
+		"SELECT pg_notify('c', 'x'), pg_advisory_xact_lock(1)":              "",
+		"SELECT query_to_xml('SELECT 1', true, true, '')":                   "query_to_xml",
+	} {
+		assert.Equal(t, want, postgres.SideEffect(q), q)
+	}
 }

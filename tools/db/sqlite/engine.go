@@ -153,9 +153,9 @@ func (Engine) Classify(err error) *db.Error {
 
 // DatabaseName returns the main database file's name, without the
 // directories: where the server keeps its files is not the client's
-// business.
+// business (the guard refuses PRAGMA database_list to everyone else).
 func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
 	var name string
-	err := q.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&name)
+	err := q.QueryRowContext(catalogRead(ctx), "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&name)
 	return filepath.Base(name), err
 }

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -250,4 +251,106 @@ func TestGuardEveryConnection(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRowContext(t.Context(), "SELECT count(*) FROM customers").Scan(&n))
 	assert.Equal(t, 3, n)
+}
+
+// TestOneStatementPerCall bypasses the tools' splitter: a text that SQLite
+// reads as several statements is refused before any of it runs, in a
+// client's statement and in a read alike, however it is sent.
+func TestOneStatementPerCall(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	s := open(t, cfg, false)
+	ctx := t.Context()
+	count := func() (n int) {
+		require.NoError(t, s.Do(ctx, func(ctx context.Context, q db.Querier) error {
+			return q.QueryRowContext(ctx, "SELECT count(*) FROM order_items").Scan(&n)
+		}))
+		return n
+	}
+	items := count()
+	require.NotZero(t, items)
+	scripts := []string{
+		"SELECT 1; DELETE FROM order_items",
+		"DELETE FROM order_items WHERE 0; DELETE FROM order_items",
+		`CREATE VIEW v1 AS SELECT E'\' FROM (SELECT 1 AS E); DELETE FROM order_items; --'`,
+		"SELECT $a('); DELETE FROM order_items; --')",
+		"SELECT 1; DELETE FROM no_such_table",
+		"; SELECT 1; DELETE FROM order_items",
+	}
+	runs := map[string]func(ctx context.Context, q db.Querier, text string) error{
+		"exec": func(ctx context.Context, q db.Querier, text string) error {
+			_, err := q.ExecContext(ctx, text)
+			return err
+		},
+		"query": func(ctx context.Context, q db.Querier, text string) error {
+			r, err := q.QueryContext(ctx, text)
+			if err == nil {
+				r.Close()
+			}
+			return err
+		},
+		"prepare": func(ctx context.Context, q db.Querier, text string) error {
+			p, err := q.(interface {
+				PrepareContext(context.Context, string) (*sql.Stmt, error)
+			}).PrepareContext(ctx, text)
+			if err == nil {
+				_, err = p.ExecContext(ctx)
+				p.Close()
+			}
+			return err
+		},
+	}
+	for name, run := range runs {
+		for _, script := range scripts {
+			t.Run(name+"/"+script, func(t *testing.T) {
+				err := s.Do(ctx, func(ctx context.Context, q db.Querier) error { return run(ctx, q, script) })
+				var de *db.Error
+				require.True(t, errors.As(err, &de), "got %v", err)
+				assert.Equal(t, db.KindRefused, de.Kind, de.Message)
+				assert.Contains(t, de.Message, "more than one statement")
+			})
+		}
+	}
+	assert.Equal(t, items, count(), "nothing was deleted")
+	// The rest of a refused text is not compiled either: SQLite applies a
+	// flag PRAGMA as it compiles it.
+	err := dbtest.Run(ctx, s, "SELECT 1; PRAGMA reverse_unordered_selects = 1")
+	require.Error(t, err)
+	var on int
+	require.NoError(t, s.Do(ctx, func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "PRAGMA reverse_unordered_selects").Scan(&on)
+	}))
+	assert.Zero(t, on, "the refused text's PRAGMA was not applied")
+	for _, one := range []string{"SELECT 1;", "SELECT 1; -- a comment", "SELECT 1 /* c */ ;;", "CREATE TRIGGER tr AFTER INSERT ON customers BEGIN SELECT 1; SELECT 2; END"} {
+		require.NoError(t, dbtest.Run(ctx, s, one), one)
+	}
+}
+
+// TestSQLitePragmaGuard: an empty PRAGMA value is a value, and the file's
+// path is not shown.
+func TestSQLitePragmaGuard(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	ro := open(t, cfg, true)
+	ctx := t.Context()
+	for _, sql := range []string{"PRAGMA query_only = ''", "PRAGMA main.query_only = ''", "PRAGMA query_only('')", "PRAGMA cache_size = ''", "EXPLAIN PRAGMA query_only = ''"} {
+		err := dbtest.Run(ctx, ro, sql)
+		var de *db.Error
+		require.True(t, errors.As(err, &de), "%s: got %v", sql, err)
+		assert.Equal(t, db.KindReadOnly, de.Kind, de.Message)
+	}
+	var on int
+	require.NoError(t, ro.Do(ctx, func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "PRAGMA query_only").Scan(&on)
+	}))
+	assert.Equal(t, 1, on, "query_only is still on")
+	for _, sess := range []*db.Session{ro, open(t, cfg, false)} {
+		for _, sql := range []string{"PRAGMA database_list", "SELECT file FROM pragma_database_list"} {
+			err := dbtest.Run(ctx, sess, sql)
+			var de *db.Error
+			require.True(t, errors.As(err, &de), "%s: got %v", sql, err)
+			assert.Equal(t, db.KindRefused, de.Kind, de.Message)
+		}
+		st, err := sess.Status(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Base(cfg.DSN), st.Database)
+	}
 }

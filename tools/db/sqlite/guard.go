@@ -12,10 +12,13 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The statement splitter (db.Split) and the tools' keyword checks are a
-// convenience, not a boundary: modernc runs every statement of a string it
-// is given, so a text the splitter misreads could hide a COMMIT, an ATTACH
-// or a DELETE. The boundary is SQLite's own authorizer, which sees every
+// The statement splitter (db.SQLiteLexer) and the tools' keyword checks are
+// a convenience, not a boundary. modernc runs every statement of a string
+// it is given, so a text the splitter misread could hide a COMMIT, an ATTACH
+// or a DELETE: every client text is first prepared here statement by
+// statement without running (prepare.go), and one that SQLite reads as
+// several is refused before any of it runs. The boundary for what a
+// statement may do is SQLite's own authorizer, which sees every
 // action of every statement as SQLite compiles it
 // (https://www.sqlite.org/c3ref/set_authorizer.html). Every connection the
 // engine opens carries one, and the connection wrapper below tells it what
@@ -37,7 +40,17 @@ const (
 	modeClient  mode = iota // a client's statement in the session's transaction
 	modeControl             // the session's own transaction control
 	modeRead                // a read: nothing may be written
+	modeCatalog             // the engine's own catalog read (catalogRead): a read that may list the files
 )
+
+// catalogKey marks a context whose statements are the engine's own catalog
+// reads; only this package sets it.
+type catalogKey struct{}
+
+// catalogRead returns ctx marked for the engine's own catalog reads.
+func catalogRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, catalogKey{}, true)
+}
 
 // control holds the texts of the session's own transaction statements
 // (tools/db/session.go, and Begin below). A client's text can match one
@@ -55,6 +68,8 @@ var control = map[string]bool{
 // modeOf is the mode of query, run with ctx and args.
 func modeOf(ctx context.Context, query string, args int) mode {
 	switch {
+	case ctx.Value(catalogKey{}) != nil:
+		return modeCatalog
 	case db.Reading(ctx):
 		return modeRead
 	case args == 0 && control[query]:
@@ -80,7 +95,12 @@ func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
 		dc.Close()
 		return nil, errors.New("sqlite: the driver cannot install an authorizer, so a session cannot be made safe")
 	}
-	g := &guard{Conn: dc, readOnly: c.readOnly}
+	h, err := handleOf(dc)
+	if err != nil {
+		dc.Close()
+		return nil, err
+	}
+	g := &guard{Conn: dc, h: h, readOnly: c.readOnly}
 	if err := reg.RegisterAuthorizer(g.authorize); err != nil {
 		dc.Close()
 		return nil, err
@@ -96,17 +116,62 @@ func (c connector) Driver() driver.Driver { return c.base.Driver() }
 // sqlite.NewConnector) and unwraps for sqlite.Limit.
 type guard struct {
 	driver.Conn
-	readOnly bool
-	mode     atomic.Int32
-	denied   atomic.Pointer[db.Error] // why the authorizer last said no
+	h           handle
+	readOnly    bool
+	mode        atomic.Int32
+	pragmaValue atomic.Bool              // the statement is a PRAGMA given a value
+	denied      atomic.Pointer[db.Error] // why the authorizer last said no
 }
 
-// set records the mode of the statement about to be compiled. It stays set
-// until the next statement: modernc compiles a script's later statements
-// while its rows are read.
-func (g *guard) set(m mode) {
+// set records the mode of the statement about to be compiled, and whether
+// it is a PRAGMA given a value. It stays set until the next statement, for
+// a prepared statement compiled again when run.
+func (g *guard) set(m mode, pragmaValue bool) {
 	g.mode.Store(int32(m))
+	g.pragmaValue.Store(pragmaValue)
 	g.denied.Store(nil)
+}
+
+// check refuses a client's text that SQLite reads as more than one
+// statement, before any of it runs: the tools split a script and run its
+// statements one by one, so a text that still holds several is one the
+// tools read differently from SQLite, and what they checked is not what
+// would run.
+func (g *guard) check(m mode, query string) error {
+	if m == modeControl {
+		return nil
+	}
+	several, err := g.h.several(query)
+	if err != nil {
+		return err
+	}
+	if several {
+		return deniedScript
+	}
+	return nil
+}
+
+// pragmaValue reports whether query is a PRAGMA statement given a value
+// ("PRAGMA x = v", "PRAGMA x(v)"), even an empty string: the authorizer is
+// given "" both for no value and for an empty string (modernc passes NULL
+// as ""), and setting query_only to an empty string turns it off. Any
+// PRAGMA keyword counts (EXPLAIN PRAGMA too: a flag pragma is set while it
+// compiles).
+func pragmaValue(query string) bool {
+	t := db.SQLiteLexer.Tokens(query)
+	for i := range t {
+		if !strings.EqualFold(t[i], "PRAGMA") {
+			continue
+		}
+		rest := t[i+1:]
+		if len(rest) >= 2 && rest[1] == "." { // schema.name
+			rest = rest[2:]
+		}
+		if len(rest) > 1 && rest[1] != ";" {
+			return true
+		}
+	}
+	return false
 }
 
 // Why the authorizer refuses, as the client is told.
@@ -116,6 +181,8 @@ var (
 	deniedControl  = &db.Error{Kind: db.KindRefused, Message: "sqlite: transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE) is the session's own: use the commit and abort tools"}
 	deniedSetting  = &db.Error{Kind: db.KindReadOnly, Message: "sqlite: a read-only session, and query in any session, cannot change a PRAGMA setting"}
 	deniedWrite    = &db.Error{Kind: db.KindReadOnly, Message: "sqlite: query only reads, and this statement would change something; use execute_sql to change data"}
+	deniedFiles    = &db.Error{Kind: db.KindRefused, Message: "sqlite: PRAGMA database_list is refused: where the server keeps its files is not shown; status names the database"}
+	deniedScript   = &db.Error{Kind: db.KindRefused, Message: "sqlite: SQLite reads this text as more than one statement, and a call runs one; nothing was run. Send the statements one at a time (execute_sql takes a script and runs its statements one by one)"}
 )
 
 // deny records why and refuses.
@@ -143,8 +210,12 @@ var readPragmas = map[string]bool{
 
 // authorize is the connection's authorizer. For SQLITE_PRAGMA, arg1 is the
 // pragma and arg2 its argument; a PRAGMA given a value (query_only = 0 among
-// them) is refused in a read-only session and in a read, since a setting
-// outlives the savepoint that undoes a read.
+// them, and query_only set to an empty string, which the authorizer sees as
+// no value, so the statement's text decides: pragmaValue) is refused in a
+// read-only session and in a read, since a setting outlives the savepoint
+// that undoes a read.
+// PRAGMA database_list (and pragma_database_list) would show the file's path
+// and is refused but to the engine's own catalog reads (catalogRead).
 func (g *guard) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
 	m := mode(g.mode.Load())
 	switch action {
@@ -159,14 +230,18 @@ func (g *guard) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ s
 		}
 		return g.deny(deniedControl)
 	case sqlite.AuthPragma:
-		if (g.readOnly || m == modeRead) && arg2 != "" && !readPragmas[strings.ToLower(arg1)] {
+		name := strings.ToLower(arg1)
+		switch {
+		case name == "database_list" && m != modeCatalog:
+			return g.deny(deniedFiles)
+		case (g.readOnly || m == modeRead || m == modeCatalog) && (arg2 != "" || g.pragmaValue.Load()) && !readPragmas[name]:
 			return g.deny(deniedSetting)
 		}
 		return sqlite.AuthorizerOK
 	case sqlite.AuthSelect, sqlite.AuthRead, sqlite.AuthFunction, sqlite.AuthRecursive:
 		return sqlite.AuthorizerOK
 	}
-	if m == modeRead {
+	if m == modeRead || m == modeCatalog {
 		return g.deny(deniedWrite)
 	}
 	return sqlite.AuthorizerOK
@@ -177,14 +252,22 @@ func (g *guard) Unwrap() driver.Conn { return g.Conn }
 
 // ExecContext runs query under its mode.
 func (g *guard) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	g.set(modeOf(ctx, query, len(args)))
+	m := modeOf(ctx, query, len(args))
+	g.set(m, pragmaValue(query))
+	if err := g.check(m, query); err != nil {
+		return nil, err
+	}
 	r, err := g.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 	return r, g.explain(err)
 }
 
 // QueryContext runs query under its mode.
 func (g *guard) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	g.set(modeOf(ctx, query, len(args)))
+	m := modeOf(ctx, query, len(args))
+	g.set(m, pragmaValue(query))
+	if err := g.check(m, query); err != nil {
+		return nil, err
+	}
 	r, err := g.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 	return bound(r, g.explain(err))
 }
@@ -196,12 +279,16 @@ func (g *guard) PrepareContext(ctx context.Context, query string) (driver.Stmt, 
 	if m == modeControl {
 		m = modeClient // a prepared statement has arguments to come; control never does
 	}
-	g.set(m)
+	pv := pragmaValue(query)
+	g.set(m, pv)
+	if err := g.check(m, query); err != nil {
+		return nil, err
+	}
 	s, err := g.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 	if err != nil {
 		return nil, g.explain(err)
 	}
-	return &stmt{Stmt: s, g: g, mode: m}, nil
+	return &stmt{Stmt: s, g: g, mode: m, pragmaValue: pv}, nil
 }
 
 // Prepare is PrepareContext without a context.
@@ -212,7 +299,7 @@ func (g *guard) Prepare(query string) (driver.Stmt, error) {
 // BeginTx starts a driver transaction as the session's own control. The
 // session does not use it (it runs its own BEGIN), but the pool may.
 func (g *guard) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	g.set(modeControl)
+	g.set(modeControl, false)
 	t, err := g.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -242,26 +329,27 @@ type tx struct {
 	g *guard
 }
 
-func (t tx) Commit() error   { t.g.set(modeControl); return t.Tx.Commit() }
-func (t tx) Rollback() error { t.g.set(modeControl); return t.Tx.Rollback() }
+func (t tx) Commit() error   { t.g.set(modeControl, false); return t.Tx.Commit() }
+func (t tx) Rollback() error { t.g.set(modeControl, false); return t.Tx.Rollback() }
 
 // stmt runs a prepared statement under the mode it was prepared with.
 type stmt struct {
 	driver.Stmt
-	g    *guard
-	mode mode
+	g           *guard
+	mode        mode
+	pragmaValue bool
 }
 
 // ExecContext runs the statement.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	s.g.set(s.mode)
+	s.g.set(s.mode, s.pragmaValue)
 	r, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 	return r, s.g.explain(err)
 }
 
 // QueryContext runs the statement.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	s.g.set(s.mode)
+	s.g.set(s.mode, s.pragmaValue)
 	r, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	return bound(r, s.g.explain(err))
 }

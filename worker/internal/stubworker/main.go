@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -130,7 +131,7 @@ func (s *stub) request(method string, params any) message {
 
 func (s *stub) nextIDRaw(id string) json.RawMessage { return json.RawMessage(id) }
 
-var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write"}
+var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write", "big"}
 
 func (s *stub) handle(m message, cancel chan struct{}) {
 	defer func() {
@@ -186,6 +187,7 @@ func (s *stub) call(m message, cancel chan struct{}) {
 			MS    int    `json:"ms"`
 			Steps int    `json:"steps"`
 			Code  int    `json:"code"`
+			Size  int    `json:"size"`
 		} `json:"arguments"`
 		Meta struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
@@ -265,6 +267,8 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		s.reply(m.ID, text(strconv.Itoa(n)))
 	case "write":
 		s.reply(m.ID, text("written"))
+	case "big": // an answer of about size bytes
+		s.reply(m.ID, text(strings.Repeat("b", a.Size)))
 	default:
 		s.fail(m.ID, -32602, "stub: unknown tool "+p.Name)
 	}

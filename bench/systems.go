@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // protocolVersion is the revision every session asks for. The go-sdk client
@@ -81,6 +83,8 @@ func startProc(name string, argv, env []string, logPath string) (*proc, error) {
 	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logf}
 	go func() {
 		p.err = cmd.Wait()
+		// Workers that outlived their parent are in the same group.
+		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 		close(p.done)
 	}()
 	return p, nil
@@ -88,8 +92,9 @@ func startProc(name string, argv, env []string, logPath string) (*proc, error) {
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
-// stop asks the process to end (SIGTERM), waits up to grace, then kills its
-// whole process group, which holds the workers it started.
+// stop ends the process and its process group, which holds the workers it
+// started, the way the gateway stops a worker (worker.StopGroup: SIGTERM to
+// the group, SIGKILL after grace).
 func (p *proc) stop(grace time.Duration) error {
 	defer p.log.Close()
 	select {
@@ -97,16 +102,7 @@ func (p *proc) stop(grace time.Duration) error {
 		return nil
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-		<-p.done
-	}
-	// Workers that outlived their parent are in the same group.
-	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-	return nil
+	return worker.StopGroup(context.Background(), p.pid(), p.done, grace)
 }
 
 // waitReady waits until addr accepts TCP connections, the process exits, or

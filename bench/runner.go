@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
 )
 
@@ -92,15 +93,16 @@ func parseVariant(v string) (string, Variant, error) {
 	if !slices.Contains(allSystems, base) {
 		return "", Variant{}, fmt.Errorf("mcpbench: -variant %q: unknown system %q", v, base)
 	}
-	words, err := splitWords(env)
+	words, err := config.SplitWords(env)
 	if err != nil {
-		return "", Variant{}, err
+		return "", Variant{}, fmt.Errorf("mcpbench: -variant %q: %w", v, err)
 	}
 	return name, Variant{Base: base, Env: words}, nil
 }
 
 // stringList is a flag holding a list: split on commas, or, for commands
-// (sep " "), into words the way a shell would, with '…' and "…" quoting.
+// (sep " "), into words the way a shell would, with '…' and "…" quoting
+// (config.SplitWords, as worker.command is read).
 type stringList struct {
 	v   *[]string
 	sep string
@@ -117,7 +119,7 @@ func (s stringList) String() string {
 // Set implements flag.Value.
 func (s stringList) Set(v string) error {
 	if s.sep == " " {
-		words, err := splitWords(v)
+		words, err := config.SplitWords(v)
 		if err != nil {
 			return err
 		}
@@ -131,63 +133,6 @@ func (s stringList) Set(v string) error {
 		}
 	}
 	return nil
-}
-
-// splitWords splits a command line into words: blanks separate words,
-// single quotes keep everything literally, double quotes keep everything but
-// a backslash-escaped " or \\, and a backslash outside quotes escapes the next
-// character. No expansion of any kind.
-func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		c := rs[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			inWord = true
-			j := i + 1
-			for j < len(rs) && rs[j] != '\'' {
-				j++
-			}
-			if j == len(rs) {
-				return nil, errors.New("mcpbench: unterminated ' in command")
-			}
-			cur.WriteString(string(rs[i+1 : j]))
-			i = j
-		case c == '"':
-			inWord = true
-			j := i + 1
-			for ; j < len(rs) && rs[j] != '"'; j++ {
-				if rs[j] == '\\' && j+1 < len(rs) && (rs[j+1] == '"' || rs[j+1] == '\\') {
-					j++
-				}
-				cur.WriteRune(rs[j])
-			}
-			if j == len(rs) {
-				return nil, errors.New("mcpbench: unterminated \" in command")
-			}
-			i = j
-		case c == '\\' && i+1 < len(rs):
-			inWord = true
-			i++
-			cur.WriteRune(rs[i])
-		default:
-			inWord = true
-			cur.WriteRune(c)
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
 }
 
 // parseTool reads "name" or "name:{json args}".

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/config"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -110,40 +112,9 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
-func TestSplitWords(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    []string
-		wantErr bool
-	}{
-		{"blanks", "  a  b\tc ", []string{"a", "b", "c"}, false},
-		{"empty", "", nil, false},
-		{"single quotes keep spaces", `serve --worker-command '/bin/w stdio-server'`, []string{"serve", "--worker-command", "/bin/w stdio-server"}, false},
-		{"single quotes keep backslashes", `'a\b'`, []string{`a\b`}, false},
-		{"double quotes with escapes", `"say \"hi\" \\o/"`, []string{`say "hi" \o/`}, false},
-		{"quotes join a word", `--x='1 2'3`, []string{"--x=1 23"}, false},
-		{"empty quoted word", `a '' b`, []string{"a", "", "b"}, false},
-		{"backslash escapes a blank", `a\ b`, []string{"a b"}, false},
-		{"unterminated single", `'abc`, nil, true},
-		{"unterminated double", `"abc`, nil, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := splitWords(tt.in)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestSplitWordsRoundTripsShellQuote(t *testing.T) {
 	argv := []string{"/bin/mcpgate", "worker", "it's", "a b", "", "$HOME"}
-	got, err := splitWords(shellQuote(argv))
+	got, err := config.SplitWords(shellQuote(argv))
 	if err != nil {
 		t.Fatal(err)
 	}

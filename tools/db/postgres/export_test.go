@@ -1,0 +1,4 @@
+package postgres
+
+// SideEffect exports sideEffect to the tests.
+var SideEffect = sideEffect
