@@ -41,6 +41,10 @@ type LauncherOptions struct {
 	// SendTimeout bounds one write to a worker's stdin (default 30s); see
 	// ProcessConfig.SendTimeout.
 	SendTimeout time.Duration
+	// MaxMessageBytes bounds one message a worker writes (0:
+	// DefaultMaxLineBytes); an answer over it fails its request alone
+	// (KindTooLarge). See ProcessConfig.MaxLineBytes.
+	MaxMessageBytes int
 	// LookupEnv reads the gateway's environment, for the base variables;
 	// nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -108,7 +112,7 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 		Scope: s.Scope,
 	}
-	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout})
+	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes})
 	if err != nil {
 		return nil, err
 	}
