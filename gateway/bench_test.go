@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -147,6 +148,27 @@ func BenchmarkModern(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			}
 			b.ReportMetric(float64(g.PerUserWorkers()), "workers")
+			// Memory per active user: the resident set of the user's worker.
+			var rss int64
+			for _, uw := range g.readyWorkers() {
+				rss += residentKiB(uw.conn.Pid())
+			}
+			b.ReportMetric(float64(rss)/float64(users), "worker-RSS-KiB/user")
 		})
 	}
+}
+
+// residentKiB returns a process's VmRSS from /proc, in KiB (0 when gone).
+func residentKiB(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
