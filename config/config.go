@@ -67,6 +67,12 @@ type Server struct {
 	// the gateway (the gateway resolves it), as the GemStone router logged
 	// its workers in as the server's own user.
 	LocalUser string `mapstructure:"local_user"`
+	// ReplicaID names this gateway among identical replicas behind one
+	// load balancer: it starts every legacy session id and transaction
+	// handle the replica mints, so the load balancer routes on it
+	// (docs/deploy.md). A DNS label; empty (the default) means a single
+	// gateway.
+	ReplicaID string `mapstructure:"replica_id"`
 }
 
 // Limits bound everything a peer controls (DESIGN.md, decision 10).

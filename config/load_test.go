@@ -37,6 +37,7 @@ func TestLoadDefaults(t *testing.T) {
 		"listen":                          "127.0.0.1:8000",
 		"name":                            "mcpgate",
 		"local_user":                      "",
+		"replica_id":                      "",
 		"max_body_bytes":                  ByteSize(8 << 20),
 		"max_connections":                 4096,
 		"read_header_timeout":             10 * time.Second,
@@ -72,6 +73,7 @@ func TestLoadDefaults(t *testing.T) {
 		"listen":                          c.Server.Listen,
 		"name":                            c.Server.Name,
 		"local_user":                      c.Server.LocalUser,
+		"replica_id":                      c.Server.ReplicaID,
 		"max_body_bytes":                  c.Limits.MaxBodyBytes,
 		"max_connections":                 c.Limits.MaxConnections,
 		"read_header_timeout":             c.Limits.ReadHeaderTimeout,
@@ -492,7 +494,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 58)
+	assert.Len(t, keys, 59)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Problem is one thing wrong with a configuration: the key and what to do.
@@ -124,6 +125,9 @@ func (c *Config) validateServer(v *validator) {
 	}
 	if hasControl(s.Title) {
 		v.add("server.title", "must not contain control characters")
+	}
+	if err := gateway.CheckReplicaID(s.ReplicaID); err != nil {
+		v.add("server.replica_id", "%q is not a DNS label: use 1 to 63 of a-z 0-9 -, starting and ending with a letter or digit (a host or pod name such as mcpgate-0)", s.ReplicaID)
 	}
 	if !c.Authenticated() && s.LocalUser != "" {
 		if msg := checkUserID(s.LocalUser); msg != "" {

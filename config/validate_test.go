@@ -175,6 +175,11 @@ func TestValidateProblems(t *testing.T) {
 			c.Server.LocalUser = strings.Repeat("u", 256)
 		}, "server.local_user", "longer than 255 bytes"},
 
+		{"replica id with the separator", func(c *Config) { c.Server.ReplicaID = "r1_x" }, "server.replica_id", "is not a DNS label"},
+		{"replica id upper-case", func(c *Config) { c.Server.ReplicaID = "R1" }, "server.replica_id", "is not a DNS label"},
+		{"replica id with a dot", func(c *Config) { c.Server.ReplicaID = "mcp.example" }, "server.replica_id", "1 to 63 of a-z 0-9 -"},
+		{"replica id too long", func(c *Config) { c.Server.ReplicaID = strings.Repeat("r", 64) }, "server.replica_id", "is not a DNS label"},
+
 		{"negative duration", func(c *Config) { c.Limits.WorkerStopGrace = -1 }, "limits.worker_stop_grace", "is negative"},
 		{"negative count", func(c *Config) { c.Limits.MaxConnections = -5 }, "limits.max_connections", "-5 is negative"},
 		{"body limit too large", func(c *Config) { c.Limits.MaxBodyBytes = 2 << 30 }, "limits.max_body_bytes", "outside 1 byte to 1GiB"},

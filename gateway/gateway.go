@@ -62,6 +62,9 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 	if launcher == nil {
 		return nil, errors.New("gateway: no worker launcher")
 	}
+	if err := CheckReplicaID(opts.ReplicaID); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	g := &Gateway{
 		opts:       opts,

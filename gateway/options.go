@@ -31,6 +31,14 @@ type Options struct {
 	// ReadOnly makes every session read-only (the router-wide switch).
 	ReadOnly bool
 
+	// ReplicaID names this gateway among identical replicas behind one load
+	// balancer; it starts every legacy session id and every per-user
+	// worker's instance id (and so its transaction handles), so the load
+	// balancer can send a request to the replica that holds its session or
+	// transaction (see worker.ReplicaSeparator). Empty means a single gateway: ids
+	// without a prefix. CheckReplicaID says what is valid.
+	ReplicaID string
+
 	// LocalUser is the user id of sessions opened without a verified
 	// principal (the unauthenticated localhost mode). Empty means the OS
 	// user running the gateway.

@@ -75,8 +75,8 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 			g.mu.Unlock()
 			return nil, errTooManyForUserW, false
 		}
-		uw = &userWorker{key: key, id: "u-" + newSessionID(), ready: make(chan struct{})}
-		uw.log = g.log.With("worker", uw.id[:10], "user", key.user, "read_only", key.readOnly)
+		uw = &userWorker{key: key, id: g.newInstanceID(), ready: make(chan struct{})}
+		uw.log = g.log.With("worker", uw.id[:len(g.opts.replicaPrefix())+10], "user", key.user, "read_only", key.readOnly)
 		g.workers[key] = uw
 		if g.perUser[key.user]++; g.userBufs[key.user] == nil {
 			g.userBufs[key.user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)

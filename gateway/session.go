@@ -15,11 +15,11 @@ import (
 // answer and a fresh MCP-Session-Id.
 func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, jsonOK, sseOK bool) {
 	p := auth.PrincipalFrom(r.Context())
-	s := &session{id: newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
+	s := &session{id: g.newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
 	if p != nil {
 		s.owner, s.user, s.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || p.ReadOnly
 	}
-	s.log = g.log.With("session", s.id[:8], "user", s.user)
+	s.log = g.log.With("session", s.id[:len(g.opts.replicaPrefix())+8], "user", s.user)
 
 	if f, ok := g.reserve(s.user); !ok {
 		s.log.Warn("gateway: refused a new session", "reason", f.msg)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // Transaction handle kinds: a handle that names no open transaction of this
@@ -245,6 +246,11 @@ func (x *Transactions) handleError(h string) error {
 	parts := strings.Split(h, ".")
 	if len(parts) != 3 || parts[0] != handlePrefix || !instancePattern.MatchString(parts[1]) || !secretPattern.MatchString(parts[2]) {
 		return Errorf(KindHandleUnknown, "%q is not a transaction handle: pass the transaction value begin returned, or %s", clip(h, 64), again)
+	}
+	if from, here := worker.ReplicaOf(parts[1]), worker.ReplicaOf(x.opts.Instance); from != here {
+		// A request the load balancer should have sent to the replica in
+		// the handle's Mcp-Param-Transaction header (x-mcp-header).
+		return Errorf(KindHandleForeign, "the transaction handle was minted on gateway replica %q and this is replica %q: send the handle's calls with the Mcp-Param-Transaction header so the load balancer routes them to its replica (if that replica has stopped, its transaction and uncommitted changes are gone): %s", clip(from, 64), here, again)
 	}
 	if parts[1] != x.opts.Instance {
 		return Errorf(KindHandleForeign, "the transaction handle belongs to another worker: the one that minted it has stopped (idle, restarted or crashed), serves another user or read-only flag, or runs on another gateway replica; its transaction and uncommitted changes are gone here: %s", again)

@@ -175,6 +175,37 @@ func TestCallWithoutHandle(t *testing.T) {
 	}
 }
 
+// TestHandleOfAnotherReplica: a handle minted on another gateway replica
+// (the replica id starts the worker instance id) is told apart from one of
+// another worker on this replica: the error names both replicas and the
+// Mcp-Param-Transaction header a load balancer routes on. Before the
+// replica check it got the generic "another worker" message.
+func TestHandleOfAnotherReplica(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	r1 := perUserWorker(t, cfg, "r1_u-aaaa", false, tools.TransactionOptions{})
+	r2 := perUserWorker(t, cfg, "r2_u-aaaa", false, tools.TransactionOptions{})
+	h := begin(t, r1)
+	require.True(t, strings.HasPrefix(h, "txn.r1_u-aaaa."), "the handle carries the replica: %s", h)
+	base := countIn(t, r2, "")
+
+	tests := []struct{ name, handle, says string }{
+		{"minted on r1", h, `replica "r1" and this is replica "r2"`},
+		{"forged for r3", "txn.r3_u-aaaa.AAAAAAAAAAAAAAAAAAAAAA", `replica "r3"`},
+		{"of no replica", "txn.u-aaaa.AAAAAAAAAAAAAAAAAAAAAA", `replica ""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, msg := callErr(t, r2, "execute_sql", in(tt.handle, insert(931)))
+			assert.Equal(t, "handleForeign", kind)
+			assert.Contains(t, msg, tt.says)
+			assert.Contains(t, msg, "Mcp-Param-Transaction")
+			assert.Equal(t, base, countIn(t, r2, ""), "nothing ran")
+		})
+	}
+	// r1's own worker still runs it.
+	callOK(t, r1, "execute_sql", in(h, insert(932)))
+}
+
 // TestHandleKinds: every handle that names no open transaction of this
 // worker gets its own kind, and nothing runs.
 func TestHandleKinds(t *testing.T) {

@@ -79,6 +79,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		SafeMethods:        cfg.Worker.SafeMethods,
 		ReadOnly:           cfg.Server.ReadOnly,
 		LocalUser:          cfg.Server.LocalUser,
+		ReplicaID:          cfg.Server.ReplicaID,
 		AllowedOrigins:     cfg.Server.AllowedOrigins,
 		LoopbackHostCheck:  cfg.Loopback(),
 		AllowedHosts:       publicHost(cfg),
