@@ -4,7 +4,7 @@ BIN     := bin
 ADDR    ?= 127.0.0.1:8000
 
 
-.PHONY: all build run test test-go test-tls conformance conformance-legacy bench lint clean
+.PHONY: all build run test test-go test-tls test-cluster conformance conformance-legacy bench lint clean
 
 all: build
 
@@ -24,6 +24,11 @@ test-go:
 
 test-tls: build
 	scripts/test-tls.sh
+
+## test-cluster: three replicas behind HAProxy (deploy/haproxy/haproxy.cfg),
+## sharing PostgreSQL; installs haproxy and postgresql when missing.
+test-cluster: build
+	scripts/test-cluster.sh
 
 ## conformance: the official MCP conformance suite through the gateway, twice:
 ## 0.1.16 (revisions up to 2025-11-25) and 0.2.0-alpha.12 with the 2026-07-28 requirements.
