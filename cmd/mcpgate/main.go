@@ -31,6 +31,10 @@ Usage:
   mcpgate serve [flags]    run the gateway (see mcpgate serve --help)
   mcpgate certs [flags]    write a self-signed development certificate into certs/
   mcpgate worker           the built-in worker; the gateway starts it, not people
+
+Client side (see docs/client.md):
+  mcpgate install [flags]    add the gateway to an MCP client's configuration
+  mcpgate uninstall [flags]  take it out again
   mcpgate version          print the version
 `
 
