@@ -18,6 +18,9 @@ type Main struct {
 	Stdout io.Writer           // command output; the protocol output of `mcpgate worker`
 	Stderr io.Writer           // logs and errors
 	Getenv func(string) string // the environment; required (os.Getenv in main)
+	// OpenBrowser sends the user to a login page; nil starts the system
+	// browser (tests follow the redirect with an HTTP client instead).
+	OpenBrowser func(url string) error
 
 	closers []func() error
 }
@@ -35,6 +38,8 @@ Usage:
 Client side (see docs/client.md):
   mcpgate install [flags]    add the gateway to an MCP client's configuration
   mcpgate uninstall [flags]  take it out again
+  mcpgate login --url URL    log in to a gateway (OAuth, in your browser)
+  mcpgate token --url URL    print a valid access token, for curl and scripts
   mcpgate version          print the version
 `
 

@@ -43,6 +43,7 @@ type tlsGateway struct {
 	issuer   *authtest.Issuer
 	resource string
 	client   *http.Client // trusts the gateway's certificate
+	certPEM  []byte       // the gateway's certificate
 	log      *bytes.Buffer
 }
 
@@ -102,7 +103,7 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log}
+	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log, certPEM: pem}
 
 	// Wait until the gateway serves its metadata (it listens shortly after
 	// Run starts) or Run fails. net.Listen happens inside Run, so polling
