@@ -40,6 +40,7 @@ Client side (see docs/client.md):
   mcpgate uninstall [flags]  take it out again
   mcpgate login --url URL    log in to a gateway (OAuth, in your browser)
   mcpgate token --url URL    print a valid access token, for curl and scripts
+  mcpgate bridge --url URL   stdio to the gateway, for clients without OAuth
   mcpgate version          print the version
 `
 

@@ -28,9 +28,10 @@ import (
 )
 
 // TestMain lets this test binary be the built-in worker: the gateway starts
-// os.Executable() with "worker", which here is the test binary itself.
+// os.Executable() with "worker", which here is the test binary itself; and
+// the bridge, which the bridge test starts as an MCP client would.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
+	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == "bridge") {
 		main()
 		return
 	}
