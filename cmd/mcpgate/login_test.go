@@ -93,3 +93,26 @@ func TestLoginAndTokenCommands(t *testing.T) {
 	_, _, err = c.run(t, "token", "--client-credentials")
 	require.ErrorIs(t, err, errUsage)
 }
+
+func TestDoctorCommand(t *testing.T) {
+	g := startTLSGateway(t, nil)
+	c := newClientSide(t, g)
+	out, _, err := c.run(t, "doctor")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "OK    challenge")
+	assert.Contains(t, out, "no token checked")
+
+	_, errOut, err := c.run(t, "login")
+	require.NoError(t, err, errOut)
+	out, _, err = c.run(t, "doctor", "--user-claim", "preferred_username")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "OK    token accepted")
+
+	bad := filepath.Join(t.TempDir(), "tok")
+	tok, err := g.issuer.Keycloak("alice", "https://elsewhere.example/mcp", "mcp:use")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bad, []byte(tok), 0o600))
+	out, _, err = c.run(t, "doctor", "--token-file", bad)
+	require.ErrorIs(t, err, errChecksFailed, "exit status 1")
+	assert.Contains(t, out, "FAIL  token aud")
+}

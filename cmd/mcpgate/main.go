@@ -41,6 +41,7 @@ Client side (see docs/client.md):
   mcpgate login --url URL    log in to a gateway (OAuth, in your browser)
   mcpgate token --url URL    print a valid access token, for curl and scripts
   mcpgate bridge --url URL   stdio to the gateway, for clients without OAuth
+  mcpgate doctor --url URL   check a gateway from outside (or --config FILE, from inside)
   mcpgate version          print the version
 `
 
