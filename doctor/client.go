@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -93,7 +92,7 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 			check = "metadata (root)"
 		}
 		var m oauthclient.ResourceMetadata
-		if err := getJSON(ctx, hc, mu, &m); err != nil {
+		if err := oauthclient.GetJSON(ctx, hc, mu, &m); err != nil {
 			r.fail(check, err.Error(), "the gateway serves it when auth.issuer is set; a proxy must pass /.well-known/oauth-protected-resource… through")
 			continue
 		}
@@ -320,25 +319,6 @@ func send(ctx context.Context, hc *http.Client, u, token string) (int, string, *
 	}
 	resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.TLS, nil
-}
-
-func getJSON(ctx context.Context, hc *http.Client, u string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(into); err != nil {
-		return fmt.Errorf("GET %s: not JSON: %v", u, err)
-	}
-	return nil
 }
 
 // reachFix says what to do about a failed connection.

@@ -72,8 +72,9 @@ var (
 
 const maxDocBytes = 1 << 20
 
-// getJSON fetches a JSON document; a non-200 answer is an error.
-func getJSON(ctx context.Context, hc *http.Client, u string, into any) error {
+// GetJSON fetches a JSON document (at most 1 MiB) into into; an answer
+// other than 200 with a JSON media type is an error.
+func GetJSON(ctx context.Context, hc *http.Client, u string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -187,7 +188,7 @@ func Discover(ctx context.Context, hc *http.Client, resource string) (*Discovery
 	var errs []error
 	for _, u := range candidates {
 		var m ResourceMetadata
-		if err := getJSON(ctx, hc, u, &m); err != nil {
+		if err := GetJSON(ctx, hc, u, &m); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -236,7 +237,7 @@ func DiscoverServer(ctx context.Context, hc *http.Client, issuer string) (*Serve
 	var errs []error
 	for _, u := range ServerMetadataURLs(issuer) {
 		var m ServerMetadata
-		if err := getJSON(ctx, hc, u, &m); err != nil {
+		if err := GetJSON(ctx, hc, u, &m); err != nil {
 			errs = append(errs, err)
 			continue
 		}
