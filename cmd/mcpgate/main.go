@@ -21,8 +21,6 @@ type Main struct {
 	// OpenBrowser sends the user to a login page; nil starts the system
 	// browser (tests follow the redirect with an HTTP client instead).
 	OpenBrowser func(url string) error
-
-	closers []func() error
 }
 
 // errUsage marks a command-line mistake; the usage text has been printed.
@@ -34,6 +32,7 @@ Usage:
   mcpgate serve [flags]    run the gateway (see mcpgate serve --help)
   mcpgate certs [flags]    write a self-signed development certificate into certs/
   mcpgate worker           the built-in worker; the gateway starts it, not people
+  mcpgate version          print the version
 
 Client side (see docs/client.md):
   mcpgate install [flags]    add the gateway to an MCP client's configuration
@@ -42,7 +41,6 @@ Client side (see docs/client.md):
   mcpgate token --url URL    print a valid access token, for curl and scripts
   mcpgate bridge --url URL   stdio to the gateway, for clients without OAuth
   mcpgate doctor --url URL   check a gateway from outside (or --config FILE, from inside)
-  mcpgate version          print the version
 `
 
 // Run runs one sub-command and returns when it is done or ctx is cancelled.
@@ -64,15 +62,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return cmd(ctx, m, args[1:])
 }
 
-// Close releases what Run opened.
-func (m *Main) Close() error {
-	var errs []error
-	for i := len(m.closers) - 1; i >= 0; i-- {
-		errs = append(errs, m.closers[i]())
-	}
-	m.closers = nil
-	return errors.Join(errs...)
-}
+// Close releases what Run opened. Every command releases what it opens
+// before Run returns (the gateway stops its workers and its server), so
+// there is nothing left; Close stays so that tests and main end a Main the
+// same way whatever a command comes to hold.
+func (m *Main) Close() error { return nil }
 
 // commands maps a sub-command name to its implementation; each lives in a
 // file of its own.
