@@ -26,6 +26,11 @@ type ServerOptions struct {
 	// Roots are the CAs a client trusts, for the chain check; default the
 	// system pool.
 	Roots *x509.CertPool
+	// Worker starts the configured worker for a session (read-only or
+	// not) and returns its answer to initialize, or why there is none;
+	// nil skips the worker checks. The command wires the gateway's own
+	// launcher here, so the check starts exactly what serve would.
+	Worker func(ctx context.Context, readOnly bool) (serverName string, err error)
 }
 
 // CheckServer checks a gateway's configuration on the machine it runs on:
@@ -57,6 +62,21 @@ func CheckServer(ctx context.Context, cfg *config.Config, o ServerOptions) *Repo
 		checkCertificate(r, cfg, o)
 	} else if !cfg.Loopback() {
 		r.fail("tls", "no TLS on a non-loopback address", "set tls.cert_file and tls.key_file")
+	}
+
+	if o.Worker != nil {
+		for _, ro := range []bool{false, true} {
+			check := "worker"
+			if ro {
+				check = "worker (read-only)"
+			}
+			name, err := o.Worker(ctx, ro)
+			if err != nil {
+				r.fail(check, err.Error(), "run the worker by hand to see its error (mcpgate worker for the built-in one; the database settings reach it as MCPGATE_WORKER_DB_* variables)")
+			} else {
+				r.ok(check, "started and answered initialize ("+name+"), its database open")
+			}
+		}
 	}
 
 	if !cfg.Authenticated() {

@@ -138,6 +138,12 @@ func unified(nameA, nameB, a, b string) string {
 				bLen++
 			}
 		}
+		if aLen == 0 { // an empty range names the line before it
+			aStart--
+		}
+		if bLen == 0 {
+			bStart--
+		}
 		fmt.Fprintf(&out, "@@ -%d,%d +%d,%d @@\n", aStart, aLen, bStart, bLen)
 		for _, o := range ops[start:end] {
 			out.WriteByte(o.kind)

@@ -45,3 +45,9 @@ func TestParseJSONCRejects(t *testing.T) {
 		assert.ErrorIs(t, err, errSyntax, doc)
 	}
 }
+
+func TestUnifiedDiff(t *testing.T) {
+	assert.Equal(t, "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+x\n+y\n", unified("a", "b", "", "x\ny\n"))
+	assert.Equal(t, "--- a\n+++ b\n@@ -1,3 +1,4 @@\n 1\n 2\n+n\n 3\n", unified("a", "b", "1\n2\n3\n", "1\n2\nn\n3\n"))
+	assert.Equal(t, "--- a\n+++ b\n@@ -1,2 +0,0 @@\n-x\n-y\n", unified("a", "b", "x\ny\n", ""))
+}

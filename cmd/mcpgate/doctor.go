@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/doctor"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/oauthclient"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 func init() { commands["doctor"] = runDoctor }
@@ -67,7 +71,12 @@ algorithm allow-list, the clock against the issuer's, and the audience.
 			fmt.Fprintf(m.Stdout, "FAIL  %-22s %s — fix the file\n", "config", strings.ReplaceAll(err.Error(), "\n", "; "))
 			return errChecksFailed
 		}
-		r = doctor.CheckServer(ctx, cfg, doctor.ServerOptions{})
+		log := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		opts := doctor.ServerOptions{}
+		if cfg.Validate() == nil {
+			opts.Worker = checkWorker(cfg, log)
+		}
+		r = doctor.CheckServer(ctx, cfg, opts)
 	} else {
 		hc, err := cf.httpClient()
 		if err != nil {
@@ -93,4 +102,56 @@ algorithm allow-list, the clock against the issuer's, and the audience.
 		return errChecksFailed
 	}
 	return nil
+}
+
+// checkWorker starts the worker serve would start, for a session of the
+// doctor, sends initialize and waits for the answer: the built-in worker
+// opens its database then (read-only for a read-only session).
+func checkWorker(cfg *config.Config, log *slog.Logger) func(ctx context.Context, readOnly bool) (string, error) {
+	return func(ctx context.Context, readOnly bool) (string, error) {
+		launcher, _, err := gatewayOptions(ctx, cfg, log)
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := context.WithTimeout(ctx, cfg.Limits.WorkerStartTimeout)
+		defer cancel()
+		conn, err := launcher.Start(worker.Session{User: "mcpgate-doctor", ID: "doctor", ReadOnly: readOnly}, worker.ConnConfig{Logger: log})
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close(context.Background(), "", "")
+		init, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpgate-doctor","version":"` + Version + `"}}}`))
+		if err != nil {
+			return "", err
+		}
+		s := worker.NewStream(false)
+		s.Expect(1)
+		conn.Call(init, "", s, nil)
+		for {
+			select {
+			case <-s.Ready():
+			case <-conn.Done():
+				return "", errors.New("the worker exited before answering initialize")
+			case <-ctx.Done():
+				return "", fmt.Errorf("no answer to initialize within limits.worker_start_timeout (%s)", cfg.Limits.WorkerStartTimeout)
+			}
+			msgs, _ := s.Take(false)
+			for _, m := range msgs {
+				if !m.Response {
+					continue
+				}
+				var a struct {
+					Result struct {
+						ServerInfo struct{ Name string } `json:"serverInfo"`
+					} `json:"result"`
+					Error *struct{ Message string } `json:"error"`
+				}
+				json.Unmarshal(m.Data, &a)
+				if a.Error != nil {
+					return "", errors.New("initialize failed: " + a.Error.Message)
+				}
+				return a.Result.ServerInfo.Name, nil
+			}
+		}
+	}
 }

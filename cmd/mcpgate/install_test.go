@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -83,4 +84,29 @@ func TestInstallCommand(t *testing.T) {
 	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", "ftp://x/mcp")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not an http(s) URL")
+}
+
+func TestDoctorConfigCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(yaml string) string {
+		p := filepath.Join(dir, "mcpgate.yaml")
+		require.NoError(t, os.WriteFile(p, []byte(yaml), 0o600))
+		return p
+	}
+	base := "server:\n  listen: 127.0.0.1:0\ndatabase:\n  path: " + filepath.Join(dir, "data.db") + "\nlimits:\n  worker_start_timeout: 60s\n"
+	out, errOut, err := runWithEnv(t, nil, "doctor", "--config", write(base))
+	require.NoError(t, err, "%s\n%s", out, errOut)
+	assert.Regexp(t, `OK\s+worker\s+started and answered initialize`, out)
+	assert.Regexp(t, `OK\s+worker \(read-only\)`, out)
+	assert.Regexp(t, `WARN\s+auth`, out)
+
+	falseBin, err := exec.LookPath("false") // a worker that exits at once
+	require.NoError(t, err)
+	out, _, err = runWithEnv(t, nil, "doctor", "--config", write(base+"worker:\n  command: [\""+falseBin+"\"]\n"))
+	require.ErrorIs(t, err, errChecksFailed)
+	assert.Regexp(t, `FAIL\s+worker\s+`, out)
+
+	out, _, err = runWithEnv(t, nil, "doctor", "--config", write("bogus: 1\n"))
+	require.ErrorIs(t, err, errChecksFailed)
+	assert.Regexp(t, `FAIL\s+config`, out)
 }
