@@ -38,6 +38,12 @@ type Options struct {
 	// Refresh returns a new token after the server refused the current
 	// one (401); nil means no second try.
 	Refresh func(ctx context.Context) (string, error)
+	// Reauthorize logs the user in again when the server still refuses
+	// the token after Refresh (401), or asks for more scope (403
+	// insufficient_scope: scope is the challenge's scope), and returns the
+	// new token. nil (no terminal to log in on) means the request fails
+	// with the server's answer and the log says what to run.
+	Reauthorize func(ctx context.Context, scope string) (string, error)
 	// Log gets the bridge's diagnostics; stdout is the protocol's.
 	// Default: discard.
 	Log *slog.Logger
@@ -121,6 +127,9 @@ type bridge struct {
 	outMu sync.Mutex
 	out   io.Writer
 
+	reauthMu sync.Mutex // one login at a time
+	reauthed int        // logins done, so that waiting requests do not log in again
+
 	mu      sync.Mutex
 	sid     string // the session (2025 revisions)
 	version string // the negotiated protocol version
@@ -195,7 +204,7 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 	resp, err := b.post(ctx, line, m, sid, version)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.fail(m.ID, "cannot reach %s: %v", b.o.URL, err)
+			b.fail(m.ID, "%s: %v", b.o.URL, err)
 		}
 		return
 	}
@@ -237,6 +246,7 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 // post sends one message with the token, retrying once with a refreshed
 // token after a 401.
 func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid, version string) (*http.Response, error) {
+	seen := b.logins()
 	tok, err := b.o.Token(ctx)
 	if err != nil {
 		return nil, err
@@ -266,16 +276,77 @@ func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid,
 			}
 		}
 		resp, err := b.o.HTTPClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusUnauthorized || attempt > 0 || b.o.Refresh == nil {
-			return resp, err
-		}
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		resp.Body.Close()
-		if tok, err = b.o.Refresh(ctx); err != nil {
+		if err != nil {
 			return nil, err
 		}
-		b.o.Log.Info("mcpgate bridge: refreshed the token after a 401")
+		challenge := resp.Header.Get("WWW-Authenticate")
+		insufficient := resp.StatusCode == http.StatusForbidden && strings.Contains(challenge, "insufficient_scope")
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized && attempt == 0 && b.o.Refresh != nil:
+			drain(resp)
+			if tok, err = b.o.Refresh(ctx); err != nil {
+				if tok, err = b.reauthorize(ctx, "", seen); err != nil {
+					return nil, err
+				}
+				attempt++ // logged in again: one last try
+			} else {
+				b.o.Log.Info("mcpgate bridge: refreshed the token after a 401")
+			}
+		case (resp.StatusCode == http.StatusUnauthorized || insufficient) && attempt < 2 && b.o.Reauthorize != nil:
+			drain(resp)
+			if tok, err = b.reauthorize(ctx, challengeScope(challenge), seen); err != nil {
+				return nil, err
+			}
+			attempt = 2
+		default:
+			return resp, nil
+		}
+		seen = b.logins()
 	}
+}
+
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+}
+
+func (b *bridge) logins() int {
+	b.reauthMu.Lock()
+	defer b.reauthMu.Unlock()
+	return b.reauthed
+}
+
+// reauthorize runs Reauthorize once for the requests refused together:
+// one that waited while another logged in takes the new token.
+func (b *bridge) reauthorize(ctx context.Context, scope string, seen int) (string, error) {
+	if b.o.Reauthorize == nil {
+		return "", errors.New("the server refused the token and it cannot be refreshed; run mcpgate login --url URL again")
+	}
+	b.reauthMu.Lock()
+	defer b.reauthMu.Unlock()
+	if b.reauthed != seen {
+		return b.o.Token(ctx)
+	}
+	b.o.Log.Warn("mcpgate bridge: the server refused the token; logging in again", "scope", scope)
+	tok, err := b.o.Reauthorize(ctx, scope)
+	if err != nil {
+		return "", fmt.Errorf("logging in again: %w", err)
+	}
+	b.reauthed++
+	return tok, nil
+}
+
+// challengeScope is the scope parameter of a Bearer challenge.
+func challengeScope(h string) string {
+	i := strings.Index(h, `scope="`)
+	if i < 0 {
+		return ""
+	}
+	rest := h[i+len(`scope="`):]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
 }
 
 // requestVersion is the MCP-Protocol-Version to send: the negotiated one

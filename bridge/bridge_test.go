@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -167,4 +168,60 @@ func TestBridgeAnswersWhatTheServerDoesNot(t *testing.T) {
 	assert.Equal(t, 7, m.ID, "the client gets an answer instead of waiting forever")
 	assert.Contains(t, m.Error.Message, "502")
 	inW.Close()
+}
+
+// A 403 insufficient_scope (a step-up) and a 401 that a refresh cannot
+// cure both log in again through Reauthorize, once for the requests
+// refused together, and the request is sent again with the new token.
+func TestBridgeReauthorizes(t *testing.T) {
+	for name, refusal := range map[string]func(w http.ResponseWriter){
+		"insufficient_scope": func(w http.ResponseWriter) {
+			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp:use mcp:write"`)
+			w.WriteHeader(http.StatusForbidden)
+		},
+		"invalid_token": func(w http.ResponseWriter) {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") != "Bearer fresh" {
+					refusal(w)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+			}))
+			defer ts.Close()
+			var mu sync.Mutex
+			tok, logins, scopes := "stale", 0, ""
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			go func() {
+				Run(context.Background(), inR, outW, Options{URL: ts.URL,
+					Token:   func(context.Context) (string, error) { mu.Lock(); defer mu.Unlock(); return tok, nil },
+					Refresh: func(context.Context) (string, error) { return "", errors.New("invalid_grant") },
+					Reauthorize: func(_ context.Context, scope string) (string, error) {
+						mu.Lock()
+						defer mu.Unlock()
+						logins++
+						scopes, tok = scope, "fresh"
+						return tok, nil
+					}})
+				outW.Close()
+			}()
+			io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+			out := bufio.NewScanner(outR)
+			require.True(t, out.Scan())
+			assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{}}`, out.Text())
+			inW.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, 1, logins)
+			if name == "insufficient_scope" {
+				assert.Equal(t, "mcp:use mcp:write", scopes, "the login asks for the scope the challenge names")
+			}
+		})
+	}
 }

@@ -45,6 +45,18 @@ func (s *TokenSource) Entry() Entry {
 	return *s.entry
 }
 
+// Set replaces the login the source serves (after a new Login), and
+// caches it.
+func (s *TokenSource) Set(e *Entry) error {
+	if err := s.cache.Put(e); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry = e
+	return nil
+}
+
 // Token returns a valid access token, refreshing it when it has expired
 // (golang.org/x/oauth2 treats a token as expired a little early).
 func (s *TokenSource) Token() (*oauth2.Token, error) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -46,8 +49,36 @@ session. Logs go to stderr only.
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	var reauth func(context.Context, string) (string, error)
+	if f, ok := m.Stderr.(*os.File); ok && isTerminal(f) {
+		// A person runs the bridge in a terminal: log in again there
+		// rather than failing (the client's stdio is not a terminal).
+		reauth = func(ctx context.Context, scope string) (string, error) {
+			prev := ts.Entry()
+			scopes := prev.Scopes
+			for _, s := range strings.Fields(scope) {
+				if !slices.Contains(scopes, s) {
+					scopes = append(scopes, s)
+				}
+			}
+			lo := oauthclient.LoginOptions{Resource: cf.url, HTTPClient: hc, Scopes: scopes,
+				OpenBrowser: func(u string) error { return systemBrowser(m, u) }, Previous: &prev}
+			if !prev.Registered { // a client id the user gave at login
+				lo.ClientID, lo.ClientSecret = prev.ClientID, prev.ClientSecret
+			}
+			e, err := oauthclient.Login(ctx, lo)
+			if err != nil {
+				return "", err
+			}
+			if err := ts.Set(e); err != nil {
+				return "", err
+			}
+			return e.AccessToken, nil
+		}
+	}
 	return bridge.Run(ctx, m.Stdin, m.Stdout, bridge.Options{
-		URL: cf.url, HTTPClient: hc, Log: log,
+		Reauthorize: reauth,
+		URL:         cf.url, HTTPClient: hc, Log: log,
 		Token: func(context.Context) (string, error) {
 			t, err := ts.Token()
 			if err != nil {
@@ -63,4 +94,10 @@ session. Logs go to stderr only.
 			return t.AccessToken, nil
 		},
 	})
+}
+
+// isTerminal says whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
