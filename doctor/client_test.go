@@ -130,6 +130,33 @@ func TestDoctorNamesEachBrokenSetting(t *testing.T) {
 		break_ func(t *testing.T, f *fixture) (token string)
 		fix    string
 	}{
+		{"remote plain http", "url", Fail, func(t *testing.T, f *fixture) string {
+			f.url = "http://mcp.example.invalid/mcp"
+			return ""
+		}, "https"},
+		{"challenge without resource_metadata", "challenge", Warn, func(t *testing.T, f *fixture) string {
+			f.override["/mcp"] = func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:use"`)
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+			return ""
+		}, "public_url"},
+		{"401 without Bearer", "challenge", Fail, func(t *testing.T, f *fixture) string {
+			f.override["/mcp"] = func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("WWW-Authenticate", `Basic realm="proxy"`)
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+			return ""
+		}, "in front"},
+		{"issuer unreachable", "authorization server", Fail, func(t *testing.T, f *fixture) string {
+			f.iss.Stop()
+			return ""
+		}, "reachable from clients"},
+		{"token from another issuer", "token iss", Fail, func(t *testing.T, f *fixture) string {
+			other := authtest.New(t)
+			tok, _ := other.Keycloak("alice", f.url, "mcp:use")
+			return tok
+		}, "agree"},
 		{"gateway down", "reach", Fail, func(t *testing.T, f *fixture) string {
 			f.url = "https://127.0.0.1:1/mcp"
 			return ""
@@ -231,5 +258,16 @@ func TestDoctorNamesEachBrokenSetting(t *testing.T) {
 			assert.Equal(t, tc.status, got.Status, got.Detail)
 			assert.Contains(t, got.Fix, tc.fix)
 		})
+	}
+}
+
+func TestDoctorTLSExpiry(t *testing.T) {
+	now := time.Now()
+	for days, want := range map[int]Status{3: Fail, 14: Warn, 90: OK} {
+		r := &Report{}
+		tlsFindings(r, &tls.ConnectionState{Version: tls.VersionTLS13,
+			PeerCertificates: []*x509.Certificate{{NotAfter: now.Add(time.Duration(days)*24*time.Hour + time.Hour)}}}, now)
+		got, _ := r.Find("tls")
+		assert.Equal(t, want, got.Status, "%d days: %s", days, got.Detail)
 	}
 }

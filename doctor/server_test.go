@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -87,6 +88,12 @@ func TestDoctorServerNamesEachBrokenSetting(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { ln.Close() })
 		}, "server.listen"},
+		{"unreadable key", "tls certificate", Fail, func(t *testing.T, f *serverFixture) {
+			require.NoError(t, os.WriteFile(f.cfg.TLS.KeyFile, []byte("not a key"), 0o600))
+		}, "tls.key_file"},
+		{"worker does not start", "worker", Fail, func(t *testing.T, f *serverFixture) {
+			f.opts.Worker = func(context.Context, bool) (string, error) { return "", errors.New("exit status 1") }
+		}, "mcpgate worker"},
 		{"expired certificate", "tls expiry", Fail, func(t *testing.T, f *serverFixture) {
 			c, k, err := certs.WriteSelfSigned(filepath.Join(f.dir, "old"), certs.DefaultHosts, time.Now().AddDate(-2, 0, 0))
 			require.NoError(t, err)
