@@ -202,3 +202,29 @@ func TestChallengeParam(t *testing.T) {
 	assert.Equal(t, `x "y"`, ChallengeParam(h, "error_description"))
 	assert.Equal(t, "", ChallengeParam(h, "realm"))
 }
+
+func TestLoginWithAGivenClientID(t *testing.T) {
+	rs := startResource(t)
+	e, err := Login(context.Background(), LoginOptions{Resource: rs.URL, HTTPClient: rs.client, OpenBrowser: rs.browser(t),
+		ClientID: "preregistered", Scopes: []string{"mcp:use"}})
+	require.NoError(t, err)
+	assert.Equal(t, "preregistered", e.ClientID)
+	assert.False(t, e.Registered)
+	code, _ := rs.call(t, e.AccessToken)
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// Keycloak's anonymous registration policies answer 403; the error says
+// which policy to look at, or to pass --client-id.
+func TestRegistrationRefusedNamesTheFix(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"error":"insufficient_scope","error_description":"Policy 'Trusted Hosts' rejected request to client-registration service. Details: Host not trusted."}`))
+	}))
+	defer srv.Close()
+	_, _, err := register(context.Background(), srv.Client(), srv.URL, "mcpgate", "http://127.0.0.1:1234/callback")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Trusted Hosts")
+	assert.Contains(t, err.Error(), "--client-id")
+}
