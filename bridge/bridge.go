@@ -226,6 +226,19 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 		return
 	case resp.StatusCode == http.StatusAccepted:
 		return
+	case resp.StatusCode == http.StatusBadRequest && m.Method == "tools/call" && retry:
+		// MCP 2026-07-28: a HeaderMismatch means the tool's x-mcp-header
+		// marks are not the ones the bridge knows (the client called it
+		// without listing tools through this bridge, or they changed):
+		// list the tools, then send the call once more.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes)))
+		if errorCode(body) == jsonrpc.CodeHeaderMismatch {
+			b.o.Log.Info("mcpgate bridge: header mismatch; listing the tools and trying again")
+			b.learnTools(ctx, m)
+			b.send(ctx, line, m, false)
+			return
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		ch := resp.Header.Get("WWW-Authenticate")
 		b.o.Log.Warn("mcpgate bridge: the server refused the token; run mcpgate login --url URL again (with the scopes it names)",
@@ -412,6 +425,72 @@ func (b *bridge) observe(req *jsonrpc.Message, ans *jsonrpc.Message) {
 		}
 	case "tools/list":
 		b.params.learn(ans.Result)
+	}
+}
+
+// errorCode is the JSON-RPC error code of an answer, or 0.
+func errorCode(body []byte) int {
+	var a struct {
+		Error struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal(body, &a)
+	return a.Error.Code
+}
+
+// learnTools lists the server's tools on the bridge's own account (with
+// the _meta of the request that needs them, so that a 2026-07-28 server
+// sees the same version and capabilities) and learns their x-mcp-header
+// marks; the answers are not relayed.
+func (b *bridge) learnTools(ctx context.Context, req *jsonrpc.Message) {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	json.Unmarshal(req.Params, &p)
+	cursor := ""
+	for page := 0; page < 20; page++ {
+		params := map[string]any{}
+		if p.Meta != nil {
+			params["_meta"] = p.Meta
+		}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "mcpgate-bridge-tools", "method": "tools/list", "params": params})
+		if err != nil {
+			return
+		}
+		m, _ := jsonrpc.Decode(line)
+		b.mu.Lock()
+		sid, version := b.sid, b.version
+		b.mu.Unlock()
+		resp, err := b.post(ctx, line, m, sid, version)
+		if err != nil {
+			return
+		}
+		cursor = ""
+		take := func(msg []byte) {
+			a, err := jsonrpc.Decode(msg)
+			if err != nil || !a.IsResponse() || !bytes.Equal(a.ID, m.ID) {
+				return
+			}
+			b.params.learn(a.Result)
+			var r struct {
+				NextCursor string `json:"nextCursor"`
+			}
+			json.Unmarshal(a.Result, &r)
+			cursor = r.NextCursor
+		}
+		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+			readSSE(resp.Body, take)
+		} else if body, err := io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes))); err == nil {
+			take(body)
+		}
+		resp.Body.Close()
+		if cursor == "" {
+			return
+		}
 	}
 }
 

@@ -128,6 +128,15 @@ func (c Cache) Lookup(resource string) (*Entry, error) {
 	return found[0], nil
 }
 
+// Get finds the entry of issuer and resource; nil when there is none.
+func (c Cache) Get(issuer, resource string) (*Entry, error) {
+	f, _, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	return f.Entries[key(issuer, resource)], nil
+}
+
 // Put stores e (replacing the entry of the same issuer and resource).
 func (c Cache) Put(e *Entry) error {
 	f, p, err := c.load()

@@ -228,3 +228,36 @@ func TestRegistrationRefusedNamesTheFix(t *testing.T) {
 	assert.Contains(t, err.Error(), "Trusted Hosts")
 	assert.Contains(t, err.Error(), "--client-id")
 }
+
+// Two processes share one login (two bridges, or a bridge and mcpgate
+// token) and the issuer rotates refresh tokens: the one that refreshes
+// second must take the other's result from the cache rather than spend a
+// refresh token that is already gone.
+func TestTokenSourcesShareARotatingLogin(t *testing.T) {
+	rs := startResource(t)
+	rs.iss.AccessTokenTTL = 5 * time.Second // inside oauth2's margin: every use refreshes
+	cache := Cache{Path: filepath.Join(t.TempDir(), "tokens.json")}
+	e, err := Login(context.Background(), LoginOptions{Resource: rs.URL, HTTPClient: rs.client, OpenBrowser: rs.browser(t)})
+	require.NoError(t, err)
+	require.NoError(t, cache.Put(e))
+	a, err := NewTokenSource(cache, rs.client, rs.URL)
+	require.NoError(t, err)
+	b, err := NewTokenSource(cache, rs.client, rs.URL)
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		ta, err := a.Token()
+		require.NoError(t, err, "round %d, a", i)
+		tb, err := b.Token()
+		require.NoError(t, err, "round %d, b", i)
+		for _, tok := range []string{ta.AccessToken, tb.AccessToken} {
+			code, _ := rs.call(t, tok)
+			assert.Equal(t, http.StatusOK, code)
+		}
+	}
+	// A spent refresh token everywhere still means: log in again.
+	stale := b.Entry()
+	stale.RefreshToken, stale.AccessToken = "gone", "x"
+	require.NoError(t, cache.Put(&stale))
+	_, err = b.Token()
+	require.ErrorIs(t, err, ErrRefresh)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -72,16 +73,53 @@ func (s *TokenSource) Refresh(ctx context.Context) (*oauth2.Token, error) {
 func (s *TokenSource) token(ctx context.Context, force bool) (*oauth2.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	refused := s.entry.AccessToken
+	// Another process (a second bridge, mcpgate token) may have refreshed
+	// since: with rotating refresh tokens, ours is then spent, and the
+	// cache holds the live one.
+	s.reload()
 	cur := s.entry.Token()
-	if cur.Valid() && !force {
+	if cur.Valid() && (!force || cur.AccessToken != refused) {
 		return cur, nil
 	}
-	if cur.RefreshToken == "" {
-		return nil, ErrRefresh
+	var err error
+	for try := 0; try < 3; try++ {
+		used := s.entry.RefreshToken
+		if used == "" {
+			return nil, ErrRefresh
+		}
+		var tok *oauth2.Token
+		tok, err = s.refresh(ctx)
+		if err == nil {
+			return tok, nil
+		}
+		// A concurrent refresh elsewhere spent our refresh token first:
+		// take its result from the cache and go on from there.
+		if !errors.Is(err, ErrRefresh) || !s.reload() || s.entry.RefreshToken == used {
+			return nil, err
+		}
+		if cur := s.entry.Token(); cur.Valid() && cur.AccessToken != refused {
+			return cur, nil
+		}
 	}
-	if force {
-		cur.AccessToken = "" // makes oauth2 refresh
+	return nil, err
+}
+
+// reload replaces the entry with the cache's when that is another one;
+// it reports whether it did.
+func (s *TokenSource) reload() bool {
+	e, err := s.cache.Get(s.entry.Issuer, s.entry.Resource)
+	if err != nil || e == nil || (e.AccessToken == s.entry.AccessToken && e.RefreshToken == s.entry.RefreshToken) {
+		return false
 	}
+	s.entry = e
+	return true
+}
+
+// refresh uses the refresh token and caches the result. The caller holds mu.
+func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
+	cur := s.entry.Token()
+	cur.Expiry = time.Unix(1, 0) // makes oauth2 refresh
 	tok, err := s.entry.Config().TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cur).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
