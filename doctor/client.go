@@ -244,7 +244,7 @@ func checkToken(ctx context.Context, r *Report, hc *http.Client, o URLOptions, i
 	case status == http.StatusForbidden:
 		r.fail("token accepted", "403 "+oauthclient.ChallengeParam(ch, "error")+" (scope "+oauthclient.ChallengeParam(ch, "scope")+")", "the token lacks a required scope")
 	default:
-		r.ok("token accepted", fmt.Sprintf("the gateway answered %d", status))
+		r.ok("token accepted", fmt.Sprintf("past authentication (a bare ping was answered %d)", status))
 	}
 }
 
