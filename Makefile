@@ -21,6 +21,7 @@ test: lint test-go test-tls
 test-go:
 	scripts/with-postgres.sh $(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -race -count=1 ./...
+	cd deploy/k8s && $(GO) test -count=1 ./...
 
 test-tls: build
 	scripts/test-tls.sh
@@ -51,6 +52,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd bench && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd deploy/k8s && $(GO) vet ./... && $(GO) mod tidy -diff
 
 clean:
 	rm -rf $(BIN)
