@@ -47,6 +47,25 @@ func TestDeployAuthServer(t *testing.T) {
 	assert.Equal(t, TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"}, raw.TLS)
 }
 
+// TestDeployKubernetes: the gateway's configuration in the Kubernetes base
+// loads and validates with what the StatefulSet puts in the environment
+// (the pod name as the replica id, the DSN from a Secret).
+func TestDeployKubernetes(t *testing.T) {
+	f := newFixture(t)
+	c, err := Loader{Getenv: env(map[string]string{
+		"MCPGATE_TLS_CERT_FILE":     f.cert,
+		"MCPGATE_TLS_KEY_FILE":      f.key,
+		"MCPGATE_SERVER_REPLICA_ID": "mcpgate-0",
+		"MCPGATE_DATABASE_DSN":      "postgres://mcpgate@db.example.com/mcpgate",
+	})}.Load("../deploy/k8s/base/mcpgate.yaml", nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	assert.Equal(t, "mcpgate-0", c.Server.ReplicaID)
+	assert.Equal(t, "postgres", c.Database.Driver)
+	assert.Equal(t, "https://mcp.example.com/mcp", c.Resource())
+	assert.False(t, c.Loopback())
+}
+
 // realm is the part of a Keycloak realm representation the tests read.
 type realm struct {
 	Realm                       string   `json:"realm"`
