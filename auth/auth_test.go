@@ -367,15 +367,31 @@ func TestSupportedScopes(t *testing.T) {
 	}
 }
 
+// BenchmarkAuthenticate is one request's token check: cold (the cache
+// off: a full verification every time), miss (the cache on, two tokens
+// taking turns in a one-entry cache, so every request verifies and
+// inserts) and cached (a hit).
 func BenchmarkAuthenticate(b *testing.B) {
-	e := setup(b, nil)
-	tok := mint(b)(e.iss.Keycloak("alice", resource, full...))
-	r := request("Bearer " + tok)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.a.Authenticate(r); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name   string
+		size   int
+		tokens int
+	}{{"cold", -1, 1}, {"miss", 1, 2}, {"cached", 0, 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := setup(b, func(o *auth.Options) { o.TokenCacheSize = bc.size })
+			var reqs []*http.Request
+			for range bc.tokens {
+				reqs = append(reqs, request("Bearer "+mint(b)(e.iss.Keycloak("alice", resource, full...))))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := e.a.Authenticate(reqs[i%len(reqs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
 

@@ -251,24 +251,26 @@ func (k *keySource) current() *keyIndex {
 	return idx
 }
 
-// keys returns the candidate keys for kid and alg. An unknown kid triggers
+// keys returns the candidate keys for kid and alg, and the key set they
+// are from. An unknown kid triggers
 // one refetch of the JWKS, at most once per MinRefetchInterval across all
 // requests (RFC 7517 leaves rotation to the issuer; this is how a new key
 // is found between scheduled refreshes). A failed refetch keeps the cached
 // keys.
-func (k *keySource) keys(ctx context.Context, kid string, alg jwa.SignatureAlgorithm) ([]verificationKey, error) {
+func (k *keySource) keys(ctx context.Context, kid string, alg jwa.SignatureAlgorithm) (*keyIndex, []verificationKey, error) {
 	idx := k.current()
 	if idx == nil {
-		return nil, ErrUnavailable
+		return nil, nil, ErrUnavailable
 	}
 	if c := idx.candidates(kid, alg); len(c) > 0 {
-		return c, nil
+		return idx, c, nil
 	}
 	k.refetch(ctx)
-	if c := k.current().candidates(kid, alg); len(c) > 0 {
-		return c, nil
+	idx = k.current()
+	if c := idx.candidates(kid, alg); len(c) > 0 {
+		return idx, c, nil
 	}
-	return nil, ErrUnknownKey
+	return nil, nil, ErrUnknownKey
 }
 
 func (k *keySource) refetch(ctx context.Context) {

@@ -64,6 +64,11 @@ type Options struct {
 	// RetryInterval is the longest wait between start-up attempts to reach
 	// the issuer; attempts back off from 250ms up to it. Default 30s.
 	RetryInterval time.Duration
+	// TokenCacheSize bounds the cache of verified tokens (keyed by a hash
+	// of the token, each kept until its exp at most, emptied when the
+	// issuer's keys change); default DefaultTokenCacheSize. Negative turns
+	// the cache off.
+	TokenCacheSize int
 	// Logger receives refusals and key events; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for token times and the refetch bound; default

@@ -99,13 +99,6 @@ func (d *numericDate) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// tokenTag is a short hash of the token that lets logs correlate requests
-// without holding anything that could be replayed.
-func tokenTag(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:6])
-}
-
 // isB64Token reports whether s has the RFC 6750 §2.1 b64token syntax.
 func isB64Token(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -124,16 +117,49 @@ func isB64Token(s string) bool {
 // returns its principal. Authenticate calls it after finding the token in
 // the request; it is exported for callers that hold a token some other way.
 func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Principal, error) {
-	p := &Principal{TokenTag: tokenTag(token)}
-	if err := a.verify(ctx, token, p); err != nil {
+	p, err := a.check(ctx, token)
+	if err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// verify fills p, which carries what is known so far even on failure, for
-// the log line.
-func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) error {
+// check answers from the cache of verified tokens when it can, and
+// verifies otherwise, caching a success. The principal it returns carries
+// what is known even on failure, for the log line.
+func (a *Authenticator) check(ctx context.Context, token string) (*Principal, error) {
+	if len(token) > a.opts.MaxTokenBytes {
+		return &Principal{}, ErrTokenTooLarge
+	}
+	sum := sha256.Sum256([]byte(token))
+	gen := a.keyGen()
+	if e := a.cache.get(&sum, gen, a.opts.Now(), a.opts.Leeway); e != nil {
+		return e.principal(), nil
+	}
+	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}, gen: gen}
+	if err := a.verify(ctx, token, &e); err != nil {
+		return &e.p, err
+	}
+	a.cache.put(&sum, e)
+	return &e.p, nil
+}
+
+// keyGen identifies the key set tokens are verified with now.
+func (a *Authenticator) keyGen() any {
+	if a.keys == nil {
+		return nil
+	}
+	if idx := a.keys.current(); idx != nil {
+		return idx
+	}
+	return nil
+}
+
+// verify fills e, whose principal carries what is known so far even on
+// failure, for the log line. e.gen is the key set when it is called; verify
+// replaces it with the one a JWKS key came from.
+func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken) error {
+	p := &e.p
 	if len(token) > a.opts.MaxTokenBytes {
 		return ErrTokenTooLarge
 	}
@@ -164,10 +190,11 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 		// Only the configured secret: never a JWKS key, whatever kid says.
 		payload, err = jws.VerifyCompactFast(a.opts.HMACSecret, raw, alg)
 	} else {
-		keys, kerr := a.keys.keys(ctx, h.Kid, alg)
+		idx, keys, kerr := a.keys.keys(ctx, h.Kid, alg)
 		if kerr != nil {
 			return kerr
 		}
+		e.gen = idx
 		for _, k := range keys {
 			if payload, err = jws.VerifyCompactFast(k.raw, raw, alg); err == nil {
 				p.KeyID = k.kid
@@ -212,6 +239,13 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 		return ErrIssuedInFuture
 	}
 	p.Expiry = c.Exp.Time
+	e.until = c.Exp.Time
+	if c.Nbf != nil {
+		e.nbf = c.Nbf.Time
+	}
+	if c.Iat != nil {
+		e.iat = c.Iat.Time
+	}
 	if c.Sub == "" {
 		return ErrNoSubject
 	}
