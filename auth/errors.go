@@ -48,6 +48,7 @@ var (
 	ErrMalformed         = check(ErrInvalidToken, "token is not a well-formed JWS compact serialization")
 	ErrAlgorithm         = check(ErrInvalidToken, "token algorithm is not allowed")
 	ErrType              = check(ErrInvalidToken, "token type (typ header) is not accepted")
+	ErrUnsupportedHeader = check(ErrInvalidToken, "token header asks for a critical extension (crit) or an unencoded payload (b64), which this resource does not support")
 	ErrUnknownKey        = check(ErrInvalidToken, "token signing key is unknown")
 	ErrSignature         = check(ErrInvalidToken, "token signature is invalid")
 	ErrClaims            = check(ErrInvalidToken, "token claims are malformed")
