@@ -21,6 +21,7 @@ type Authenticator struct {
 	metadataURL string
 	metadata    []byte
 	cache       *tokenCache // nil when TokenCacheSize is negative
+	icache      *tokenCache // introspection answers; nil likewise
 }
 
 // New returns an Authenticator for opts. It refuses incomplete or unsafe
@@ -34,6 +35,9 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 		return nil, err
 	}
 	a := &Authenticator{opts: opts, algs: map[string]jwa.SignatureAlgorithm{}, cache: newTokenCache(opts.TokenCacheSize)}
+	if opts.Introspection != nil {
+		a.icache = newTokenCache(opts.TokenCacheSize)
+	}
 	for _, name := range opts.Algorithms {
 		alg, _ := jwa.LookupSignatureAlgorithm(name)
 		a.algs[name] = alg
@@ -44,7 +48,7 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	if a.metadata, err = a.buildMetadata(); err != nil {
 		return nil, err
 	}
-	if opts.hasAsymmetric() {
+	if opts.hasAsymmetric() || opts.Introspection != nil {
 		if a.keys, err = startKeys(ctx, &a.opts); err != nil {
 			return nil, err
 		}
@@ -52,7 +56,7 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	return a, nil
 }
 
-// Close stops the background key work and waits for it to end.
+// Close stops the background key and discovery work and waits for it to end.
 func (a *Authenticator) Close() error {
 	if a.keys == nil {
 		return nil

@@ -137,7 +137,10 @@ func (a *Authenticator) writeError(w http.ResponseWriter, err error, desc, scope
 		h.Set("WWW-Authenticate", a.challenge(ans.code, desc, scope))
 	case http.StatusServiceUnavailable:
 		retry := 1
-		if a.keys != nil {
+		switch {
+		case errors.Is(err, ErrIntrospection):
+			retry = introspectionRetryAfter
+		case a.keys != nil:
 			retry = a.keys.retryAfterSeconds()
 		}
 		h.Set("Retry-After", strconv.Itoa(retry))

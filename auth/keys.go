@@ -33,8 +33,11 @@ type keySource struct {
 
 	res     atomic.Pointer[httprc.ResourceBase[jwk.Set]] // set once keys are loaded
 	index   atomic.Pointer[keyIndex]
-	jwksURI string        // written by the bootstrap loop only
-	ready   chan struct{} // closed when the first key set is loaded
+	jwksURI string // written by the bootstrap loop only
+	// introspectionURI is discovery's introspection_endpoint, written by
+	// the bootstrap loop before res, and read only once res is set.
+	introspectionURI string
+	ready            chan struct{} // closed when the first key set is loaded
 
 	nextAttempt atomic.Int64 // unix nanos of the next start-up attempt
 
@@ -111,13 +114,23 @@ func (k *keySource) load(ctx context.Context) error {
 			return fmt.Errorf("auth: discovery: %w", err)
 		}
 		var meta struct {
-			JWKSURI string `json:"jwks_uri"`
+			JWKSURI               string `json:"jwks_uri"`
+			IntrospectionEndpoint string `json:"introspection_endpoint"`
 		}
 		if err := p.Claims(&meta); err != nil {
 			return fmt.Errorf("auth: discovery document: %w", err)
 		}
 		if err := checkURL(meta.JWKSURI, true); err != nil {
 			return fmt.Errorf("auth: discovery document's jwks_uri: %w", err)
+		}
+		if k.opts.Introspection != nil {
+			if meta.IntrospectionEndpoint == "" {
+				return fmt.Errorf("auth: discovery document names no introspection_endpoint, which auth introspection needs (RFC 7662, RFC 8414)")
+			}
+			if err := checkURL(meta.IntrospectionEndpoint, true); err != nil {
+				return fmt.Errorf("auth: discovery document's introspection_endpoint: %w", err)
+			}
+			k.introspectionURI = meta.IntrospectionEndpoint
 		}
 		if err := k.cache.Register(ctx, meta.JWKSURI,
 			jwk.WithHTTPClient(k.opts.HTTPClient), jwk.WithWaitReady(false),
@@ -162,6 +175,15 @@ func (k *keySource) load(ctx context.Context) error {
 func (k *keySource) retryAfterSeconds() int {
 	d := time.Until(time.Unix(0, k.nextAttempt.Load()))
 	return max(1, min(int(math.Ceil(d.Seconds())), int(k.opts.RetryInterval/time.Second)))
+}
+
+// introspectionEndpoint is discovery's introspection_endpoint, or
+// ErrUnavailable before discovery succeeded.
+func (k *keySource) introspectionEndpoint() (string, error) {
+	if k.res.Load() == nil {
+		return "", fmt.Errorf("%w (%w)", ErrUnavailable, errNoIntrospectionEndpoint)
+	}
+	return k.introspectionURI, nil
 }
 
 // verificationKey is one public key in usable form.

@@ -69,6 +69,9 @@ type Options struct {
 	// issuer's keys change); default DefaultTokenCacheSize. Negative turns
 	// the cache off.
 	TokenCacheSize int
+	// Introspection, when set, checks opaque tokens (or all tokens) with
+	// the issuer's RFC 7662 introspection endpoint. Nil: JWTs only.
+	Introspection *Introspection
 	// Logger receives refusals and key events; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for token times and the refetch bound; default
@@ -156,6 +159,11 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.Introspection != nil {
+		in := *o.Introspection // the caller's struct stays untouched
+		in.normalize(bad)
+		o.Introspection = &in
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -136,6 +136,9 @@ func (a *Authenticator) check(ctx context.Context, token string) (*Principal, er
 		return &Principal{}, ErrTokenTooLarge
 	}
 	sum := sha256.Sum256([]byte(token))
+	if a.introspects(token) {
+		return a.checkIntrospected(ctx, token, &sum)
+	}
 	gen := a.keyGen()
 	if e := a.cache.get(&sum, gen, a.opts.Now(), a.opts.Leeway); e != nil {
 		return e.principal(), nil
@@ -145,6 +148,21 @@ func (a *Authenticator) check(ctx context.Context, token string) (*Principal, er
 		return &e.p, err
 	}
 	a.cache.put(&sum, e)
+	return &e.p, nil
+}
+
+// checkIntrospected is check for a token the endpoint decides on. Its
+// answers are cached apart from JWTs, and not emptied by a key rotation,
+// which does not change them.
+func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum *[32]byte) (*Principal, error) {
+	if e := a.icache.get(sum, nil, a.opts.Now(), a.opts.Leeway); e != nil {
+		return e.principal(), nil
+	}
+	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}}
+	if err := a.introspect(ctx, token, &e); err != nil {
+		return &e.p, err
+	}
+	a.icache.put(sum, e)
 	return &e.p, nil
 }
 
@@ -229,6 +247,14 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return ErrClaims
 	}
+	return a.checkClaims(&c, payload, e)
+}
+
+// checkClaims applies the checks on authentic claims, from a verified JWT
+// or an introspection answer, and fills e. payload is the JSON they were
+// decoded from, for a user claim outside claims.
+func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) error {
+	p := &e.p
 	// The claims are authentic from here on, so the log line of a refusal
 	// may name the user even when a later check fails.
 	p.Issuer, p.Subject = c.Iss, c.Sub
@@ -236,7 +262,7 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 	if p.ClientID == "" {
 		p.ClientID = c.ClientID
 	}
-	user, userErr := a.userID(&c, payload)
+	user, userErr := a.userID(c, payload)
 	if userErr == nil {
 		p.UserID = user
 	}

@@ -1,7 +1,9 @@
 // Package authtest is a real OpenID Connect issuer for tests: discovery and
 // a JWKS over HTTPS, keys made per issuer, and tokens signed with jwx in the
 // shapes Keycloak and Ory Hydra issue. It can rotate its keys and go down
-// and come back, to test what a resource server does then. Its token
+// and come back, to test what a resource server does then. Its RFC 7662
+// introspection endpoint answers for opaque and Keycloak "lightweight"
+// tokens minted with Opaque and Lightweight. Its token
 // endpoint grants client credentials to anyone (golang.org/x/oauth2 clients
 // can use it); the advertised authorization endpoint is not served.
 package authtest
@@ -73,6 +75,8 @@ type Issuer struct {
 
 	fetches   atomic.Int64
 	discovers atomic.Int64
+
+	intro introspection
 }
 
 // New starts an issuer for a test on a free loopback port and stops it when
@@ -137,6 +141,7 @@ func (i *Issuer) serve(ln net.Listener) {
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.discovery)
 	mux.HandleFunc("GET /jwks", i.keys)
 	mux.HandleFunc("POST /token", i.token)
+	mux.HandleFunc("POST /introspect", i.introspect)
 	i.srv = &http.Server{Handler: mux, TLSConfig: i.tlsConf, ReadHeaderTimeout: 10 * time.Second}
 	i.served = make(chan struct{})
 	srv, done := i.srv, i.served
@@ -197,6 +202,7 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"jwks_uri":                              i.JWKSURL(),
 		"authorization_endpoint":                i.URL + "/authorize",
 		"token_endpoint":                        i.URL + "/token",
+		"introspection_endpoint":                i.IntrospectionURL(),
 		"grant_types_supported":                 []string{"client_credentials"},
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
