@@ -20,8 +20,9 @@ type Authenticator struct {
 	scopeParam  string
 	metadataURL string
 	metadata    []byte
-	cache       *tokenCache // nil when TokenCacheSize is negative
-	icache      *tokenCache // introspection answers; nil likewise
+	cache       *tokenCache   // nil when TokenCacheSize is negative
+	icache      *tokenCache   // introspection answers; nil likewise
+	isem        chan struct{} // introspection slots
 }
 
 // New returns an Authenticator for opts. It refuses incomplete or unsafe
@@ -37,6 +38,7 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	a := &Authenticator{opts: opts, algs: map[string]jwa.SignatureAlgorithm{}, cache: newTokenCache(opts.TokenCacheSize)}
 	if opts.Introspection != nil {
 		a.icache = newTokenCache(opts.TokenCacheSize)
+		a.isem = make(chan struct{}, opts.Introspection.MaxConcurrent)
 	}
 	for _, name := range opts.Algorithms {
 		alg, _ := jwa.LookupSignatureAlgorithm(name)

@@ -31,14 +31,21 @@ type Introspection struct {
 	// exp, and never longer than this, so that a revoked token stops
 	// working within it; default DefaultIntrospectionMaxCacheTTL.
 	MaxCacheTTL time.Duration
-	// Timeout bounds one introspection request; default 5s.
+	// Timeout bounds one introspection, including the wait for a slot;
+	// default 5s.
 	Timeout time.Duration
+	// MaxConcurrent bounds the introspection requests in flight, so that
+	// tokens nobody vouched for cannot hold an unbounded number of requests
+	// open at the issuer; a request that finds no slot within Timeout is
+	// answered 503. Default DefaultIntrospectionMaxConcurrent.
+	MaxConcurrent int
 }
 
 // Introspection defaults and bounds.
 const (
-	DefaultIntrospectionMaxCacheTTL = time.Minute
-	DefaultIntrospectionTimeout     = 5 * time.Second
+	DefaultIntrospectionMaxCacheTTL   = time.Minute
+	DefaultIntrospectionTimeout       = 5 * time.Second
+	DefaultIntrospectionMaxConcurrent = 32
 	// maxIntrospectionBytes caps the endpoint's answer.
 	maxIntrospectionBytes = 1 << 20
 	// introspectionRetryAfter is the Retry-After of a 503 when the endpoint
@@ -75,6 +82,9 @@ func (o *Introspection) normalize(bad func(string, ...any)) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultIntrospectionTimeout
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultIntrospectionMaxConcurrent
 	}
 }
 
@@ -142,6 +152,12 @@ func (a *Authenticator) askIntrospection(ctx context.Context, token string) ([]b
 	in := a.opts.Introspection
 	ctx, cancel := context.WithTimeout(ctx, in.Timeout)
 	defer cancel()
+	select {
+	case a.isem <- struct{}{}:
+		defer func() { <-a.isem }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("all %d introspection slots stayed busy for %s", in.MaxConcurrent, in.Timeout)
+	}
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {

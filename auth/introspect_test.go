@@ -196,6 +196,29 @@ func TestIntrospectionLightweight(t *testing.T) {
 	})
 }
 
+func TestIntrospectionBounded(t *testing.T) {
+	// Tokens nobody vouched for must not make the gateway hold an
+	// unbounded number of requests open at the issuer: beyond
+	// MaxConcurrent, a request waits at most Timeout for a slot, then 503.
+	e := introEnv(t, func(o *auth.Options) {
+		o.Introspection.MaxConcurrent = 1
+		o.Introspection.Timeout = 200 * time.Millisecond
+	})
+	entered, release := e.iss.HoldIntrospection()
+	defer release()
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.a.VerifyToken(context.Background(), "ot_first")
+		first <- err
+	}()
+	<-entered // the first request holds the only slot
+	_, err := e.a.VerifyToken(context.Background(), "ot_second")
+	require.ErrorIs(t, err, auth.ErrIntrospection)
+	assert.Equal(t, 1, e.iss.Introspections(), "the second never reached the issuer")
+	release()
+	<-first
+}
+
 func TestIntrospectionOptions(t *testing.T) {
 	iss := authtest.New(t)
 	opts := baseOptions(iss, newClock())

@@ -262,6 +262,10 @@ type Auth struct {
 	// reused (never past the token's exp): the longest a revoked token
 	// keeps working. Default 1m; at most 1h.
 	IntrospectionMaxCacheTTL time.Duration `mapstructure:"introspection_max_cache_ttl"`
+	// IntrospectionMaxConcurrent bounds the introspection requests in
+	// flight; one that waits longer than 5s for a slot is answered 503.
+	// Default 32; at most 1024.
+	IntrospectionMaxConcurrent int `mapstructure:"introspection_max_concurrent"`
 }
 
 // Introspection modes (Auth.Introspection).
@@ -321,6 +325,7 @@ const (
 	DefaultTokenCacheSize     = auth.DefaultTokenCacheSize
 	DefaultIntrospection      = IntrospectionOff
 	DefaultIntrospectionTTL   = auth.DefaultIntrospectionMaxCacheTTL
+	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 )
@@ -381,6 +386,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&c.Auth.TokenCacheSize, DefaultTokenCacheSize)
 	setString(&c.Auth.Introspection, DefaultIntrospection)
 	setNumber(&c.Auth.IntrospectionMaxCacheTTL, DefaultIntrospectionTTL)
+	setNumber(&c.Auth.IntrospectionMaxConcurrent, DefaultIntrospectionSlots)
 
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)

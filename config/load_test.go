@@ -208,7 +208,7 @@ func TestLoadFile(t *testing.T) {
 			Algorithms: []string{"RS256", "ES256"}, RequireATJWT: true,
 			Leeway: 30 * time.Second, MaxTokenBytes: 8192,
 			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
-			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL,
+			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
 		},
 		TLS: TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
 		Log: Log{Level: "debug", Format: "json"},
@@ -494,7 +494,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 63)
+	assert.Len(t, keys, 64)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

@@ -467,8 +467,11 @@ func (c *Config) validateIntrospection(v *validator) {
 	default:
 		v.add("auth.introspection", "%q is not a mode; use off, opaque or all", a.Introspection)
 	}
-	if a.IntrospectionMaxCacheTTL < 0 || a.IntrospectionMaxCacheTTL > time.Hour {
-		v.add("auth.introspection_max_cache_ttl", "%v is outside 0 to 1h; it is how long a revoked token may keep working", a.IntrospectionMaxCacheTTL)
+	if ttl := a.IntrospectionMaxCacheTTL; (ttl != 0 && ttl < time.Second) || ttl > time.Hour {
+		v.add("auth.introspection_max_cache_ttl", "%v is outside 1s to 1h; it is how long a revoked token may keep working", a.IntrospectionMaxCacheTTL)
+	}
+	if a.IntrospectionMaxConcurrent < 0 || a.IntrospectionMaxConcurrent > 1024 {
+		v.add("auth.introspection_max_concurrent", "%d is outside 1 to 1024", a.IntrospectionMaxConcurrent)
 	}
 }
 

@@ -287,7 +287,8 @@ func TestValidateProblems(t *testing.T) {
 			c.Auth.IntrospectionClientSecretFile = filepath.Join(f.dir, "nope")
 		}, "auth.introspection_client_secret_file", "no such file or directory"},
 		{"introspection client while off", func(c *Config) { c.Auth.IntrospectionClientID = "mcpgate" }, "auth.introspection_client_id", "is set but auth.introspection is off"},
-		{"introspection cache TTL too long", func(c *Config) { c.Auth.IntrospectionMaxCacheTTL = 2 * 3600e9 }, "auth.introspection_max_cache_ttl", "is outside 0 to 1h"},
+		{"introspection cache TTL too long", func(c *Config) { c.Auth.IntrospectionMaxCacheTTL = 2 * 3600e9 }, "auth.introspection_max_cache_ttl", "is outside 1s to 1h"},
+		{"introspection slots too many", func(c *Config) { c.Auth.IntrospectionMaxConcurrent = 5000 }, "auth.introspection_max_concurrent", "is outside 1 to 1024"},
 
 		{"cert without key", func(c *Config) { c.TLS.KeyFile = "" }, "tls.key_file", "give both files or neither"},
 		{"key without cert", func(c *Config) { c.TLS.CertFile = "" }, "tls.cert_file", "give both files or neither"},

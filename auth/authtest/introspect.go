@@ -16,6 +16,8 @@ type introspection struct {
 	clientID       string
 	clientSecret   string
 	failStatus     int
+	hold           chan struct{} // when set, each request waits for it to close
+	entered        chan struct{} // a held request sends here on entering
 	introspections atomic.Int64
 }
 
@@ -37,6 +39,25 @@ func (i *Issuer) FailIntrospection(status int) {
 	i.intro.mu.Lock()
 	defer i.intro.mu.Unlock()
 	i.intro.failStatus = status
+}
+
+// HoldIntrospection makes every introspection request wait, from now on,
+// until release is called; entered receives once per request that waits,
+// so a test can know a request is in the endpoint.
+func (i *Issuer) HoldIntrospection() (entered <-chan struct{}, release func()) {
+	i.intro.mu.Lock()
+	defer i.intro.mu.Unlock()
+	hold, in := make(chan struct{}), make(chan struct{}, 64)
+	i.intro.hold, i.intro.entered = hold, in
+	var once sync.Once
+	return in, func() {
+		once.Do(func() {
+			i.intro.mu.Lock()
+			i.intro.hold, i.intro.entered = nil, nil
+			i.intro.mu.Unlock()
+			close(hold)
+		})
+	}
 }
 
 // Introspections counts the introspection requests served.
@@ -92,7 +113,19 @@ func (i *Issuer) introspect(w http.ResponseWriter, r *http.Request) {
 	i.intro.introspections.Add(1)
 	i.intro.mu.Lock()
 	fail, wantID, wantSecret := i.intro.failStatus, i.intro.clientID, i.intro.clientSecret
+	hold, entered := i.intro.hold, i.intro.entered
 	i.intro.mu.Unlock()
+	if hold != nil {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if fail != 0 {
 		http.Error(w, "introspection failing", fail)
 		return

@@ -302,10 +302,11 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 			return nil, err
 		}
 		opts.Introspection = &auth.Introspection{
-			All:          a.Introspection == config.IntrospectionAll,
-			ClientID:     a.IntrospectionClientID,
-			ClientSecret: secret,
-			MaxCacheTTL:  a.IntrospectionMaxCacheTTL,
+			All:           a.Introspection == config.IntrospectionAll,
+			ClientID:      a.IntrospectionClientID,
+			ClientSecret:  secret,
+			MaxCacheTTL:   a.IntrospectionMaxCacheTTL,
+			MaxConcurrent: a.IntrospectionMaxConcurrent,
 		}
 	}
 	if a.IssuerCAFile != "" {
