@@ -16,8 +16,9 @@ const DefaultTokenCacheSize = 10000
 // its hash and the principal. An entry is served only while:
 //   - the clock is before its until (the token's exp, or earlier), and
 //     nbf/iat still pass: those checks are made again on every hit;
-//   - the key set it was verified with is still the current one: a JWKS
-//     change (rotation, a key removed) empties it.
+//   - the keys it was verified with are still the current ones: a JWKS
+//     change (rotation, a key removed) empties it; a refetch that finds
+//     the same keys does not.
 //
 // A failure is never stored. Options are fixed for an Authenticator's
 // life, and each Authenticator has its own cache, so a configuration
@@ -38,7 +39,7 @@ type cachedToken struct {
 	p        Principal // Scopes is owned by the entry
 	until    time.Time // exp or earlier; the entry is dead from then on
 	nbf, iat time.Time // zero when absent
-	gen      any       // the key set (*keyIndex) or nil
+	gen      any       // the keys' *keyGeneration, or nil
 }
 
 // newTokenCache returns a cache of max entries, or nil (no caching) when

@@ -192,3 +192,20 @@ func TestCacheNotSharedAcrossConfigs(t *testing.T) {
 	_, err = a2.Authenticate(request("Bearer " + tok))
 	require.ErrorIs(t, err, auth.ErrMissingScope)
 }
+
+func TestCacheKeptWhenARefetchFindsTheSameKeys(t *testing.T) {
+	// A forged kid makes the resource refetch the JWKS (at most once per
+	// MinRefetchInterval); when the keys are the same, what was verified
+	// with them stays cached.
+	e := setup(t, func(o *auth.Options) { o.MinRefetchInterval = -1 })
+	_, err := e.a.Authenticate(request("Bearer " + mint(t)(e.iss.Keycloak("alice", resource, full...))))
+	require.NoError(t, err)
+	fetches := e.iss.JWKSFetches()
+	forged := mint(t)(e.iss.Sign(e.iss.KeycloakClaims("mallory", resource, full...), authtest.SignOptions{KeyID: "forged"}))
+	_, err = e.a.Authenticate(request("Bearer " + forged))
+	require.ErrorIs(t, err, auth.ErrUnknownKey)
+	require.Greater(t, e.iss.JWKSFetches(), fetches, "the forged kid made a refetch")
+	_, err = e.a.Authenticate(request("Bearer " + mint(t)(e.iss.Keycloak("bob", resource, full...))))
+	require.NoError(t, err)
+	assert.Equal(t, 2, auth.CachedTokens(e.a), "alice's entry survived the refetch")
+}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -199,6 +200,30 @@ type keyIndex struct {
 	set   jwk.Set
 	byKid map[string][]verificationKey
 	all   []verificationKey
+	// gen names the keys: a rebuilt index with the same keys (a refetch
+	// that found no change) keeps its predecessor's, so the verified-token
+	// cache, which is emptied when gen changes, survives it.
+	gen *keyGeneration
+}
+
+// keyGeneration is compared by address only; it is not empty, so that
+// two of them never share one.
+type keyGeneration struct{ _ byte }
+
+// sameKeys reports whether idx and o hold the same keys, in the same
+// order, with the same kid, type and alg.
+func (idx *keyIndex) sameKeys(o *keyIndex) bool {
+	if len(idx.all) != len(o.all) {
+		return false
+	}
+	for i, a := range idx.all {
+		b := o.all[i]
+		pub, ok := a.raw.(interface{ Equal(crypto.PublicKey) bool })
+		if a.kid != b.kid || a.kty != b.kty || a.alg != b.alg || !ok || !pub.Equal(b.raw) {
+			return false
+		}
+	}
+	return true
 }
 
 func newKeyIndex(set jwk.Set, log func(msg string, args ...any)) *keyIndex {
@@ -269,11 +294,16 @@ func (k *keySource) current() *keyIndex {
 		return idx
 	}
 	idx := newKeyIndex(set, k.opts.Logger.Warn)
+	if old := k.index.Load(); old != nil && old.sameKeys(idx) {
+		idx.gen = old.gen
+	} else {
+		idx.gen = new(keyGeneration)
+	}
 	k.index.Store(idx)
 	return idx
 }
 
-// keys returns the candidate keys for kid and alg, and the key set they
+// keys returns the candidate keys for kid and alg, and the index they
 // are from. An unknown kid triggers
 // one refetch of the JWKS, at most once per MinRefetchInterval across all
 // requests (RFC 7517 leaves rotation to the issuer; this is how a new key

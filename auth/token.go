@@ -166,20 +166,20 @@ func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum
 	return &e.p, nil
 }
 
-// keyGen identifies the key set tokens are verified with now.
+// keyGen names the keys tokens are verified with now.
 func (a *Authenticator) keyGen() any {
 	if a.keys == nil {
 		return nil
 	}
 	if idx := a.keys.current(); idx != nil {
-		return idx
+		return idx.gen
 	}
 	return nil
 }
 
 // verify fills e, whose principal carries what is known so far even on
-// failure, for the log line. e.gen is the key set when it is called; verify
-// replaces it with the one a JWKS key came from.
+// failure, for the log line. e.gen names the keys when it is called; verify
+// replaces it with the generation of the keys a JWKS key came from.
 func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken) error {
 	p := &e.p
 	if len(token) > a.opts.MaxTokenBytes {
@@ -227,7 +227,7 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 		if kerr != nil {
 			return kerr
 		}
-		e.gen = idx
+		e.gen = idx.gen
 		for _, k := range keys {
 			if err = jwsbb.Verify(k.raw, h.Alg, input, sig); err == nil {
 				p.KeyID = k.kid
