@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 )
@@ -31,16 +32,16 @@ type header struct {
 // claims are the registered and well-known claims we read. Unknown claims
 // are ignored; a known claim of the wrong JSON type fails the token.
 type claims struct {
-	Iss      string       `json:"iss"`
-	Sub      string       `json:"sub"`
-	Aud      audience     `json:"aud"`
-	Exp      *numericDate `json:"exp"`
-	Nbf      *numericDate `json:"nbf"`
-	Iat      *numericDate `json:"iat"`
-	Azp      string       `json:"azp"`
-	ClientID string       `json:"client_id"`
-	Scope    scopeList    `json:"scope"`
-	Scp      scopeList    `json:"scp"`
+	Iss      string      `json:"iss"`
+	Sub      string      `json:"sub"`
+	Aud      audience    `json:"aud"`
+	Exp      numericDate `json:"exp"`
+	Nbf      numericDate `json:"nbf"`
+	Iat      numericDate `json:"iat"`
+	Azp      string      `json:"azp"`
+	ClientID string      `json:"client_id"`
+	Scope    scopeList   `json:"scope"`
+	Scp      scopeList   `json:"scp"`
 	// Cnf binds the token to a key (RFC 7800 §3.1): a JSON object whose
 	// members name the confirmation method.
 	Cnf map[string]json.RawMessage `json:"cnf"`
@@ -54,9 +55,9 @@ type claims struct {
 type audience []string
 
 func (l *audience) UnmarshalJSON(b []byte) error {
-	s, a, err := stringOrArray(b)
-	if s != nil {
-		a = []string{*s}
+	s, isString, a, err := stringOrArray(b)
+	if isString {
+		a = []string{s}
 	}
 	*l = a
 	return err
@@ -71,35 +72,64 @@ type scopeList struct {
 }
 
 func (l *scopeList) UnmarshalJSON(b []byte) error {
-	s, a, err := stringOrArray(b)
-	if s != nil {
-		a = strings.Fields(*s)
+	s, isString, a, err := stringOrArray(b)
+	if isString {
+		a = strings.Fields(s)
 	}
 	*l = scopeList{present: !bytes.Equal(b, []byte("null")), scopes: a}
 	return err
 }
 
-func stringOrArray(b []byte) (*string, []string, error) {
+// stringOrArray decodes b, one JSON value already validated by the
+// decoder that called UnmarshalJSON, as a string or an array of strings.
+// A string without escapes, in valid UTF-8, is its bytes between the
+// quotes, exactly what encoding/json would decode, and is taken without a
+// second decoder (which costs several allocations per claim); anything
+// else goes to encoding/json.
+func stringOrArray(b []byte) (string, bool, []string, error) {
 	if len(b) > 0 && b[0] == '"' {
-		var s string
-		err := json.Unmarshal(b, &s)
-		return &s, nil, err
+		if len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+			return string(b[1 : len(b)-1]), true, nil, nil
+		}
+		return slowString(b)
 	}
+	return slowArray(b)
+}
+
+// slowString and slowArray keep the variables encoding/json needs a
+// pointer to, which then live on the heap, out of stringOrArray's fast
+// path.
+func slowString(b []byte) (string, bool, []string, error) {
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, true, nil, err
+}
+
+func slowArray(b []byte) (string, bool, []string, error) {
 	var a []string
 	err := json.Unmarshal(b, &a)
-	return nil, a, err
+	return "", false, a, err
 }
 
 // numericDate is seconds since the epoch, possibly fractional (RFC 7519 §2).
-type numericDate struct{ time.Time }
+// set tells a present claim from an absent (or null) one; a value rather
+// than a pointer in claims, it costs no allocation.
+type numericDate struct {
+	time.Time
+	set bool
+}
 
 func (d *numericDate) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*d = numericDate{} // as absent, as a nil pointer was
+		return nil
+	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
 		return fmt.Errorf("auth: bad NumericDate %.20q", b)
 	}
 	sec, frac := math.Modf(f)
-	d.Time = time.Unix(int64(sec), int64(frac*1e9))
+	d.Time, d.set = time.Unix(int64(sec), int64(frac*1e9)), true
 	return nil
 }
 
@@ -274,21 +304,21 @@ func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) e
 	}
 	now := a.opts.Now()
 	switch {
-	case c.Exp == nil:
+	case !c.Exp.set:
 		return ErrNoExpiry
 	case !now.Before(c.Exp.Time):
 		return ErrExpired
-	case c.Nbf != nil && c.Nbf.After(now.Add(a.opts.Leeway)):
+	case c.Nbf.set && c.Nbf.After(now.Add(a.opts.Leeway)):
 		return ErrNotYetValid
-	case c.Iat != nil && c.Iat.After(now.Add(a.opts.Leeway)):
+	case c.Iat.set && c.Iat.After(now.Add(a.opts.Leeway)):
 		return ErrIssuedInFuture
 	}
 	p.Expiry = c.Exp.Time
 	e.until = c.Exp.Time
-	if c.Nbf != nil {
+	if c.Nbf.set {
 		e.nbf = c.Nbf.Time
 	}
-	if c.Iat != nil {
+	if c.Iat.set {
 		e.iat = c.Iat.Time
 	}
 	if c.Sub == "" {
