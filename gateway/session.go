@@ -39,7 +39,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly},
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly, Scope: worker.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() { g.removeSession(s) }})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
@@ -139,7 +139,7 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	switch {
 	case g.closing:
 		return errShuttingDown, false
-	case len(g.sessions)+g.starting >= g.opts.MaxSessions:
+	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
 		return errTooManyForUser, false
