@@ -83,7 +83,8 @@ func withRatio(value string, a, base float64, isBase bool) string {
 func Table(r *Run) string {
 	var cols []*SystemResult
 	for i := range r.Systems {
-		if r.Systems[i].Skipped == "" {
+		// The stateless-only system has a column in the 2026-07-28 table only.
+		if r.Systems[i].Skipped == "" && r.Config.kind(r.Systems[i].Name) != sysSDKStateless {
 			cols = append(cols, &r.Systems[i])
 		}
 	}
