@@ -144,7 +144,7 @@ func Chart(r *Run) ([]byte, error) {
 			break
 		}
 		panels = append(panels, panel{
-			title: fmt.Sprintf("MCP 2026-07-28: %s latency, %d stateless clients, vs users (p50 solid, p99 dashed)",
+			title: fmt.Sprintf("MCP 2026-07-28: %s latency, %d stateless clients, vs users (p50 solid, p99 dashed; log scale)",
 				tool.Name, r.Config.ModernClients),
 			xTitle: "users", xs: r.Config.ModernUsers,
 			get: func(s *SystemResult, u int) *Summary {
