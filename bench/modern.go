@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/mcpgate/mcpgate/worker"
@@ -91,9 +92,11 @@ func modernUsersOf(t modernTarget, users int) []string {
 
 // startModern opens n stateless clients spread over users users.
 func (b *bench) startModern(ctx context.Context, t modernTarget, tool Tool, n, users int) *loadRun {
+	profiled := tool
+	profiled.Label = fmt.Sprintf("%s-mcp2026-users%d", tool.Label, users) // apart from the sessions' loop of n
 	return b.startLoadWith(ctx, tool, n, func(ctx context.Context, i int) (*session, error) {
 		return t.openModern(ctx, i%users)
-	})
+	}, profiled)
 }
 
 // finishModern closes the clients, summarises the loop and, on a system

@@ -261,11 +261,12 @@ type loadRun struct {
 // startLoad opens the n sessions of a closed loop. When some fail to open
 // the run is over before it starts, with the error in its result.
 func (b *bench) startLoad(ctx context.Context, tool Tool, n int) *loadRun {
-	return b.startLoadWith(ctx, tool, n, b.openSession)
+	return b.startLoadWith(ctx, tool, n, b.openSession, tool)
 }
 
-// startLoadWith is startLoad with the clients that open opens.
-func (b *bench) startLoadWith(ctx context.Context, tool Tool, n int, open opener) *loadRun {
+// startLoadWith is startLoad with the clients that open opens; a profile,
+// if any, is named after profiled's label.
+func (b *bench) startLoadWith(ctx context.Context, tool Tool, n int, open opener, profiled Tool) *loadRun {
 	lr := &loadRun{tool: tool, res: LoadResult{Tool: tool.Label, Sessions: n}, lat: make([]Latencies, n)}
 	sessions, errs := b.openMany(ctx, n, 16, open)
 	lr.sessions = sessions
@@ -276,7 +277,7 @@ func (b *bench) startLoadWith(ctx context.Context, tool Tool, n int, open opener
 	}
 	lr.pids, lr.cpuErr = b.t.pids()
 	if b.profile != nil && lr.cpuErr == nil {
-		lr.stop = b.profile(tool, n, lr.pids)
+		lr.stop = b.profile(profiled, n, lr.pids)
 	}
 	return lr
 }
