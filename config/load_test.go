@@ -209,6 +209,8 @@ func TestLoadFile(t *testing.T) {
 			ExtraScopes: []string{"profile", "offline_access"}, UserClaim: "preferred_username",
 			Algorithms: []string{"RS256", "ES256"}, RequireATJWT: true,
 			Leeway: 30 * time.Second, MaxTokenBytes: 8192,
+			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
+			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
 		},
 		TLS: TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
 		Log: Log{Level: "debug", Format: "json"},
@@ -494,7 +496,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 59)
+	assert.Len(t, keys, 65)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))
