@@ -107,13 +107,18 @@ type client struct {
 	seq                 int
 }
 
-func (d *driver) connect(name, user, version string) (*client, error) {
-	ts := (&clientcredentials.Config{
+// tokens mints user's tokens at the test issuer, refreshed as they expire.
+func (d *driver) tokens(user string) oauth2.TokenSource {
+	return (&clientcredentials.Config{
 		ClientID:       "clusterdrive",
 		TokenURL:       d.issuer + "/token",
 		Scopes:         []string{"mcp:use", "mcp:write"},
 		EndpointParams: url.Values{"resource": {d.url}, "username": {user}},
 	}).TokenSource(d.ctx)
+}
+
+func (d *driver) connect(name, user, version string) (*client, error) {
+	ts := d.tokens(user)
 	hc := &http.Client{Transport: &oauth2.Transport{Source: ts, Base: &http.Transport{TLSClientConfig: d.tlsConfig}}}
 	var opts *mcp.ClientSessionOptions
 	if version != "" {
@@ -204,6 +209,7 @@ func (d *driver) run() {
 		fatal("creating the table: %v", err)
 	}
 	legacy := d.legacySessions()
+	d.unknownSessions()
 	modern := d.modernClients()
 	d.handles(modern)
 	d.stopMidRun(legacy, modern)
@@ -291,6 +297,35 @@ func (d *driver) legacySessions() []*client {
 	}
 	d.check(fmt.Sprintf("every session's calls reach its own replica: %v", calls), len(bad) == 0, strings.Join(bad, "; "))
 	return out
+}
+
+// unknownSessions sends session ids the load balancer cannot place or no
+// replica holds: each must get a replica's 404, never a 5xx.
+func (d *driver) unknownSessions() {
+	tok, err := d.tokens("alice").Token()
+	if err != nil {
+		fatal("getting a token: %v", err)
+	}
+	hc := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: d.tlsConfig}}
+	hex := strings.Repeat("0f", 16)
+	var bad []string
+	for _, sid := range []string{"nosuch_" + hex, d.replicas[0] + "_" + hex, hex, "_" + hex, "%[req.hdr(host)]_" + hex} {
+		req, _ := http.NewRequestWithContext(d.ctx, http.MethodPost, d.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid, "Authorization": "Bearer " + tok.AccessToken} {
+			req.Header.Set(k, v)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", sid, err))
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			bad = append(bad, fmt.Sprintf("%s: got %d, want 404", sid, resp.StatusCode))
+		}
+	}
+	d.check("session ids of no replica or no session get a replica's 404", len(bad) == 0, strings.Join(bad, "; "))
 }
 
 // modernClients connects 2026-07-28 clients of two users and shows their
