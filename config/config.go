@@ -122,6 +122,12 @@ type Limits struct {
 	// handshake, request head, keep-alive idle) until a request on it has
 	// passed the token check. Default 10s.
 	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
+	// DrainTimeout bounds the drain on SIGTERM: /readyz fails and new
+	// sessions and per-user workers get 503 at once, and the calls in
+	// flight have this long to finish before the workers are stopped. A
+	// second SIGTERM cuts it short. Default 30s; keep the service
+	// manager's stop timeout above it plus worker_stop_grace.
+	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
 }
 
 // Worker says which process serves a session.
@@ -268,6 +274,7 @@ const (
 	DefaultMaxUserBuffer      = 128 << 20
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
+	DefaultDrainTimeout       = 30 * time.Second
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -311,6 +318,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
+	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

@@ -161,6 +161,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.worker_stop_grace", l.WorkerStopGrace},
 		{"limits.write_timeout", l.WriteTimeout},
 		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
+		{"limits.drain_timeout", l.DrainTimeout},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)

@@ -45,6 +45,7 @@ var (
 	errWorkerTimeout   = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer initialize in time", nil}
 	errWorkerExited    = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker exited during initialize", nil}
 	errShuttingDown    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: shutting down", nil}
+	errDraining        = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: draining before a restart, no new sessions; try again shortly (another replica may take it)", nil}
 )
 
 // supportedVersions are the protocol revisions this transport speaks, newest

@@ -235,6 +235,19 @@ func (c *Conn) Unlisten(s *Stream) {
 	s.Detach()
 }
 
+// EndListen ends the standalone stream, if one is open: its response
+// finishes cleanly, and the client may open another. The gateway calls it
+// when it drains, before it stops the worker.
+func (c *Conn) EndListen() {
+	c.mu.Lock()
+	s := c.standalone
+	c.standalone = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.end()
+	}
+}
+
 // InFlight returns the number of client requests awaiting an answer.
 func (c *Conn) InFlight() int {
 	c.mu.Lock()

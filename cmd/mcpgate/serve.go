@@ -55,7 +55,7 @@ func serve(ctx context.Context, m *Main, args []string) error {
 	for _, name := range config.UnknownEnv(os.Environ()) {
 		log.Warn("mcpgate: unknown configuration variable ignored; see docs/configuration.md", "name", name)
 	}
-	return runGateway(ctx, cfg, log)
+	return runGateway(ctx, m, cfg, log)
 }
 
 // newLogger builds the gateway's log from log.level and log.format.
@@ -103,7 +103,10 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
 	}
 	if len(cfg.Worker.Command) > 0 {
-		return opts, nil // an external worker: its safe tools come from config
+		// An external worker: its safe tools come from config, and the
+		// gateway knows no database of its to check.
+		opts.Ready = allReady(workerStartable(cfg.Worker.Command))
+		return opts, nil
 	}
 	safe, err := tools.SafeToolNames(cfg.Worker.Toolsets)
 	if err != nil {
@@ -142,12 +145,13 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		d.DSN = path
 	}
 	opts.WorkerEnv = append(d.Environ(), opts.WorkerEnv...)
+	opts.Ready = allReady(workerStartable(nil), databaseAnswers(d.WithDefaults()))
 	return opts, nil
 }
 
 // runGateway serves /mcp (and, with auth, the RFC 9728 metadata) until ctx
 // is cancelled, then stops every worker and the server.
-func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logger) error {
 	if cfg.Server.Insecure && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
 		log.Warn("mcpgate: INSECURE: serving a non-loopback address without TLS and authentication; anyone who can reach it can run tools", "listen", cfg.Server.Listen)
 	}
@@ -165,6 +169,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		// The gateway runs it after its Host and Origin checks, so that a
 		// forbidden browser request gets 403 rather than a challenge.
 		gopts.Middleware = authn.Middleware
+		gopts.Ready = allReady(keysLoaded(authn), gopts.Ready)
 		for _, p := range authn.MetadataPaths() {
 			mux.Handle(p, authn.MetadataHandler())
 		}
@@ -177,6 +182,11 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		return context.WithTimeout(context.Background(), 30*time.Second)
 	}
 	mux.Handle("/mcp", g)
+	// The probes: unauthenticated, outside the gateway's Host and Origin
+	// checks (a kubelet probes by pod address), and bodies that say only
+	// up or down.
+	mux.Handle("/healthz", g.HealthHandler())
+	mux.Handle("/readyz", g.HealthHandler())
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -228,6 +238,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	select {
 	case err = <-served:
 	case <-ctx.Done():
+		drain(g, cfg.Limits.DrainTimeout, m.Hurry, log)
 	}
 	// Workers first: that ends their streams, so Shutdown need not wait on
 	// SSE responses that would never finish.
@@ -241,6 +252,23 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		err = nil
 	}
 	return errors.Join(err, cerr)
+}
+
+// drain lets the calls in flight finish, up to timeout or until hurry is
+// closed (a second SIGTERM), while the listener stays open: /readyz says
+// 503 and new sessions get 503 with Retry-After (gateway.Drain).
+func drain(g *gateway.Gateway, timeout time.Duration, hurry <-chan struct{}, log *slog.Logger) {
+	dctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-hurry:
+			log.Warn("mcpgate: asked again to stop: stopping the workers now")
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
+	_ = g.Drain(dctx) // logged by the gateway
 }
 
 // newAuthenticator maps the configuration to the token checker.
