@@ -155,6 +155,36 @@ type Worker struct {
 	// methods (gateway.ReadMethods), that a read-only request may send.
 	// Empty means none: fail-closed, as for tools.
 	SafeMethods []string `mapstructure:"safe_methods"`
+	// Limits bound each worker process (worker.limits.*).
+	Limits WorkerLimits `mapstructure:"limits"`
+}
+
+// WorkerLimits bound each worker process, so that one runaway worker cannot
+// take the machine. Zero means not set. The rlimits (address_space,
+// cpu_time, open_files) hold everywhere; memory, cpu and processes need a
+// delegated cgroup v2 (the shipped systemd unit's Delegate=) and are
+// skipped, with a warning at start, without one.
+type WorkerLimits struct {
+	// AddressSpace is RLIMIT_AS: the most virtual memory a worker may map.
+	// An allocation beyond it fails and the worker usually exits. Go
+	// programs map more than they use: keep it at 1GiB or more.
+	AddressSpace ByteSize `mapstructure:"address_space"`
+	// CPUTime is RLIMIT_CPU: the CPU time a worker may use over its life;
+	// then SIGXCPU, and SIGKILL a second later.
+	CPUTime time.Duration `mapstructure:"cpu_time"`
+	// OpenFiles is RLIMIT_NOFILE: the most files and sockets a worker may
+	// hold open. Default 1024.
+	OpenFiles int `mapstructure:"open_files"`
+	// Memory is the worker's cgroup memory.max (memory.swap.max is 0):
+	// resident memory and page cache; beyond it the kernel kills the
+	// worker.
+	Memory ByteSize `mapstructure:"memory"`
+	// CPU is the worker's cgroup cpu.max in cores (0.5 is half a core):
+	// a throttle, not a kill.
+	CPU float64 `mapstructure:"cpu"`
+	// Processes is the worker's cgroup pids.max: its processes and threads
+	// together; beyond it fork and thread creation fail.
+	Processes int `mapstructure:"processes"`
 }
 
 // Database is the built-in worker's database.
@@ -275,6 +305,7 @@ const (
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
 	DefaultDrainTimeout       = 30 * time.Second
+	DefaultWorkerOpenFiles    = 1024
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -319,6 +350,8 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
 	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
+
+	setNumber(&c.Worker.Limits.OpenFiles, DefaultWorkerOpenFiles)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)
