@@ -38,7 +38,9 @@ type buildError struct {
 	out string
 }
 
-func (e *buildError) Error() string { return "building the stub worker: " + e.err.Error() + "\n" + e.out }
+func (e *buildError) Error() string {
+	return "building the stub worker: " + e.err.Error() + "\n" + e.out
+}
 
 // logWatch is a log that tells when a line containing a string appears.
 type logWatch struct {
