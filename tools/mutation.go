@@ -9,8 +9,10 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db"
 )
 
-// mutationToolset changes the schema. Every tool is gated and commits, as
-// in the original server, and none touches a system object.
+// mutationToolset changes the schema. Every tool is gated and commits: a
+// schema change left in the session's open transaction would hold its
+// locks (PostgreSQL's ACCESS EXCLUSIVE, SQLite's one writer) and stall
+// every other session until this one ended it. None touches a system object.
 func mutationToolset() *Toolset {
 	schemaReq := Param{Name: "schema", Type: String, Required: true, Description: "Schema name, as stored."}
 	cascade := Param{Name: "cascade", Type: Boolean, Description: "Also drop what depends on it (PostgreSQL); default false."}

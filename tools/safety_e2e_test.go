@@ -19,7 +19,8 @@ import (
 )
 
 // TestReadOnlyCannotWrite tries to write through query in a read-only
-// session by every trick issue 4 names; the database itself must refuse.
+// session by every trick we know of (a data-modifying CTE, PRAGMAs, a
+// function or sequence that writes); the database itself must refuse.
 func TestReadOnlyCannotWrite(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {

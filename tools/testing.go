@@ -9,7 +9,7 @@ import (
 )
 
 // checkPrefix names a check: a view whose rows are violations (zero rows =
-// pass), the database's equivalent of the original server's SUnit tests.
+// pass), a test that lives in the database itself and runs as any session.
 const checkPrefix = "check_"
 
 // sampleRows is how many offending rows a failure shows.

@@ -56,16 +56,24 @@ type ProcessConfig struct {
 	Env     []string     // the whole environment (NAME=value); never the gateway's own
 	Dir     string       // working directory; empty means the gateway's
 	Logger  *slog.Logger // receives stderr lines; nil means slog.Default()
+	// SendTimeout bounds one write to the worker's stdin (default 30s). A
+	// write blocks only while the pipe is full, so a worker that reads
+	// nothing for this long with 64 KiB waiting is hung, or deadlocked
+	// writing its own stdout: it is killed (a partial line cannot be taken
+	// back), its requests fail with the worker-exited error, and no
+	// gateway goroutine waits on it for ever.
+	SendTimeout time.Duration
 }
 
 // Process is one running worker: a child in its own process group whose
 // stdin and stdout carry newline-delimited JSON-RPC.
 type Process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	log    *slog.Logger
-	limit  logLimiter
+	cmd         *exec.Cmd
+	stdin       *os.File
+	stdout      *os.File
+	log         *slog.Logger
+	limit       logLimiter
+	sendTimeout time.Duration
 
 	writeMu sync.Mutex
 
@@ -119,7 +127,10 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		return nil, fmt.Errorf("worker: start %s: %w", cfg.Command[0], err)
 	}
 	closeAll(inR, outW, errW) // the child's ends
-	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, done: make(chan struct{})}
+	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, sendTimeout: cfg.SendTimeout, done: make(chan struct{})}
+	if p.sendTimeout <= 0 {
+		p.sendTimeout = 30 * time.Second
+	}
 	go p.copyStderr(errR)
 	go p.wait()
 	return p, nil
@@ -186,16 +197,9 @@ func (p *Process) Logf(level slog.Level, msg string, args ...any) {
 	}
 }
 
-// SendTimeout bounds one write to a worker's stdin. A write blocks only
-// while the pipe is full, so a worker that reads nothing for this long with
-// 64 KiB waiting is hung, or deadlocked writing its own stdout: it is killed
-// (a partial line cannot be taken back), its requests fail with the
-// worker-exited error, and no gateway goroutine waits on it for ever.
-var SendTimeout = 30 * time.Second
-
 // Send writes one message and its newline to the worker's stdin. It blocks
-// only while the pipe is full, at most SendTimeout; a write to an exited
-// worker fails.
+// only while the pipe is full, at most ProcessConfig.SendTimeout; a write to
+// an exited worker fails.
 func (p *Process) Send(msg []byte) error {
 	select {
 	case <-p.done:
@@ -206,10 +210,10 @@ func (p *Process) Send(msg []byte) error {
 	buf = append(append(buf, msg...), '\n')
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	_ = p.stdin.SetWriteDeadline(time.Now().Add(SendTimeout))
+	_ = p.stdin.SetWriteDeadline(time.Now().Add(p.sendTimeout))
 	if _, err := p.stdin.Write(buf); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			p.log.Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", SendTimeout)
+			p.log.Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", p.sendTimeout)
 			_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 		}
 		return fmt.Errorf("%w: %v", ErrExited, err)

@@ -9,10 +9,17 @@ import (
 type Outgoing struct {
 	Data     []byte          // the encoded JSON-RPC message, ids already restored
 	Response bool            // it answers one of the stream's requests
+	Result   bool            // the answer is a result, not an error
 	ID       json.RawMessage // the client's request id, for an answer
 	// Charged is what the stream's Budget was charged for Data; whoever
 	// takes the message from the stream gives it back when done with it.
 	Charged int
+
+	// encode, when set, produces Data: Take runs it, on the goroutine that
+	// takes the answer rather than the worker's reader (Conn.Call's
+	// rewrite). size is what the message holds meanwhile, for the Budget.
+	encode func() []byte
+	size   int
 }
 
 // KindBufferFull is error.data.kind of an answer the gateway replaced
@@ -54,6 +61,7 @@ type Stream struct {
 	queue    []Outgoing
 	queued   int  // bytes in queue
 	pending  int  // requests not yet answered
+	results  int  // answers that were results
 	detached bool // the HTTP handler has gone
 	ended    bool // the session has ended (standalone stream)
 	notify   chan struct{}
@@ -72,12 +80,18 @@ func NewStream(sse bool) *Stream {
 func (s *Stream) Ready() <-chan struct{} { return s.notify }
 
 // Take returns the queued messages and whether the stream is finished: every
-// request answered (a POST stream), or the session over (either kind).
+// request answered (a POST stream), or the session over (either kind). An
+// answer still to be rewritten is rewritten here, by the caller.
 func (s *Stream) Take(standalone bool) (msgs []Outgoing, finished bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	msgs, s.queue, s.queued = s.queue, nil, 0
 	finished = s.ended || (!standalone && s.pending == 0)
+	s.mu.Unlock()
+	for i := range msgs {
+		if msgs[i].encode != nil {
+			msgs[i].Data, msgs[i].encode = msgs[i].encode(), nil
+		}
+	}
 	return msgs, finished
 }
 
@@ -86,6 +100,15 @@ func (s *Stream) Answered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pending <= 0
+}
+
+// Results returns the number of the stream's requests the worker answered
+// with a result rather than an error (even if the Budget then replaced the
+// answer with a bufferFull error).
+func (s *Stream) Results() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.results
 }
 
 // Detach tells the stream its HTTP handler has gone; later messages are
@@ -136,21 +159,29 @@ func (s *Stream) push(m Outgoing) bool {
 	s.mu.Lock()
 	if m.Response {
 		s.pending--
+		if m.Result {
+			s.results++
+		}
 	}
-	ok := !s.detached && (m.Response || s.queued+len(m.Data) <= MaxQueuedBytes)
+	n := len(m.Data)
+	if m.encode != nil {
+		n = m.size
+	}
+	ok := !s.detached && (m.Response || s.queued+n <= MaxQueuedBytes)
 	if ok && s.Budget != nil {
 		// Charged under s.mu, so that Detach gives back all it took.
-		if err := s.Budget.Take(len(m.Data)); err == nil {
-			m.Charged = len(m.Data)
+		if err := s.Budget.Take(n); err == nil {
+			m.Charged = n
 		} else if m.Response {
-			m.Data = internalError(m.ID, err.Error(), KindBufferFull)
+			m.Data, m.encode = internalError(m.ID, err.Error(), KindBufferFull), nil
+			n = len(m.Data)
 		} else {
 			ok = false
 		}
 	}
 	if ok {
 		s.queue = append(s.queue, m)
-		s.queued += len(m.Data)
+		s.queued += n
 	}
 	s.mu.Unlock()
 	s.signal()

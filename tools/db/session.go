@@ -389,7 +389,8 @@ func (s *Session) restart(ctx context.Context, stmt string) error {
 
 // CommitAfter runs fn as Do does and commits when it succeeds, as one step
 // that no other statement of the session can come between. The mutation
-// tools use it: each commits, as in the original server.
+// tools use it: each commits, so that no schema change holds its locks
+// in an open transaction.
 func (s *Session) CommitAfter(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
@@ -427,6 +428,14 @@ func (s *Session) Status(ctx context.Context) (Status, error) {
 		return err
 	})
 	return st, err
+}
+
+// Closed reports whether the session is closed: by Close, or because a
+// security check failed or a transaction could not be begun again.
+func (s *Session) Closed() bool {
+	s.lock <- struct{}{}
+	defer s.release()
+	return s.closed
 }
 
 // Close rolls back and closes the connection.
