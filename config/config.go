@@ -173,7 +173,7 @@ type WorkerLimits struct {
 	// then SIGXCPU, and SIGKILL a second later.
 	CPUTime time.Duration `mapstructure:"cpu_time"`
 	// OpenFiles is RLIMIT_NOFILE: the most files and sockets a worker may
-	// hold open. Default 1024.
+	// hold open.
 	OpenFiles int `mapstructure:"open_files"`
 	// Memory is the worker's cgroup memory.max (memory.swap.max is 0):
 	// resident memory and page cache; beyond it the kernel kills the
@@ -312,7 +312,6 @@ const (
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
 	DefaultDrainTimeout       = 30 * time.Second
-	DefaultWorkerOpenFiles    = 1024
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -358,8 +357,6 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
 	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
-
-	setNumber(&c.Worker.Limits.OpenFiles, DefaultWorkerOpenFiles)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

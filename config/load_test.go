@@ -195,7 +195,7 @@ func TestLoadFile(t *testing.T) {
 			Dir:       "/tmp",
 			Toolsets:  []string{"session", "browsing"},
 			SafeTools: []string{"read_thing"},
-			Limits:    WorkerLimits{Memory: 512 << 20, CPUTime: 10 * time.Minute, CPU: 1.5, OpenFiles: DefaultWorkerOpenFiles},
+			Limits:    WorkerLimits{Memory: 512 << 20, CPUTime: 10 * time.Minute, CPU: 1.5},
 		},
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",

@@ -516,7 +516,7 @@ func (c *Config) validateWorkerLimits(v *validator) {
 		v.add("worker.limits.cpu_time", "%v is below 1s, the unit of RLIMIT_CPU; use a duration such as 10m (0 or no key means no limit)", l.CPUTime)
 	}
 	if l.OpenFiles < 0 || (l.OpenFiles > 0 && l.OpenFiles < 16) {
-		v.add("worker.limits.open_files", "%d is below 16; a worker needs its pipes, its database and its libraries (0 or no key means the default, 1024)", l.OpenFiles)
+		v.add("worker.limits.open_files", "%d is below 16; a worker needs its pipes, its database and its libraries (0 or no key means no limit)", l.OpenFiles)
 	}
 	if l.CPU < 0 || (l.CPU > 0 && l.CPU < 0.01) || l.CPU > 4096 {
 		v.add("worker.limits.cpu", "%v is outside 0.01 to 4096 cores; use a number of cores such as 0.5 or 2 (0 or no key means no limit)", l.CPU)

@@ -41,6 +41,12 @@ type LauncherOptions struct {
 	// SendTimeout bounds one write to a worker's stdin (default 30s); see
 	// ProcessConfig.SendTimeout.
 	SendTimeout time.Duration
+	// Limits bound each worker (worker.limits.*); LimitHelper applies
+	// the rlimits (ProcessConfig.LimitHelper) and Cgroup holds the
+	// per-worker leaves (nil: none, and the cgroup controls are skipped).
+	Limits      Limits
+	LimitHelper []string
+	Cgroup      *Cgroup
 	// LookupEnv reads the gateway's environment, for the base variables;
 	// nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -106,7 +112,8 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 	}
-	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout})
+	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout,
+		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup})
 	if err != nil {
 		return nil, err
 	}

@@ -121,6 +121,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		wopts.Env = append(d.Environ(), wopts.Env...)
 		dbReady = databaseAnswers(d.WithDefaults())
 	}
+	if err := workerLimits(cfg, log, &wopts); err != nil {
+		return nil, opts, err
+	}
 	launcher, err := worker.NewLauncher(command, wopts)
 	if err != nil {
 		return nil, opts, fmt.Errorf("mcpgate: %w", err)

@@ -30,7 +30,7 @@ import (
 // TestMain lets this test binary be the built-in worker: the gateway starts
 // os.Executable() with "worker", which here is the test binary itself.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
+	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == limitHelperCommand) {
 		main()
 		return
 	}
