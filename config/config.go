@@ -128,6 +128,12 @@ type Limits struct {
 	// second SIGTERM cuts it short. Default 30s; keep the service
 	// manager's stop timeout above it plus worker_stop_grace.
 	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
+	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
+	// answer over it fails its own request (-32603, error.data.kind
+	// "messageTooLarge") and the session goes on; any other message over
+	// it is dropped and logged. Default 64 MiB, well above what the
+	// built-in worker writes (16 MiB of structured content at most).
+	MaxWorkerMessageBytes ByteSize `mapstructure:"max_worker_message_bytes"`
 }
 
 // Worker says which process serves a session.
@@ -312,6 +318,7 @@ const (
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
 	DefaultDrainTimeout       = 30 * time.Second
+	DefaultMaxWorkerMessage   = 64 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -357,6 +364,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
 	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
+	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

@@ -54,6 +54,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_unauthenticated_per_address": 64,
 		"unauthenticated_idle_timeout":    10 * time.Second,
 		"drain_timeout":                   30 * time.Second,
+		"max_worker_message_bytes":        ByteSize(64 << 20),
 		"driver":                          "sqlite",
 		"path":                            "data/mcpgate.db",
 		"statement_timeout":               30 * time.Second,
@@ -89,6 +90,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_unauthenticated_per_address": c.Limits.MaxUnauthenticatedPerAddress,
 		"unauthenticated_idle_timeout":    c.Limits.UnauthenticatedIdleTimeout,
 		"drain_timeout":                   c.Limits.DrainTimeout,
+		"max_worker_message_bytes":        c.Limits.MaxWorkerMessageBytes,
 		"driver":                          c.Database.Driver,
 		"path":                            c.Database.Path,
 		"statement_timeout":               c.Database.StatementTimeout,
@@ -134,6 +136,7 @@ limits:
   max_sessions_per_user: 5
   session_idle_timeout: 10m
   worker_start_timeout: 3s
+  max_worker_message_bytes: 2MiB
   worker_stop_grace: 1s
 worker:
   command: ["/usr/bin/env", "my-server", "--flag=a,b"]
@@ -187,7 +190,8 @@ func TestLoadFile(t *testing.T) {
 			WriteTimeout: DefaultWriteTimeout, MaxStreamBufferBytes: DefaultMaxStreamBuffer,
 			MaxSessionBufferBytes: DefaultMaxSessionBuffer, MaxUserBufferBytes: DefaultMaxUserBuffer,
 			MaxUnauthenticatedPerAddress: DefaultMaxUnauthPerAddr, UnauthenticatedIdleTimeout: DefaultUnauthIdleTimeout,
-			DrainTimeout: DefaultDrainTimeout,
+			DrainTimeout:          DefaultDrainTimeout,
+			MaxWorkerMessageBytes: 2 << 20,
 		},
 		Worker: Worker{
 			Command:   []string{"/usr/bin/env", "my-server", "--flag=a,b"},
@@ -496,7 +500,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 64)
+	assert.Len(t, keys, 65)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

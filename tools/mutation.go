@@ -171,6 +171,15 @@ func applyDDL(ctx context.Context, env *Env, a Args) (*Result, error) {
 				return "", err
 			}
 		}
+		if ddl.Into != nil {
+			// SET SCHEMA: the schema the object moves into is changed too.
+			if len(ddl.Into) != 1 {
+				return "", Errorf(KindRefused, "apply_ddl could not read the schema after SET SCHEMA; write it plainly or in \"…\"")
+			}
+			if err := guardSchema(ctx, q, cat, ddl.Into[0]); err != nil {
+				return "", err
+			}
+		}
 		what = strings.ToLower(strings.Join(ddl.Form, " "))
 		if name != "" {
 			what += " " + qualified(schema, name)

@@ -81,6 +81,11 @@ func run(ctx context.Context, env *Env, schema, name string, sample int) outcome
 		if err != nil {
 			return err
 		}
+		if rows.RowTooLarge {
+			// Rows past it are unread: the check neither passes nor fails.
+			return &db.Error{Kind: db.KindOther, Code: "rowTooLarge", Err: db.ErrRowTooLarge,
+				Message: fmt.Sprintf("a row of the check is over the %d MiB row bound, so whether the check holds is unknown; make it select fewer or shorter columns", db.MaxRowBytes>>20)}
+		}
 		o.Violations = rows.Total
 		if sample > 0 {
 			o.Sample = rows

@@ -15,9 +15,10 @@ import (
 
 // Error kinds in error.data.kind of the errors a Conn produces.
 const (
-	KindWorkerExited = "workerExited" // the worker process died
-	KindSessionEnded = "sessionEnded" // DELETE, idle reaping or shutdown
-	KindNoStream     = "noStream"     // no client stream to deliver a worker request to
+	KindWorkerExited = "workerExited"    // the worker process died
+	KindSessionEnded = "sessionEnded"    // DELETE, idle reaping or shutdown
+	KindNoStream     = "noStream"        // no client stream to deliver a worker request to
+	KindTooLarge     = "messageTooLarge" // the worker's answer was over its process's MaxLineBytes
 )
 
 // ErrUnknownResponse is returned by Respond for a client response whose id
@@ -281,7 +282,7 @@ func (c *Conn) forgetLocked(gid int64, cl *call) {
 // run reads the worker's messages until its stdout ends, then settles every
 // request still in flight and reports the exit.
 func (c *Conn) run() {
-	if err := c.proc.ReadLoop(c.handle); err != nil {
+	if err := c.proc.ReadLoop(c.handle, c.tooLong); err != nil {
 		c.log.Warn("worker: protocol error, stopping", "pid", c.Pid(), "err", err)
 	}
 	// Stdout is gone: a worker that closed it but lives on is of no use.

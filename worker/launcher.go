@@ -47,6 +47,10 @@ type LauncherOptions struct {
 	Limits      Limits
 	LimitHelper []string
 	Cgroup      *Cgroup
+	// MaxMessageBytes bounds one message a worker writes (0:
+	// DefaultMaxLineBytes); an answer over it fails its request alone
+	// (KindTooLarge). See ProcessConfig.MaxLineBytes.
+	MaxMessageBytes int
 	// LookupEnv reads the gateway's environment, for the base variables;
 	// nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -112,7 +116,7 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 	}
-	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout,
+	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes,
 		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup})
 	if err != nil {
 		return nil, err

@@ -96,13 +96,14 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
 	}
 	wopts := worker.LauncherOptions{
-		Env:           cfg.Worker.Env,
-		Dir:           cfg.Worker.Dir,
-		Toolsets:      cfg.Worker.Toolsets,
-		ServerName:    cfg.Server.Name,
-		ServerVersion: Version,
-		ServerTitle:   cfg.Server.Title,
-		StopGrace:     l.WorkerStopGrace,
+		Env:             cfg.Worker.Env,
+		Dir:             cfg.Worker.Dir,
+		Toolsets:        cfg.Worker.Toolsets,
+		ServerName:      cfg.Server.Name,
+		ServerVersion:   Version,
+		ServerTitle:     cfg.Server.Title,
+		StopGrace:       l.WorkerStopGrace,
+		MaxMessageBytes: int(l.MaxWorkerMessageBytes),
 	}
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
 	// An external worker's database, if any, is its own business.

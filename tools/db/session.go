@@ -307,7 +307,8 @@ func (s *Session) fail(e *Error) *Error {
 	s.conn.ExecContext(uctx, "ROLLBACK") //nolint:errcheck // the transaction may already be gone
 	if err := s.begin(uctx); err != nil {
 		s.abortAndClose()
-		return &Error{Kind: KindOther, Message: ErrClosed.Error(), Err: errors.Join(e, err)}
+		// Say why first: the statement's error is what to fix.
+		return &Error{Kind: KindOther, Code: e.Code, Message: e.Message + "; " + ErrClosed.Error(), Err: errors.Join(e, err)}
 	}
 	return &Error{Kind: e.Kind, Code: e.Code, Message: e.Message + " (the transaction was rolled back: uncommitted changes are lost)", Err: e}
 }
