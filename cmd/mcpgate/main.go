@@ -33,6 +33,7 @@ Usage:
   mcpgate serve [flags]    run the gateway (see mcpgate serve --help)
   mcpgate certs [flags]    write a self-signed development certificate into certs/
   mcpgate worker           the built-in worker; the gateway starts it, not people
+  mcpgate exec-limited     sets a worker's rlimits and execs it; the gateway's, too
   mcpgate version          print the version
 `
 
