@@ -11,10 +11,11 @@ import (
 // Drain readies the gateway to stop without cutting anyone off. From its
 // start Ready fails (so /readyz turns 503 and load balancers stop sending
 // new clients) and a new session or per-user worker is refused with 503 and
-// Retry-After; requests on existing sessions are still served. Drain
-// returns once no request is in flight, or with ctx's error when ctx ends
-// first; either way it then ends the sessions' standalone SSE streams
-// cleanly. Close, called next, stops the workers as usual.
+// Retry-After; requests on existing sessions and per-user workers are
+// still served. Drain returns once no request is in flight, or with ctx's
+// error when ctx ends first; either way it then ends the open SSE streams
+// cleanly (sessions' GET streams, 2026-07-28 listen streams). Close,
+// called next, stops the workers as usual.
 func (g *Gateway) Drain(ctx context.Context) error {
 	g.mu.Lock()
 	g.draining = true
@@ -35,6 +36,11 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	g.mu.Unlock()
 	for _, s := range sessions {
 		s.conn.EndListen()
+	}
+	// 2026-07-28 subscriptions/listen streams end with their graceful
+	// completion result.
+	for _, uw := range g.readyWorkers() {
+		uw.subs.closeAll()
 	}
 	return err
 }

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,4 +83,37 @@ func TestDrainRefusesNewSessionsOnly(t *testing.T) {
 	code, m := callRaw(t, srv.URL, sid, "2", "echo", map[string]any{"text": "still served"})
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "still served", resultText(m))
+}
+
+// TestDrainPerUserWorkers: on 2026-07-28 a drain refuses a user's first
+// request (it would start a worker) with 503, serves users whose worker
+// runs, is not held up by an open subscriptions/listen stream, and ends
+// that stream with its completion result.
+func TestDrainPerUserWorkers(t *testing.T) {
+	g, url := principalGateway(t, []string{sdkWorker}, Options{})
+	status, m := modernCall(t, url, "alice", false, "1", "echo", map[string]any{"text": "x"})
+	require.Equal(t, http.StatusOK, status, "%v", m)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(modernBody(`"l"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		protoHdr: "2026-07-28", "Mcp-Method": "subscriptions/listen", "X-Test-User": "alice"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	listen := bufio.NewReader(resp.Body)
+	nextData(t, listen) // acknowledged
+
+	require.NoError(t, g.Drain(context.Background()), "an open listen stream does not hold the drain")
+	rest, _ := io.ReadAll(listen)
+	assert.Contains(t, string(rest), `"id":"l"`, "the listen stream ends with its completion result")
+
+	status, m = modernCall(t, url, "bob", false, "1", "echo", map[string]any{"text": "x"})
+	assert.Equal(t, http.StatusServiceUnavailable, status, "a new per-user worker is refused while draining")
+	assert.Contains(t, fmt.Sprint(m), "draining")
+	status, m = modernCall(t, url, "alice", false, "2", "echo", map[string]any{"text": "still served"})
+	assert.Equal(t, http.StatusOK, status, "%v", m)
 }

@@ -40,7 +40,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly},
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly, Scope: worker.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() { g.removeSession(s) }})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
@@ -142,7 +142,7 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 		return errShuttingDown, false
 	case g.draining:
 		return errDraining, false
-	case len(g.sessions)+g.starting >= g.opts.MaxSessions:
+	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
 		return errTooManyForUser, false
