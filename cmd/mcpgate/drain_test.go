@@ -298,3 +298,74 @@ func TestProbesRefuseOtherMethods(t *testing.T) {
 	code, _, _ = lg.get(t, "/readyz/x")
 	assert.Equal(t, http.StatusNotFound, code)
 }
+
+// TestSIGTERMTwiceSubprocess drives main's signal handling in a real
+// process (this test binary as mcpgate): the first SIGTERM drains, the
+// second stops at once, and the process exits 0.
+func TestSIGTERMTwiceSubprocess(t *testing.T) {
+	stub, err := stubWorker()
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+
+	cmd := exec.Command(exe, "serve")
+	cmd.Env = append(os.Environ(), "MCPGATE_SERVER_LISTEN="+addr, "MCPGATE_WORKER_COMMAND="+stub,
+		"MCPGATE_LIMITS_DRAIN_TIMEOUT=10m", "MCPGATE_LIMITS_WORKER_START_TIMEOUT=60s")
+	log := &logWatch{}
+	cmd.Stderr = log
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", log.String())
+		}
+	})
+	lg := &localGateway{url: "http://" + addr, log: log, done: make(chan error, 1)}
+	wait := func(line string) {
+		t.Helper()
+		select {
+		case <-log.seen(line):
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("mcpgate exited (%v) before logging %q", err, line)
+		case <-time.After(time.Minute):
+			t.Fatalf("no %q in the log within a minute", line)
+		}
+	}
+	wait("mcpgate: serving")
+
+	sid := lg.session(t)
+	fifo := filepath.Join(t.TempDir(), "release")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	slow := make(chan string, 1)
+	go func() {
+		_, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"await","arguments":{"text":"`+fifo+`"}}}`)
+		slow <- body
+	}()
+	release, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer release.Close()
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	wait("gateway: draining")
+	code, _, _ := lg.post(t, "", initBody)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		exited <- err
+		require.NoError(t, err, "exit status")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("mcpgate did not exit after the second SIGTERM")
+	}
+	assert.Contains(t, <-slow, "shutting down")
+	assert.Contains(t, log.String(), "asked again to stop")
+}

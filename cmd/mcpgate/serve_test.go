@@ -30,7 +30,8 @@ import (
 // TestMain lets this test binary be the built-in worker: the gateway starts
 // os.Executable() with "worker", which here is the test binary itself.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == limitHelperCommand) {
+	// And mcpgate serve itself, for the signal tests.
+	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == limitHelperCommand || os.Args[1] == "serve") {
 		main()
 		return
 	}
