@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Limits bound one worker process (worker.limits.*). Zero fields are not
@@ -86,44 +87,73 @@ func ExecLimited(args []string, env []string) error {
 	if sep < 0 || len(args) < sep+3 {
 		return errors.New("worker: exec-limited: want name=value limits, --, the program's path and its argv")
 	}
+	type rlimit struct {
+		res int
+		lim syscall.Rlimit
+	}
+	var lims []rlimit
+	var as *rlimit
 	for _, a := range args[:sep] {
 		name, val, _ := strings.Cut(a, "=")
 		n, err := strconv.ParseUint(val, 10, 64)
 		if err != nil || n == 0 {
 			return fmt.Errorf("worker: exec-limited: %q is not name=positive number", a)
 		}
-		var res int
-		lim := syscall.Rlimit{Cur: n, Max: n}
 		switch name {
 		case "as":
-			res = syscall.RLIMIT_AS
+			as = &rlimit{syscall.RLIMIT_AS, syscall.Rlimit{Cur: n, Max: n}}
 		case "cpu":
 			// SIGXCPU at the soft limit, SIGKILL at the hard one: a
 			// program that ignores SIGXCPU (Go does) still stops.
-			res, lim.Max = syscall.RLIMIT_CPU, n+1
+			lims = append(lims, rlimit{syscall.RLIMIT_CPU, syscall.Rlimit{Cur: n, Max: n + 1}})
 		case "nofile":
-			res = syscall.RLIMIT_NOFILE
+			lims = append(lims, rlimit{syscall.RLIMIT_NOFILE, syscall.Rlimit{Cur: n, Max: n}})
 		default:
 			return fmt.Errorf("worker: exec-limited: unknown limit %q", name)
 		}
-		if err := lowerRlimit(res, lim); err != nil {
-			return fmt.Errorf("worker: exec-limited: %s: %w", name, err)
+	}
+	// Everything exec needs is built before the address-space limit is
+	// set: this process (a Go program, mapping more than it uses) may
+	// already be above it, and then could not map one more page.
+	prog, err := syscall.BytePtrFromString(args[sep+1])
+	if err != nil {
+		return fmt.Errorf("worker: exec-limited: %w", err)
+	}
+	argv, err := syscall.SlicePtrFromStrings(args[sep+2:])
+	if err != nil {
+		return fmt.Errorf("worker: exec-limited: %w", err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return fmt.Errorf("worker: exec-limited: %w", err)
+	}
+	if as != nil {
+		lims = append(lims, *as) // last
+	}
+	for i := range lims {
+		if err := lowerRlimit(lims[i].res, &lims[i].lim); err != nil {
+			return fmt.Errorf("worker: exec-limited: rlimit %d: %w", lims[i].res, err)
 		}
 	}
-	prog, argv := args[sep+1], args[sep+2:]
-	return fmt.Errorf("worker: exec-limited: exec %s: %w", prog, syscall.Exec(prog, argv, env))
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(prog)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return fmt.Errorf("worker: exec-limited: exec %s: %w", args[sep+1], errno)
 }
 
 // lowerRlimit sets lim, never above the current hard limit (which an
-// unprivileged process cannot raise).
-func lowerRlimit(res int, lim syscall.Rlimit) error {
+// unprivileged process cannot raise). Raw system calls: nothing is
+// allocated once the first limit is set.
+func lowerRlimit(res int, lim *syscall.Rlimit) error {
 	var cur syscall.Rlimit
-	if err := syscall.Getrlimit(res, &cur); err != nil {
-		return err
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(res), 0, uintptr(unsafe.Pointer(&cur)), 0, 0); e != 0 {
+		return e
 	}
 	lim.Max = min(lim.Max, cur.Max)
 	lim.Cur = min(lim.Cur, lim.Max)
-	return syscall.Setrlimit(res, &lim)
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(res), uintptr(unsafe.Pointer(lim)), 0, 0, 0); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // resolve finds the program's path as exec.Command would, so that the

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +16,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMain lets this test binary be the rlimit helper, as mcpgate
-// exec-limited is in production.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "exec-limited" {
-		err := ExecLimited(os.Args[2:], os.Environ())
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(127)
+// stubHelper builds the stub worker, whose exec-limited is the rlimit
+// helper here: this test binary may be built with -race, and the race
+// detector's shadow memory leaves no room under an address-space limit.
+var stubHelper = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "mcpgate-stub-")
+	if err != nil {
+		return "", err
 	}
-	os.Exit(m.Run())
-}
+	path := filepath.Join(dir, "stubworker")
+	if out, err := exec.Command("go", "build", "-o", path, "github.com/mcpgate/mcpgate/worker/internal/stubworker").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the stub worker: %v\n%s", err, out)
+	}
+	return path, nil
+})
 
 // startLimited starts a shell script under limits, through this binary as
 // the helper, and returns the lines it writes.
 func startLimited(t *testing.T, l Limits, script string) (*Process, <-chan string) {
 	t.Helper()
-	exe, err := os.Executable()
+	helper, err := stubHelper()
 	require.NoError(t, err)
 	p, err := StartProcess(ProcessConfig{Command: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
-		Logger: quiet, Limits: l, LimitHelper: []string{exe, "exec-limited"}})
+		Logger: quiet, Limits: l, LimitHelper: []string{helper, "exec-limited"}})
 	require.NoError(t, err)
 	lines := make(chan string, 16)
 	go func() {

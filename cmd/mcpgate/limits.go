@@ -21,6 +21,17 @@ func init() {
 	}
 }
 
+// limitHelper returns the rlimit helper: this executable's exec-limited.
+// Tests built with -race replace it (the race detector's shadow memory
+// leaves no room under an address-space limit).
+var limitHelper = func() ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate: finding this executable (the worker limit helper): %w", err)
+	}
+	return []string{exe, limitHelperCommand}, nil
+}
+
 // workerLimits maps worker.limits to the launcher's options: the limits,
 // this executable as the rlimit helper, and the delegated cgroup when a
 // cgroup control is set and the gateway has one (else a warning: those
@@ -31,11 +42,11 @@ func workerLimits(cfg *config.Config, log *slog.Logger, wopts *worker.LauncherOp
 		AddressSpace: int64(l.AddressSpace), CPUTime: l.CPUTime, OpenFiles: l.OpenFiles,
 		Memory: int64(l.Memory), CPU: l.CPU, Processes: l.Processes,
 	}
-	exe, err := os.Executable()
+	helper, err := limitHelper()
 	if err != nil {
-		return fmt.Errorf("mcpgate: finding this executable (the worker limit helper): %w", err)
+		return err
 	}
-	wopts.LimitHelper = []string{exe, limitHelperCommand}
+	wopts.LimitHelper = helper
 	if l.Memory == 0 && l.CPU == 0 && l.Processes == 0 {
 		return nil
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -38,6 +40,14 @@ func TestWorkerOverMemoryLimitDiesAlone(t *testing.T) {
 	// The stub maps about 1.2 GiB of address space at start (Go reserves
 	// more than it uses): 1.5 GiB leaves it room to start, not to take
 	// 1 GiB more.
+	stub, err := stubWorker()
+	require.NoError(t, err)
+	// The stub is the helper here, as mcpgate exec-limited is in
+	// production: this test binary may be built with -race, whose shadow
+	// memory no address-space limit leaves room for.
+	orig := limitHelper
+	limitHelper = func() ([]string, error) { return []string{stub, limitHelperCommand}, nil }
+	t.Cleanup(func() { limitHelper = orig })
 	lg := startLocalGateway(t, map[string]string{"MCPGATE_WORKER_LIMITS_ADDRESS_SPACE": "1536MiB"})
 	greedy, neighbour := lg.session(t), lg.session(t)
 
@@ -62,4 +72,14 @@ func TestWorkerOverMemoryLimitDiesAlone(t *testing.T) {
 	code, _, _ = lg.post(t, greedy, `{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	assert.Equal(t, http.StatusNotFound, code, "the killed worker's session is gone")
 	assert.Contains(t, lg.log.String(), "worker exited over a limit")
+}
+
+// TestExecLimitedCommand: mcpgate exec-limited (this test binary) sets the
+// limits it is given and execs the program, which sees them.
+func TestExecLimitedCommand(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	out, err := exec.Command(exe, limitHelperCommand, "nofile=64", "cpu=90", "--", "/bin/sh", "sh", "-c", "echo $(ulimit -n) $(ulimit -t)").Output()
+	require.NoError(t, err)
+	assert.Equal(t, "64 90\n", string(out))
 }

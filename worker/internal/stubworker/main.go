@@ -5,7 +5,8 @@
 //
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
 // inflight, await (blocks on a FIFO), alloc (takes memory), write (the one
-// "gated" tool). Environment: STUB_IGNORE_TERM=1 ignores
+// "gated" tool). `stubworker exec-limited ...` is the rlimit helper
+// (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
 // tools/call; STUB_CALL_LOG=FILE records every tool run; STUB_DEAF=1 stops
 // reading stdin after notifications/initialized; STUB_HANG_INIT=1
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 type message = jsonrpc.Message
@@ -45,6 +47,13 @@ type stub struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "exec-limited" {
+		// The rlimit helper, as mcpgate exec-limited is; not built with
+		// -race, whose shadow memory no address-space limit leaves room for.
+		err := worker.ExecLimited(os.Args[2:], os.Environ())
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(127)
+	}
 	if os.Getenv("STUB_IGNORE_TERM") == "1" {
 		signal.Ignore(syscall.SIGTERM)
 	}
