@@ -22,6 +22,9 @@ type Main struct {
 	// stops draining and stops its workers at once. main closes it on a
 	// second SIGTERM or interrupt; nil means never.
 	Hurry <-chan struct{}
+	// OpenBrowser sends the user to a login page; nil starts the system
+	// browser (tests follow the redirect with an HTTP client instead).
+	OpenBrowser func(url string) error
 }
 
 // errUsage marks a command-line mistake; the usage text has been printed.
@@ -35,6 +38,14 @@ Usage:
   mcpgate worker           the built-in worker; the gateway starts it, not people
   mcpgate exec-limited     sets a worker's rlimits and execs it; the gateway's, too
   mcpgate version          print the version
+
+Client side (see docs/client.md):
+  mcpgate install [flags]    add the gateway to an MCP client's configuration
+  mcpgate uninstall [flags]  take it out again
+  mcpgate login --url URL    log in to a gateway (OAuth, in your browser)
+  mcpgate token --url URL    print a valid access token, for curl and scripts
+  mcpgate bridge --url URL   stdio to the gateway, for clients without OAuth
+  mcpgate doctor --url URL   check a gateway from outside (or --config FILE, from inside)
 `
 
 // Run runs one sub-command and returns when it is done or ctx is cancelled.

@@ -28,10 +28,11 @@ import (
 )
 
 // TestMain lets this test binary be the built-in worker: the gateway starts
-// os.Executable() with "worker", which here is the test binary itself.
+// os.Executable() with "worker", which here is the test binary itself; and
+// the bridge, which the bridge test starts as an MCP client would.
 func TestMain(m *testing.M) {
-	// And mcpgate serve itself, for the signal tests.
-	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == limitHelperCommand || os.Args[1] == "serve") {
+	// And mcpgate serve and exec-limited, for the signal and limit tests.
+	if a := os.Args; len(a) > 1 && (a[1] == "worker" || a[1] == "bridge" || a[1] == limitHelperCommand || a[1] == "serve") {
 		main()
 		return
 	}
@@ -44,6 +45,7 @@ type tlsGateway struct {
 	issuer   *authtest.Issuer
 	resource string
 	client   *http.Client // trusts the gateway's certificate
+	certPEM  []byte       // the gateway's certificate
 	log      *bytes.Buffer
 }
 
@@ -103,7 +105,7 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log}
+	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log, certPEM: pem}
 
 	// Wait until the gateway serves its metadata (it listens shortly after
 	// Run starts) or Run fails. net.Listen happens inside Run, so polling
