@@ -139,8 +139,17 @@ func startLocalGateway(t *testing.T, env map[string]string) *localGateway {
 // post sends one JSON-RPC message to /mcp.
 func (lg *localGateway) post(t *testing.T, sid, body string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, lg.url+"/mcp", strings.NewReader(body))
+	code, h, b, err := lg.postE(sid, body)
 	require.NoError(t, err)
+	return code, h, b
+}
+
+// postE is post for a goroutine other than the test's.
+func (lg *localGateway) postE(sid, body string) (int, http.Header, string, error) {
+	req, err := http.NewRequest(http.MethodPost, lg.url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return 0, nil, "", err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
@@ -148,10 +157,38 @@ func (lg *localGateway) post(t *testing.T, sid, body string) (int, http.Header, 
 		req.Header.Set("MCP-Session-Id", sid)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return 0, nil, "", err
+	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b), err
+}
+
+// answer is an HTTP answer that arrives on a channel.
+type answer struct {
+	code int
+	body string
+	err  error
+}
+
+// slowCall starts a tools/call of the stub's await on session sid and
+// returns once the worker runs it: opening the FIFO for writing returns
+// only when the worker has it open for reading. Writing to release and
+// closing it lets the call answer, on the channel.
+func (lg *localGateway) slowCall(t *testing.T, sid string) (release *os.File, answers <-chan answer) {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "release")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	ch := make(chan answer, 1)
+	go func() {
+		code, _, body, err := lg.postE(sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"await","arguments":{"text":"`+fifo+`"}}}`)
+		ch <- answer{code, body, err}
+	}()
+	release, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { release.Close() })
+	return release, ch
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -201,22 +238,7 @@ func TestDrainLetsSlowCallFinish(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, "ready\n", body)
 
-	sid := lg.session(t)
-	fifo := filepath.Join(t.TempDir(), "release")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	type answer struct {
-		code int
-		body string
-	}
-	slow := make(chan answer, 1)
-	go func() {
-		code, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"await","arguments":{"text":"`+fifo+`"}}}`)
-		slow <- answer{code, body}
-	}()
-	// Opening the FIFO for writing returns once the worker has it open
-	// for reading: the call is in flight.
-	release, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	require.NoError(t, err)
+	release, slow := lg.slowCall(t, lg.session(t))
 
 	lg.cancel() // SIGTERM
 	lg.await(t, "gateway: draining")
@@ -238,10 +260,11 @@ func TestDrainLetsSlowCallFinish(t *testing.T) {
 	default:
 	}
 
-	_, err = release.WriteString("go")
+	_, err := release.WriteString("go")
 	require.NoError(t, err)
 	require.NoError(t, release.Close())
 	a := <-slow
+	require.NoError(t, a.err)
 	assert.Equal(t, http.StatusOK, a.code)
 	assert.Contains(t, a.body, "released")
 	assert.NotContains(t, a.body, "error")
@@ -259,17 +282,7 @@ func TestDrainLetsSlowCallFinish(t *testing.T) {
 // in flight is failed rather than waited for.
 func TestSecondSignalStopsAtOnce(t *testing.T) {
 	lg := startLocalGateway(t, map[string]string{"MCPGATE_LIMITS_DRAIN_TIMEOUT": "10m"})
-	sid := lg.session(t)
-	fifo := filepath.Join(t.TempDir(), "release")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	slow := make(chan string, 1)
-	go func() {
-		_, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"await","arguments":{"text":"`+fifo+`"}}}`)
-		slow <- body
-	}()
-	release, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	defer release.Close()
+	_, slow := lg.slowCall(t, lg.session(t))
 
 	lg.cancel()
 	lg.await(t, "gateway: draining")
@@ -281,7 +294,7 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("serve did not stop after the second signal")
 	}
-	assert.Contains(t, <-slow, "shutting down", "the call in flight is failed, not waited for")
+	assert.Contains(t, (<-slow).body, "shutting down", "the call in flight is failed, not waited for")
 	assert.Contains(t, lg.log.String(), "drain ended before every call finished")
 }
 
@@ -341,17 +354,7 @@ func TestSIGTERMTwiceSubprocess(t *testing.T) {
 	}
 	wait("mcpgate: serving")
 
-	sid := lg.session(t)
-	fifo := filepath.Join(t.TempDir(), "release")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	slow := make(chan string, 1)
-	go func() {
-		_, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"await","arguments":{"text":"`+fifo+`"}}}`)
-		slow <- body
-	}()
-	release, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	defer release.Close()
+	_, slow := lg.slowCall(t, lg.session(t))
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	wait("gateway: draining")
@@ -366,6 +369,6 @@ func TestSIGTERMTwiceSubprocess(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("mcpgate did not exit after the second SIGTERM")
 	}
-	assert.Contains(t, <-slow, "shutting down")
+	assert.Contains(t, (<-slow).body, "shutting down")
 	assert.Contains(t, log.String(), "asked again to stop")
 }
