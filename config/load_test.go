@@ -215,6 +215,8 @@ func TestLoadFile(t *testing.T) {
 			ExtraScopes: []string{"profile", "offline_access"}, UserClaim: "preferred_username",
 			Algorithms: []string{"RS256", "ES256"}, RequireATJWT: true,
 			Leeway: 30 * time.Second, MaxTokenBytes: 8192,
+			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
+			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
 		},
 		TLS: TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
 		Log: Log{Level: "debug", Format: "json"},
@@ -500,7 +502,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 65)
+	assert.Len(t, keys, 71)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -334,6 +334,42 @@ func TestServeTLSAuth(t *testing.T) {
 	})
 }
 
+// TestServeIntrospection runs the real program with auth.introspection:
+// an opaque token is accepted through the issuer's RFC 7662 endpoint, an
+// unknown one is refused 401, a failing endpoint is 503, and the client
+// secret never reaches the log.
+func TestServeIntrospection(t *testing.T) {
+	const secret = "introspection-secret-0123456789"
+	secretFile := filepath.Join(t.TempDir(), "client-secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte(secret+"\n"), 0o600))
+	g := startTLSGateway(t, map[string]string{
+		"MCPGATE_AUTH_INTROSPECTION":                    "opaque",
+		"MCPGATE_AUTH_INTROSPECTION_CLIENT_ID":          "mcpgate",
+		"MCPGATE_AUTH_INTROSPECTION_CLIENT_SECRET_FILE": secretFile,
+	})
+	g.issuer.SetIntrospectionClient("mcpgate", secret)
+
+	tok := g.issuer.Opaque(g.issuer.KeycloakClaims("alice", g.resource, "mcp:use"))
+	cs := g.connect(t, &tok)
+	st := statusOf(t, cs)
+	assert.Equal(t, "alice", st["user"])
+	assert.Equal(t, true, st["readOnly"])
+
+	code, h, _ := g.raw(t, "ot_unknown", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, h.Get("WWW-Authenticate"), `error="invalid_token"`)
+
+	g.issuer.FailIntrospection(http.StatusBadGateway)
+	code, h, _ = g.raw(t, "ot_another", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.NotEmpty(t, h.Get("Retry-After"))
+
+	// A JWT is still verified locally, the endpoint down or not.
+	jwt := g.token(t, "bob", "mcp:use", "mcp:write")
+	assert.Equal(t, "bob", statusOf(t, g.connect(t, &jwt))["user"])
+	assert.NotContains(t, g.log.String(), secret)
+}
+
 // kindOf returns data.kind of a JSON-RPC error's data, as JSON.
 func kindOf(t *testing.T, data json.RawMessage) string {
 	t.Helper()
