@@ -90,9 +90,11 @@ wait_for "$WORK/issuer.log" '^ready' 120 || die "the test issuer did not start" 
 # Three replicas: one configuration but the replica id and the port; the
 # public URL (and so the tokens' audience) is HAProxy's.
 declare -A REPLICA_PID
+METRICS=()
 for i in 0 1 2; do
-  port=$(free_port)
+  port=$(free_port) mport=$(free_port)
   eval "REPLICA_ADDR_$i=127.0.0.1:$port"
+  METRICS+=("mcpgate-$i=127.0.0.1:$mport")
   cat >"$WORK/mcpgate-$i.yaml" <<YAML
 server:
   listen: 127.0.0.1:$port
@@ -113,7 +115,9 @@ database:
 limits:
   worker_start_timeout: 60s
 YAML
-  env -u MCPGATE_TEST_POSTGRES_DSN -u MCPGATE_REQUIRE_POSTGRES \
+  # Each replica's /metrics on a port of its own (metrics.listen), through
+  # the environment: a gateway without the metrics listener ignores it.
+  env -u MCPGATE_TEST_POSTGRES_DSN -u MCPGATE_REQUIRE_POSTGRES MCPGATE_METRICS_LISTEN="127.0.0.1:$mport" \
     "$BIN/mcpgate" serve --config "$WORK/mcpgate-$i.yaml" >"$WORK/mcpgate-$i.log" 2>&1 &
   REPLICA_PID[$i]=$!
   PIDS+=($!)
@@ -121,6 +125,10 @@ done
 for i in 0 1 2; do
   wait_for "$WORK/mcpgate-$i.log" 'mcpgate: serving' 120 || die "replica mcpgate-$i did not start" "$WORK/mcpgate-$i.log"
 done
+
+# Per-replica counts from /metrics, when the gateway has the listener.
+METRICS_FLAG=(--metrics "$(IFS=,; echo "${METRICS[*]}")")
+grep -q 'name=MCPGATE_METRICS_LISTEN' "$WORK/mcpgate-0.log" && METRICS_FLAG=()
 
 # HAProxy: the shipped configuration, and a stats listener for the test.
 cat >"$WORK/stats.cfg" <<CFG
@@ -142,7 +150,7 @@ done
 
 "$WORK/clusterdrive" --url "$PUBLIC/mcp" --ca "$CERT" --issuer "$ISSUER" --dsn "$MCPGATE_TEST_POSTGRES_DSN" \
   --replicas mcpgate-0,mcpgate-1,mcpgate-2 --stop mcpgate-1 --stop-pid "${REPLICA_PID[1]}" \
-  --stats "http://127.0.0.1:$SPORT/stats;csv"
+  --stats "http://127.0.0.1:$SPORT/stats;csv" "${METRICS_FLAG[@]}"
 status=$?
 if [ $status -ne 0 ]; then
   for f in "$WORK"/mcpgate-*.log "$WORK/haproxy.log"; do echo "== $f"; tail -n 30 "$f"; done
