@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"encoding/json"
+	"github.com/stretchr/testify/require"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,4 +29,57 @@ func TestModernParamHeaderAmbiguousArgument(t *testing.T) {
 		assert.Contains(t, out, `"code":-32020`, args)
 		assert.NotContains(t, out, "region us-east", args)
 	}
+}
+
+// listenURIs returns a subscriptions/listen notifications filter of n
+// distinct resource URIs starting at from.
+func listenURIs(from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "file:///r/" + strconv.Itoa(from+i)
+	}
+	return out
+}
+
+// TestModernListenResourceBound: a listen's resourceSubscriptions are
+// bounded (each URI is matched against every resource update, subscribed
+// at a 2025 worker, and kept in the worker's union), and the union of a
+// worker's listeners does not outgrow the listeners that are open: a
+// client that keeps one listen open and cycles others through fresh URIs
+// must not grow it without end.
+func TestModernListenResourceBound(t *testing.T) {
+	g, url := principalGateway(t, []string{sdkWorker}, Options{})
+	listenBody := func(uris []string) string {
+		b, _ := json.Marshal(map[string]any{"resourceSubscriptions": uris})
+		return modernBody("1", "subscriptions/listen", `"notifications":`+string(b))
+	}
+	// The status only: an accepted listen is a stream that does not end.
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(listenBody(listenURIs(0, maxListenResources+1))))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		protoHdr: "2026-07-28", "Mcp-Method": "subscriptions/listen", "X-Test-User": "alice"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "one URI over the bound")
+
+	status, _ := modernCall(t, url, "alice", false, "1", "echo", map[string]any{"text": "x"})
+	require.Equal(t, http.StatusOK, status)
+	uw := g.workerOf(testKey("alice", false))
+	require.NotNil(t, uw)
+	keep := &listener{filter: notifyFilter{ResourceSubscriptions: listenURIs(0, 1)}, notify: make(chan struct{}, 1)}
+	_, ok := g.addListener(uw, keep)
+	require.True(t, ok)
+	for i := range 3 * maxListeners {
+		l := &listener{filter: notifyFilter{ResourceSubscriptions: listenURIs(1+i*maxListenResources, maxListenResources)}, notify: make(chan struct{}, 1)}
+		_, ok := g.addListener(uw, l)
+		require.True(t, ok)
+		g.removeListener(uw, l)
+	}
+	uw.subs.mu.Lock()
+	n := len(uw.subs.union.ResourceSubscriptions)
+	uw.subs.mu.Unlock()
+	assert.LessOrEqual(t, n, maxListeners*maxListenResources, "the union outgrew its open listeners")
+	g.removeListener(uw, keep)
 }
