@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"github.com/stretchr/testify/require"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,4 +83,35 @@ func TestModernListenResourceBound(t *testing.T) {
 	uw.subs.mu.Unlock()
 	assert.LessOrEqual(t, n, maxListeners*maxListenResources, "the union outgrew its open listeners")
 	g.removeListener(uw, keep)
+}
+
+// TestModernRepeatedHeaders: a header sent on two field lines reads as
+// their comma-joined list (RFC 9110 §5.3), which never equals the body; the
+// gateway read only the first line, so an intermediary that reads the last
+// (or the joined list) could route on a value the body does not carry.
+func TestModernRepeatedHeaders(t *testing.T) {
+	_, url := principalGateway(t, []string{sdkWorker}, Options{})
+	body := modernBody("1", "tools/call", `"name":"region","arguments":{"region":"eu-west"}`)
+	base := [][2]string{{protoHdr, "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "region"}, {"Mcp-Param-Region", "eu-west"}}
+	for _, extra := range [][2]string{
+		{"Mcp-Method", "tools/list"},
+		{"Mcp-Name", "echo"},
+		{"Mcp-Param-Region", "us-east"},
+		{protoHdr, "2025-11-25"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Test-User", "alice")
+		for _, h := range base {
+			req.Header.Set(h[0], h[1])
+		}
+		req.Header.Add(extra[0], extra[1])
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s twice: %s", extra[0], out)
+		assert.Contains(t, string(out), `"code":-32020`, extra[0])
+	}
 }

@@ -136,6 +136,9 @@ func checkParamHeaders(r *http.Request, params json.RawMessage, binds []paramBin
 	}
 	for _, b := range binds {
 		name := paramHdr + b.header
+		if len(r.Header.Values(name)) > 1 {
+			return repeatedHeader(name), false
+		}
 		hv := r.Header.Get(name)
 		val, present, ok := lookupPath(args, b.path)
 		if !ok {
