@@ -2,9 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
+	"github.com/mcpgate/mcpgate/worker"
 	"github.com/stretchr/testify/require"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,5 +116,42 @@ func TestModernRepeatedHeaders(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s twice: %s", extra[0], out)
 		assert.Contains(t, string(out), `"code":-32020`, extra[0])
+	}
+}
+
+// TestModernHeaderBodyProbesHold: forms of one value that two readers might
+// read apart. Each is refused, or read the same by the gateway and the
+// worker (a read-only caller never runs the gated tool "write").
+func TestModernHeaderBodyProbesHold(t *testing.T) {
+	calls := filepath.Join(t.TempDir(), "calls")
+	_, url := principalGateway(t, []string{stubWorker}, Options{SafeTools: []string{"echo"}},
+		worker.LauncherOptions{Env: []string{"STUB_CALL_LOG=" + calls}})
+	const ver = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	const caps = `"io.modelcontextprotocol/clientCapabilities":{}`
+	call := func(name string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":` + name + `,"_meta":{` + ver + `,` + caps + `}}}`
+	}
+	for _, tc := range []struct {
+		what, body, mcpName, proto string
+		status                     int
+	}{
+		{"unicode escape in the body's name, header says echo", call(`"\u0077rite"`), "echo", "2026-07-28", 400},
+		{"unicode escape in the body's name, header agrees", call(`"\u0077rite"`), "write", "2026-07-28", 404},
+		{"base64 header of the gated name", call(`"write"`), "=?base64?d3JpdGU=?=", "2026-07-28", 404},
+		{"base64 header of echo, body write", call(`"write"`), "=?base64?ZWNobw==?=", "2026-07-28", 400},
+		{"unpadded base64", call(`"echo"`), "=?base64?ZWNobw?=", "2026-07-28", 400},
+		{"sentinel in another case is a plain value", call(`"echo"`), "=?BASE64?ZWNobw==?=", "2026-07-28", 400},
+		{"non-ASCII header", call(`"echo"`), "éche", "2026-07-28", 400},
+		{"_meta version case twin", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","_meta":{` + ver + `,"io.modelcontextprotocol/protocolversion":"2025-11-25",` + caps + `}}}`, "write", "2026-07-28", 400},
+		{"_meta version twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","_meta":{` + ver + `,` + ver + `,` + caps + `}}}`, "write", "2026-07-28", 400},
+		{"_meta twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write","_meta":{` + ver + `,` + caps + `},"_meta":{}}}`, "write", "2026-07-28", 400},
+		{"_meta version other than the header", strings.Replace(call(`"echo"`), "2026-07-28", "2025-11-25", 1), "echo", "2026-07-28", 400},
+	} {
+		resp, out := rawDo(t, http.MethodPost, url, tc.body, protoHdr, tc.proto, "mcp-method", "tools/call", "MCP-NAME", tc.mcpName,
+			"X-Test-User", "carol", "X-Test-Read-Only", "1")
+		assert.Equal(t, tc.status, resp.StatusCode, "%s: %s", tc.what, out)
+	}
+	if b, err := os.ReadFile(calls); err == nil {
+		assert.NotContains(t, string(b), "write", "a gated tool ran")
 	}
 }
