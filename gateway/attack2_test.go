@@ -155,3 +155,16 @@ func TestModernHeaderBodyProbesHold(t *testing.T) {
 		assert.NotContains(t, string(b), "write", "a gated tool ran")
 	}
 }
+
+// TestParamHeaderIntegerOutsideSafeRange: float64 comparison equates
+// integers beyond 2^53 that a worker reading int64 tells apart (header
+// 9007199254740992, body 9007199254740993). MCP 2026-07-28 allows
+// x-mcp-header integers only within the JavaScript safe range: refuse the
+// rest.
+func TestParamHeaderIntegerOutsideSafeRange(t *testing.T) {
+	assert.False(t, primitiveEqual("9007199254740992", json.RawMessage(`9007199254740993`)))
+	assert.False(t, primitiveEqual("-9007199254740992", json.RawMessage(`-9007199254740993`)))
+	assert.True(t, primitiveEqual("9007199254740991", json.RawMessage(`9007199254740991`)))
+	assert.True(t, primitiveEqual("42.0", json.RawMessage(`42`)), "numerically, as the spec asks")
+	assert.False(t, primitiveEqual("42.5", json.RawMessage(`42.5`)), "not an integer")
+}

@@ -188,8 +188,13 @@ func lookupPath(args json.RawMessage, path []string) (val json.RawMessage, prese
 	return cur, true, true
 }
 
+// maxSafeInteger is 2^53-1, the largest integer an x-mcp-header argument
+// may hold.
+const maxSafeInteger = 1<<53 - 1
+
 // primitiveEqual compares a decoded header value with a JSON argument: a
-// string as is, a boolean as true/false, an integer numerically (42.0 is 42).
+// string as is, a boolean as true/false, an integer numerically (42.0 is 42) and only
+// within ±(2^53-1).
 func primitiveEqual(header string, val json.RawMessage) bool {
 	var v any
 	if json.Unmarshal(val, &v) != nil {
@@ -202,7 +207,9 @@ func primitiveEqual(header string, val json.RawMessage) bool {
 		return header == strconv.FormatBool(x)
 	case float64:
 		h, err := strconv.ParseFloat(header, 64)
-		return err == nil && !math.IsNaN(h) && h == x && x == math.Trunc(x)
+		// Only within the JavaScript safe range (MCP 2026-07-28 §Custom
+		// Headers), where float64 holds every integer exactly.
+		return err == nil && !math.IsNaN(h) && h == x && x == math.Trunc(x) && math.Abs(x) <= maxSafeInteger
 	}
 	return false
 }
