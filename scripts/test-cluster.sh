@@ -11,7 +11,8 @@
 # reaching their replica through the mirrored Mcp-Param-Transaction header,
 # mcpgate-1 stopped mid-run (its sessions' clients get 404 and open new
 # sessions, no other client sees an error), and every acknowledged write
-# in PostgreSQL.
+# in PostgreSQL. Then mcpgate-1 starts again and must take new sessions and
+# calls (a replica replaced).
 #
 # Installs haproxy and postgresql from Debian when missing (as root).
 # Waits are polls with generous deadlines, never timing asserts: it runs on
@@ -152,6 +153,18 @@ done
   --replicas mcpgate-0,mcpgate-1,mcpgate-2 --stop mcpgate-1 --stop-pid "${REPLICA_PID[1]}" \
   --stats "http://127.0.0.1:$SPORT/stats;csv" "${METRICS_FLAG[@]}"
 status=$?
+
+# mcpgate-1 replaced: started again with the same configuration, it rejoins
+# (HAProxy sees /readyz pass) and takes new sessions and calls.
+if [ $status -eq 0 ]; then
+  echo "== mcpgate-1 started again" | tee -a "$WORK/mcpgate-1.log"
+  env -u MCPGATE_TEST_POSTGRES_DSN -u MCPGATE_REQUIRE_POSTGRES MCPGATE_METRICS_LISTEN="${METRICS[1]#*=}" \
+    "$BIN/mcpgate" serve --config "$WORK/mcpgate-1.yaml" >>"$WORK/mcpgate-1.log" 2>&1 &
+  PIDS+=($!)
+  "$WORK/clusterdrive" --rejoined --url "$PUBLIC/mcp" --ca "$CERT" --issuer "$ISSUER" --dsn "$MCPGATE_TEST_POSTGRES_DSN" \
+    --replicas mcpgate-0,mcpgate-1,mcpgate-2 --stats "http://127.0.0.1:$SPORT/stats;csv"
+  status=$?
+fi
 if [ $status -ne 0 ]; then
   for f in "$WORK"/mcpgate-*.log "$WORK/haproxy.log"; do echo "== $f"; tail -n 30 "$f"; done
 fi

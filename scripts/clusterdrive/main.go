@@ -39,6 +39,7 @@ type driver struct {
 	stopPID          int
 	stats            string
 	metrics          map[string]string // replica -> host:port of its /metrics
+	rejoined         bool              // only check that every replica serves again
 	tlsConfig        *tls.Config
 	ctx              context.Context
 
@@ -58,6 +59,7 @@ func main() {
 	flag.StringVar(&d.stop, "stop", "mcpgate-1", "the replica to stop mid-run")
 	flag.IntVar(&d.stopPID, "stop-pid", 0, "its process id (SIGTERM)")
 	flag.StringVar(&d.stats, "stats", "", "HAProxy's CSV stats URL, to await every server UP")
+	flag.BoolVar(&d.rejoined, "rejoined", false, "after a replica was started again: check only that every replica serves new sessions and calls")
 	flag.StringVar(&metrics, "metrics", "", "replica=host:port of each replica's metrics listener, comma-separated (optional)")
 	flag.Parse()
 	d.replicas = strings.Split(replicas, ",")
@@ -137,6 +139,9 @@ func (d *driver) connect(name, user, version string) (*client, error) {
 		cs.Close()
 		return nil, err
 	}
+	if d.rejoined {
+		name = "rejoined-" + name // its rows apart from the first run's
+	}
 	cl := &client{name: name, user: user, version: version, cs: cs}
 	if version != "" {
 		cl.replica = worker.ReplicaOf(cs.ID())
@@ -209,6 +214,13 @@ func (d *driver) run() {
 		fatal("creating the table: %v", err)
 	}
 	legacy := d.legacySessions()
+	if d.rejoined {
+		modern := d.modernClients()
+		for _, c := range append(legacy, modern...) {
+			c.cs.Close()
+		}
+		return
+	}
 	d.unknownSessions()
 	modern := d.modernClients()
 	d.handles(modern)
