@@ -22,7 +22,7 @@ func init() { commands["doctor"] = runDoctor }
 // errChecksFailed makes `mcpgate doctor` exit 1 after printing its report.
 var errChecksFailed = errors.New("mcpgate doctor: some checks failed (FAIL lines above)")
 
-// runDoctor is `mcpgate doctor` (issue 14 §4).
+// runDoctor is `mcpgate doctor`.
 func runDoctor(ctx context.Context, m *Main, args []string) error {
 	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
