@@ -11,7 +11,9 @@
 //
 // Every refusal has a JSON-RPC error body (Content-Type application/json;
 // id is the first request's id when the body could be read, else null).
-// The golden transcripts in testdata/transport pin each row.
+// The golden transcripts in testdata/transport pin most rows; the 408
+// (TestSlowBody408), the 409 (transport_test.go) and the listen limit
+// (stateless_test.go) are tested outside them.
 //
 //	Any method   Host not loopback, with LoopbackHostCheck      403  -32600
 //	             Origin present and not allowed                 403  -32600
