@@ -21,6 +21,16 @@ func TestDeployLocalhostIsTheDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Default(), c, "deploy/localhost.yaml must spell out exactly the defaults")
 	require.NoError(t, c.Validate())
+
+	// And it must spell out every key, as docs/configuration.md says.
+	m, errs := readFile("../deploy/localhost.yaml")
+	require.Empty(t, errs)
+	for _, k := range Keys() {
+		section, leaf, _ := strings.Cut(k, ".")
+		sm, _ := m[section].(map[string]any)
+		_, ok := sm[leaf]
+		assert.True(t, ok, "deploy/localhost.yaml does not name %s", k)
+	}
 }
 
 func TestDeployAuthServer(t *testing.T) {
