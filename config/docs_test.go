@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,6 +17,7 @@ import (
 // docRow is one row of a key table in docs/configuration.md.
 type docRow struct {
 	key, def, env string
+	flag          string // the Flag column, when the table has one
 }
 
 // docKeys parses the key tables of docs/configuration.md: under each
@@ -27,7 +29,7 @@ func docKeys(t *testing.T) map[string]docRow {
 	require.NoError(t, err)
 	defer f.Close()
 	rows := map[string]docRow{}
-	section, inTable := "", false
+	section, inTable, hasFlag := "", false, false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -41,7 +43,7 @@ func docKeys(t *testing.T) map[string]docRow {
 		case !strings.HasPrefix(line, "|"):
 			inTable = false
 		case strings.HasPrefix(line, "| Key | Default | Environment |"):
-			inTable = section != ""
+			inTable, hasFlag = section != "", strings.HasPrefix(line, "| Key | Default | Environment | Flag |")
 		case inTable && !strings.HasPrefix(line, "|--"):
 			cells := strings.Split(line, "|")
 			require.GreaterOrEqual(t, len(cells), 5, "row %q", line)
@@ -49,7 +51,11 @@ func docKeys(t *testing.T) map[string]docRow {
 			name := section + "." + leaf
 			_, dup := rows[name]
 			assert.False(t, dup, "key %s is listed twice", name)
-			rows[name] = docRow{key: name, def: strings.TrimSpace(cells[2]), env: strings.TrimSpace(cells[3])}
+			row := docRow{key: name, def: strings.TrimSpace(cells[2]), env: strings.TrimSpace(cells[3])}
+			if hasFlag {
+				row.flag = strings.TrimSpace(cells[4])
+			}
+			rows[name] = row
 		}
 	}
 	require.NoError(t, sc.Err())
@@ -112,6 +118,16 @@ func TestDocsKeyTables(t *testing.T) {
 				assert.Contains(t, row.env, "`"+legacy+"`", "legacy name")
 			}
 
+			wantFlag := "—"
+			for f, fk := range flagKeys {
+				if fk == k {
+					wantFlag = "`--" + f + "`"
+				}
+			}
+			if row.flag != "" || wantFlag != "—" {
+				assert.Equal(t, wantFlag, row.flag, "flag column (or the table has no Flag column)")
+			}
+
 			if phrase, ok := docDefaultNotLiteral[k]; ok {
 				assert.Equal(t, phrase, row.def, "default column (update docDefaultNotLiteral with the docs)")
 				return
@@ -141,6 +157,36 @@ func TestDocsKeyTables(t *testing.T) {
 		}
 	}
 	assert.Equal(t, def.Limits.SessionIdleTimeout, def.Database.TransactionIdleTimeout)
+}
+
+// TestDocsFlagsTable holds the "## Flags" table of docs/configuration.md to
+// the flags of `mcpgate serve`, both ways.
+func TestDocsFlagsTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(string(data), "\n## Flags\n")
+	require.True(t, ok, "docs/configuration.md has no Flags section")
+	table, _, _ = strings.Cut(table, "\n## ")
+	got := map[string]string{}
+	for line := range strings.Lines(table) {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`--") {
+			continue
+		}
+		flag, _, _ := strings.Cut(strings.Trim(strings.TrimSpace(cells[1]), "`"), " ")
+		key, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(cells[2]), "`"), "`")
+		got[strings.TrimPrefix(flag, "--")] = key
+	}
+	assert.Contains(t, got, "config", "--config is not in the Flags table")
+	delete(got, "config") // the file itself, not a key
+	want := map[string]string{}
+	for f, k := range flagKeys {
+		want[f] = k
+	}
+	assert.Equal(t, want, got)
+	Flags().VisitAll(func(f *pflag.Flag) {
+		assert.True(t, f.Name == "config" || got[f.Name] != "", "flag --%s is not in the Flags table", f.Name)
+	})
 }
 
 // fieldOf returns the field of c that key names.
