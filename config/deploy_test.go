@@ -3,12 +3,10 @@ package config
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -253,23 +251,4 @@ func TestDeployKeycloakRealm(t *testing.T) {
 		}
 		assert.True(t, users["alice"] && users["bob"], "got users %v", users)
 	})
-}
-
-// TestDocsListEveryKey keeps docs/configuration.md complete: every key, its
-// environment name, and every flag must appear in it.
-func TestDocsListEveryKey(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
-	require.NoError(t, err)
-	doc := string(data)
-	for _, k := range Keys() {
-		leaf := k[strings.LastIndex(k, ".")+1:]
-		assert.Contains(t, doc, "`"+leaf+"`", "key %s", k)
-		assert.Contains(t, doc, EnvName(k), "key %s", k)
-	}
-	Flags().VisitAll(func(f *pflag.Flag) {
-		assert.Contains(t, doc, "--"+f.Name, "flag --%s", f.Name)
-	})
-	for _, legacy := range LegacyEnv {
-		assert.Contains(t, doc, legacy)
-	}
 }
