@@ -3,9 +3,11 @@ package config
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,9 +26,12 @@ func TestDeployLocalhostIsTheDefaults(t *testing.T) {
 	m, errs := readFile("../deploy/localhost.yaml")
 	require.Empty(t, errs)
 	for _, k := range Keys() {
-		section, leaf, _ := strings.Cut(k, ".")
-		sm, _ := m[section].(map[string]any)
-		_, ok := sm[leaf]
+		parts := strings.Split(k, ".")
+		sm := m
+		for _, p := range parts[:len(parts)-1] {
+			sm, _ = sm[p].(map[string]any)
+		}
+		_, ok := sm[parts[len(parts)-1]]
 		assert.True(t, ok, "deploy/localhost.yaml does not name %s", k)
 	}
 }
@@ -48,6 +53,8 @@ func TestDeployAuthServer(t *testing.T) {
 	assert.Equal(t, []string{"profile", "offline_access"}, c.Auth.ExtraScopes)
 	assert.Equal(t, "preferred_username", c.Auth.UserClaim)
 	assert.False(t, c.Loopback())
+
+	assert.Equal(t, WorkerLimits{AddressSpace: 4 << 30, CPUTime: time.Hour, OpenFiles: 1024, Memory: 512 << 20, CPU: 1, Processes: 64}, c.Worker.Limits)
 
 	// Without the override the file names the paths `mcpgate certs` writes.
 	raw, err := Loader{Getenv: env(nil)}.Load("../deploy/auth-server.yaml", nil)
@@ -251,4 +258,23 @@ func TestDeployKeycloakRealm(t *testing.T) {
 		}
 		assert.True(t, users["alice"] && users["bob"], "got users %v", users)
 	})
+}
+
+// TestUnitStopTimeoutCoversDrain: systemd must not SIGKILL the gateway
+// while it drains and stops its workers with the shipped settings.
+func TestUnitStopTimeoutCoversDrain(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "mcpgate.service"))
+	require.NoError(t, err)
+	var stop time.Duration
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "TimeoutStopSec="); ok {
+			stop, err = time.ParseDuration(v)
+			require.NoError(t, err)
+		}
+	}
+	c, err := Loader{Getenv: env(nil)}.Load("../deploy/auth-server.yaml", nil)
+	require.NoError(t, err)
+	assert.Greater(t, stop, c.Limits.DrainTimeout+c.Limits.WorkerStopGrace, "TimeoutStopSec")
+	assert.Greater(t, stop, DefaultDrainTimeout+DefaultWorkerStopGrace, "TimeoutStopSec")
+	assert.Contains(t, string(data), "\nDelegate=memory cpu pids\n")
 }

@@ -74,6 +74,12 @@ var docDefaultNotLiteral = map[string]string{
 	"worker.dir":                            "the gateway's",
 	"worker.toolsets":                       "all built-in",
 	"worker.safe_tools":                     "none",
+	"worker.limits.address_space":           "none",
+	"worker.limits.cpu_time":                "none",
+	"worker.limits.open_files":              "none",
+	"worker.limits.memory":                  "none",
+	"worker.limits.cpu":                     "none",
+	"worker.limits.processes":               "none",
 	"worker.safe_methods":                   "none",
 	"database.dsn":                          "—",
 	"database.transaction_idle_timeout":     "`limits.session_idle_timeout`",
@@ -191,9 +197,8 @@ func TestDocsFlagsTable(t *testing.T) {
 
 // fieldOf returns the field of c that key names.
 func fieldOf(c *Config, key string) reflect.Value {
-	section, leaf, _ := strings.Cut(key, ".")
 	v := reflect.ValueOf(c).Elem()
-	for _, f := range []string{section, leaf} {
+	for _, f := range strings.Split(key, ".") {
 		for i := range v.NumField() {
 			if v.Type().Field(i).Tag.Get("mapstructure") == f {
 				v = v.Field(i)
