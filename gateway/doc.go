@@ -32,7 +32,7 @@
 //	             body _meta names a revision, header does not   400  -32020
 //	             a batch on 2025-06-18 or later; empty batch    400  -32600
 //	             initialize in a batch, or with a session id    400  -32600
-//	             initialize over MaxSessions                    503  -32603, Retry-After
+//	             initialize over MaxSessions, or while draining 503  -32603, Retry-After
 //	             initialize over MaxSessionsPerUser             429  -32603, Retry-After
 //	             initialize: worker cannot be started           502  -32603
 //	             initialize: worker exits before answering      502  -32603
@@ -68,7 +68,8 @@
 //	             argument of the tool (tools/call)                   is present and not null)
 //	             initialize, ping, logging/setLevel,            404  -32601, no worker started
 //	             resources/subscribe, resources/unsubscribe
-//	             new per-user worker over MaxSessions           503  -32603, Retry-After
+//	             new per-user worker over MaxSessions, or while 503  -32603, Retry-After
+//	             draining
 //	             new per-user worker over MaxSessionsPerUser    429  -32603, Retry-After
 //	             worker cannot be started                       502  -32603
 //	             no handshake answer in WorkerStartTimeout      504  -32603 (the worker is stopped)
