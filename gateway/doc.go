@@ -75,7 +75,8 @@
 //	             no handshake answer in WorkerStartTimeout      504  -32603 (the worker is stopped)
 //	             server/discover                                200  the worker's capabilities, the
 //	                                                                 gateway's supportedVersions
-//	             subscriptions/listen without SSE / filter      406 / 400 -32602
+//	             subscriptions/listen without SSE               406  -32600
+//	             ... without a filter, or over 64 resources     400  -32602
 //	             subscriptions/listen                           200  text/event-stream: the
 //	                                                                 acknowledgement, then changes;
 //	                                                                 the completion result when the
