@@ -69,6 +69,7 @@ var docDefaultNotLiteral = map[string]string{
 	"server.public_url":                     "—",
 	"server.title":                          "—",
 	"server.local_user":                     "the OS user",
+	"server.replica_id":                     "—",
 	"worker.command":                        "built-in",
 	"worker.env":                            "—",
 	"worker.dir":                            "the gateway's",
