@@ -233,6 +233,7 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 			return ErrMissingScope
 		}
 	}
+	a.grant(p, payload)
 	return nil
 }
 

@@ -47,6 +47,7 @@ type session struct {
 	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
 	user     string
 	readOnly bool
+	tools    toolSet // what the worker was started with; nil: no policy
 	conn     *worker.Conn
 	log      *slog.Logger
 	buf      *budget // bytes held for the session's responses

@@ -82,7 +82,15 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	// Read-only is decided per request as well as per session: a token
 	// without the write scope gets read-only treatment even on a session a
 	// write-scoped token of the same owner opened (DESIGN decision 4).
-	acc := accessOf(r, s)
+	acc := g.accessOf(r, s)
+	// The policy is decided per request too: what the token grants, and
+	// of that what the session's worker was started with (never more).
+	granted := grantOf(r)
+	if stepUp(w, r, msgs, batch, granted) {
+		s.log.Info("gateway: asked a token to step up for a tool")
+		return
+	}
+	allowed := granted.and(s.tools)
 	st := worker.NewStream(sseOK)
 	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
@@ -91,7 +99,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st, acc)
+			g.forward(s, m, st, acc, allowed, granted)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
@@ -135,15 +143,26 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
+func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
 	var rewrite func(json.RawMessage) json.RawMessage
+	if refusal := policyRefusal(s.log, m, allowed, granted); refusal != nil {
+		st.Answer(m.ID, refusal)
+		return
+	}
+	if allowed != nil && strings.EqualFold(m.Method, "tools/list") {
+		rewrite = filterAllowed(allowed)
+	}
 	if acc != readWrite {
 		if refusal := g.refuse(s, m, acc); refusal != nil {
 			st.Answer(m.ID, refusal)
 			return
 		}
 		if strings.EqualFold(m.Method, "tools/list") {
-			rewrite = g.filterTools
+			if then := rewrite; then != nil {
+				rewrite = func(res json.RawMessage) json.RawMessage { return then(g.filterTools(res)) }
+			} else {
+				rewrite = g.filterTools
+			}
 		}
 	}
 	s.conn.Call(m, progressToken(m), st, rewrite)

@@ -27,11 +27,11 @@ const (
 )
 
 // accessOf decides the access of request r on session s.
-func accessOf(r *http.Request, s *session) access {
+func (g *Gateway) accessOf(r *http.Request, s *session) access {
 	if s.readOnly {
 		return readOnlySession
 	}
-	if p := auth.PrincipalFrom(r.Context()); p != nil && p.ReadOnly {
+	if g.readOnlyToken(r) {
 		return readOnlyRequest
 	}
 	return readWrite
@@ -130,7 +130,7 @@ func readOnlyRefusal(id json.RawMessage, tool string) []byte {
 // insufficient_scope naming it (MCP 2025-11-25 §Runtime Insufficient Scope
 // Errors), with the authenticator's challenge when there is one.
 func (g *Gateway) refuseDelete(w http.ResponseWriter, r *http.Request, s *session) bool {
-	if accessOf(r, s) != readOnlyRequest {
+	if g.accessOf(r, s) != readOnlyRequest {
 		return false
 	}
 	s.log.Info("gateway: refused a read-only token's DELETE of a read-write session")
@@ -169,10 +169,15 @@ func quote(s string) string {
 	return string(b)
 }
 
-// filterTools keeps only read-only-safe tools in a tools/list result. Every
+// filterTools keeps only read-only-safe tools in a tools/list result.
+func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
+	return keepTools(result, func(name string) bool { return g.safe[name] })
+}
+
+// keepTools keeps only the tools keep accepts in a tools/list result. Every
 // other member of the result (nextCursor, _meta, …) passes unchanged. A
 // result it cannot read becomes an empty list: fail closed.
-func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
+func keepTools(result json.RawMessage, keep func(string) bool) json.RawMessage {
 	var res map[string]json.RawMessage
 	if json.Unmarshal(result, &res) != nil {
 		return json.RawMessage(`{"tools":[]}`)
@@ -184,7 +189,7 @@ func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
 		var named struct {
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(t, &named) == nil && g.safe[named.Name] {
+		if json.Unmarshal(t, &named) == nil && keep(named.Name) {
 			kept = append(kept, t)
 		}
 	}

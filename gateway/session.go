@@ -17,7 +17,8 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	p := auth.PrincipalFrom(r.Context())
 	s := &session{id: newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
 	if p != nil {
-		s.owner, s.user, s.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || p.ReadOnly
+		s.owner, s.user, s.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || g.readOnlyToken(r)
+		s.tools = grantOf(r)
 	}
 	s.log = g.log.With("session", s.id[:8], "user", s.user)
 
@@ -39,7 +40,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly},
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly, Tools: s.tools.list()},
 		worker.ConnConfig{Logger: s.log, OnExit: func() { g.removeSession(s) }})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)

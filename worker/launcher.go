@@ -96,6 +96,9 @@ type Session struct {
 	User     string // the user id the session runs as
 	ID       string // the MCP session id
 	ReadOnly bool   // the session may not change anything
+	// Tools limits the worker to these tools (the caller's policy grant);
+	// nil means every tool. See Identity.Tools.
+	Tools []string
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -107,7 +110,7 @@ func (l *Launcher) StopGrace() time.Duration { return l.opts.StopGrace }
 // worker's stderr.
 func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := Identity{
-		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets,
+		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets, Tools: s.Tools,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 	}
 	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes})
