@@ -126,3 +126,34 @@ func TestPolicyStepDownOnDeveloperSession(t *testing.T) {
 	_, body = a.do(t, http.MethodPost, sid, atok, toolCall("pid"))
 	assert.Contains(t, body, `"kind":"sessionRights"`)
 }
+
+// TestPolicyStepUpInPlace (issue 12 §2): the client that got the 403 comes
+// back on the same session with a developer token and the call runs: the
+// session's read-only worker is replaced by one with the developer's
+// rights, and the session id stays. A reader's token on it afterwards
+// still cannot write (step-down after step-up).
+func TestPolicyStepUpInPlace(t *testing.T) {
+	a, ran := newPolicyGateway(t)
+	rtok := a.token(t, "alice", readerScopes, nil)
+	dtok := a.token(t, "alice", developerScopes, nil)
+	sid := a.open(t, rtok)
+	before, ok := a.g.WorkerPid(sid)
+	require.True(t, ok)
+
+	resp, body := a.do(t, http.MethodPost, sid, rtok, toolCall("write"))
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+
+	resp, body = a.do(t, http.MethodPost, sid, dtok, toolCall("write"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "written", "the developer's call on the reader's session")
+	after, ok := a.g.WorkerPid(sid)
+	require.True(t, ok, "the session outlives the replacement")
+	assert.NotEqual(t, before, after, "a new worker, not the reader's widened")
+	assert.Equal(t, 1, a.g.Sessions())
+
+	resp, body = a.do(t, http.MethodPost, sid, rtok, toolCall("write"))
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "the reader again: %s", body)
+	_, body = a.do(t, http.MethodPost, sid, rtok, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	assert.NotContains(t, body, `"write"`)
+	assert.Equal(t, "write", ranTools(t, ran))
+}

@@ -82,7 +82,6 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	// Read-only is decided per request as well as per session: a token
 	// without the write scope gets read-only treatment even on a session a
 	// write-scoped token of the same owner opened (DESIGN decision 4).
-	acc := g.accessOf(r, s)
 	// The policy is decided per request too: what the token grants, and
 	// of that what the session's worker was started with (never more).
 	granted := grantOf(r)
@@ -90,7 +89,14 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("gateway: asked a token to step up for a tool")
 		return
 	}
-	allowed := granted.and(s.tools)
+	if f, ok := g.replaceWorker(r, s, granted); !ok {
+		f.write(w, firstID)
+		return
+	}
+	_, tools := s.rights()
+	allowed := granted.and(tools)
+	conn := s.worker()
+	acc := g.accessOf(r, s)
 	st := worker.NewStream(sseOK)
 	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
@@ -99,7 +105,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st, acc, allowed, granted)
+			g.forward(s, conn, m, st, acc, allowed, granted)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
@@ -110,7 +116,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			// its work back; the worker cannot tell whose request it was.
 			s.log.Info("gateway: dropped a read-only token's cancellation on a read-write session")
 		case m.IsNotification():
-			err = s.conn.Notify(m)
+			err = conn.Notify(m)
 		case acc == readOnlyRequest:
 			// A worker's request (sampling, elicitation) may be part of a
 			// write request's work, and its ids are small numbers: an
@@ -118,7 +124,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			// approve it. The worker cannot tell whose request it was.
 			s.log.Info("gateway: dropped a read-only token's answer to a worker request on a read-write session")
 		default:
-			if err = s.conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
+			if err = conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
 				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", clip(string(m.ID)))
 				err = nil
 			}
@@ -143,7 +149,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
+func (g *Gateway) forward(s *session, conn *worker.Conn, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
 	var rewrite func(json.RawMessage) json.RawMessage
 	if refusal := policyRefusal(s.log, m, allowed, granted); refusal != nil {
 		st.Answer(m.ID, refusal)
@@ -165,7 +171,7 @@ func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc
 			}
 		}
 	}
-	s.conn.Call(m, progressToken(m), st, rewrite)
+	conn.Call(m, progressToken(m), st, rewrite)
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A

@@ -28,7 +28,7 @@ const (
 
 // accessOf decides the access of request r on session s.
 func (g *Gateway) accessOf(r *http.Request, s *session) access {
-	if s.readOnly {
+	if ro, _ := s.rights(); ro {
 		return readOnlySession
 	}
 	if g.readOnlyToken(r) {
