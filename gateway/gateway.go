@@ -44,20 +44,20 @@ type Gateway struct {
 
 // session is one MCP session and its worker.
 type session struct {
-	id       string
-	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
-	user     string
-	init     *jsonrpc.Message // the client's initialize, replayed to a replacing worker
-	log      *slog.Logger
+	id    string
+	owner auth.Owner // auth.Principal.Owner(); zero in localhost mode
+	user  string
+	init  *jsonrpc.Message // the client's initialize, replayed to a replacing worker
+	log   *slog.Logger
 
 	// mu guards the worker and the rights it was started with: a step-up
 	// replaces them (stepup.go). Read them with worker and rights.
 	mu       sync.Mutex
 	conn     *worker.Conn
 	readOnly bool
-	tools    toolSet // what the worker was started with; nil: no policy
+	tools    toolSet    // what the worker was started with; nil: no policy
 	swap     sync.Mutex // one replacement at a time
-	buf      *budget // bytes held for the session's responses
+	buf      *budget    // bytes held for the session's responses
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
