@@ -51,6 +51,8 @@ func CheckClaimPath(path string) error {
 		return nil
 	case len(parts) == 3 && parts[0] == "resource_access" && parts[1] != "" && parts[2] == "roles":
 		return nil
+	case path == "realm_access" || path == "resource_access":
+		// Keycloak's objects; the roles are inside them.
 	case len(parts) == 1 && path != "" && !slices.Contains(registeredClaims, path):
 		return nil
 	case len(parts) == 1 && path != "":

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,4 +158,45 @@ func TestPolicyStepUpInPlace(t *testing.T) {
 	_, body = a.do(t, http.MethodPost, sid, rtok, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	assert.NotContains(t, body, `"write"`)
 	assert.Equal(t, "write", ranTools(t, ran))
+}
+
+// TestPolicyGolden pins the wire of the tier policy: the 401 without a
+// token (every advertised scope), a reader's filtered list, the 403 step-up
+// challenge, an admin-only tool refused to a developer, and the developer's
+// call on the reader's session. Run with -update to rewrite.
+func TestPolicyGolden(t *testing.T) {
+	a, _ := newPolicyGateway(t)
+	tokens := map[string]string{
+		"none":      "",
+		"reader":    a.token(t, "alice", readerScopes, nil),
+		"developer": a.token(t, "alice", developerScopes, nil),
+	}
+	sid := a.open(t, tokens["reader"])
+	var out strings.Builder
+	for _, st := range []struct{ who, body string }{
+		{"none", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{"reader", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
+		{"reader", toolCall("write")},
+		{"developer", toolCall("pid")},
+		{"developer", toolCall("write")},
+	} {
+		headers := []string{sidHdr, sid, protoHdr, "2025-11-25"}
+		if tok := tokens[st.who]; tok != "" {
+			headers = append(headers, "Authorization", "Bearer "+tok)
+		}
+		resp, body := rawDo(t, http.MethodPost, a.url, st.body, headers...)
+		fmt.Fprintf(&out, "> POST /mcp (token: %s)\n> %s\n< %d\n", st.who, st.body, resp.StatusCode)
+		if ch := resp.Header.Get("WWW-Authenticate"); ch != "" {
+			fmt.Fprintf(&out, "< WWW-Authenticate: %s\n", ch)
+		}
+		fmt.Fprintf(&out, "<\n%s\n\n", strings.TrimSpace(body))
+	}
+	golden := filepath.Join("testdata", "policy", "step_up.txt")
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+		require.NoError(t, os.WriteFile(golden, []byte(out.String()), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err, "run go test ./gateway -run TestPolicyGolden -update")
+	assert.Equal(t, string(want), out.String())
 }
