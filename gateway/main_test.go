@@ -18,8 +18,10 @@ import (
 	"github.com/mcpgate/mcpgate/worker"
 )
 
-// stubWorker is the path of the stub stdio MCP server, built by TestMain.
-var stubWorker string
+// stubWorker is the path of the stub stdio MCP server (it speaks 2025-11-25
+// only), and sdkWorker that of a go-sdk server (every revision, 2026-07-28
+// included); TestMain builds both.
+var stubWorker, sdkWorker string
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts under testdata/")
 
@@ -31,10 +33,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	stubWorker = filepath.Join(dir, "stubworker")
-	build := exec.Command("go", "build", "-o", stubWorker, "github.com/mcpgate/mcpgate/worker/internal/stubworker")
+	sdkWorker = filepath.Join(dir, "sdkworker")
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/mcpgate/mcpgate/worker/internal/stubworker", "github.com/mcpgate/mcpgate/worker/internal/sdkworker")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the stub worker:", err)
+		fmt.Fprintln(os.Stderr, "building the test workers:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -58,8 +61,11 @@ func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 // stop grace of 2s unless opts says otherwise.
 func launcher(t testing.TB, command []string, opts worker.LauncherOptions) *worker.Launcher {
 	t.Helper()
-	if command == nil {
+	switch {
+	case command == nil:
 		command = []string{stubWorker}
+	case command[0] == "sdkworker": // in tables built before TestMain ran
+		command = []string{sdkWorker}
 	}
 	if opts.StopGrace == 0 {
 		opts.StopGrace = 2 * time.Second

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -37,15 +38,23 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	firstID := firstRequestID(msgs)
 
-	// A 2026-07-28 client probes with server/discover and that version's
-	// header; answer with that revision's refusal so it falls back to
-	// initialize on 2025-11-25 (SEP-2575).
+	// MCP 2026-07-28 §Versioning: the revision is chosen per request.
 	version, supported := protocolVersion(r)
-	if !supported || hasMethod(msgs, "server/discover") {
-		if supported {
-			version = "2026-07-28"
-		}
+	switch {
+	case version == modernVersion:
+		g.serveModern(w, r, msgs, batch, jsonOK, sseOK)
+		return
+	case !supported:
 		unsupportedVersion(version).write(w, firstID)
+		return
+	case bodyMetaVersion(msgs) != "" && bodyMetaVersion(msgs) != version:
+		// The body names another revision than the header (say 2026-07-28
+		// under a session's header): a header never says less than the body.
+		errModernHeaderAbsent.write(w, firstID)
+		return
+	case hasMethod(msgs, "server/discover"):
+		// server/discover exists only in 2026-07-28: tell the client so.
+		discoverNeedsModern(version).write(w, firstID)
 		return
 	}
 	if batch && version != "2025-03-26" {
@@ -148,27 +157,46 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 }
 
 // forward sends one client request to the session's worker, applying the
-// read-only rules on the way (DESIGN decision 4).
+// policy and read-only rules on the way (DESIGN decision 4).
 func (g *Gateway) forward(s *session, conn *worker.Conn, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
-	var rewrite func(json.RawMessage) json.RawMessage
-	if refusal := policyRefusal(s.log, m, allowed, granted); refusal != nil {
+	g.forwardTo(conn, s.log, m, st, acc, allowed, granted, nil)
+}
+
+// forwardTo sends one client request to conn, applying the policy (allowed:
+// what the request may reach on this worker; granted: what its token
+// grants; nil without a policy) and the read-only rules on the way (DESIGN
+// decision 4), the same for sessions and per-user workers: the body as a
+// worker reads it decides, never a header. then, when set, rewrites the
+// result after the filters.
+func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet, then func(json.RawMessage) json.RawMessage) {
+	if refusal := policyRefusal(log, m, allowed, granted); refusal != nil {
 		st.Answer(m.ID, refusal)
 		return
 	}
-	if allowed != nil && strings.EqualFold(m.Method, "tools/list") {
-		rewrite = filterAllowed(allowed)
-	}
+	var filters []func(json.RawMessage) json.RawMessage
+	list := strings.EqualFold(m.Method, "tools/list")
 	if acc != readWrite {
-		if refusal := g.refuse(s, m, acc); refusal != nil {
+		if refusal := g.refuse(log, m, acc); refusal != nil {
 			st.Answer(m.ID, refusal)
 			return
 		}
-		if strings.EqualFold(m.Method, "tools/list") {
-			if then := rewrite; then != nil {
-				rewrite = func(res json.RawMessage) json.RawMessage { return then(g.filterTools(res)) }
-			} else {
-				rewrite = g.filterTools
+		if list {
+			filters = append(filters, g.filterTools)
+		}
+	}
+	if allowed != nil && list {
+		filters = append(filters, filterAllowed(allowed))
+	}
+	if then != nil {
+		filters = append(filters, then)
+	}
+	var rewrite func(json.RawMessage) json.RawMessage
+	if len(filters) > 0 {
+		rewrite = func(res json.RawMessage) json.RawMessage {
+			for _, f := range filters {
+				res = f(res)
 			}
+			return res
 		}
 	}
 	conn.Call(m, progressToken(m), st, rewrite)

@@ -41,7 +41,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
-	conn, err := g.startWorker(s, s.readOnly, s.tools)
+	conn, err := g.startSessionWorker(s, s.readOnly, s.tools)
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
 		errWorkerStart.write(w, m.ID)
@@ -126,12 +126,12 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 }
 
-// startWorker starts a worker for s with the given rights. Its exit ends
+// startSessionWorker starts a worker for s with the given rights. Its exit ends
 // the session while it is the session's worker; a worker a step-up
 // replaced ends alone.
-func (g *Gateway) startWorker(s *session, readOnly bool, tools toolSet) (*worker.Conn, error) {
+func (g *Gateway) startSessionWorker(s *session, readOnly bool, tools toolSet) (*worker.Conn, error) {
 	var self atomic.Pointer[worker.Conn]
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list()},
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: worker.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() {
 			if c := self.Load(); c != nil && s.worker() == c {
 				g.removeSession(s)
@@ -173,7 +173,7 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	switch {
 	case g.closing:
 		return errShuttingDown, false
-	case len(g.sessions)+g.starting >= g.opts.MaxSessions:
+	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
 		return errTooManyForUser, false

@@ -37,12 +37,12 @@ func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (f
 		return failure{}, true // another request replaced it meanwhile
 	}
 	readOnly := g.opts.ReadOnly || g.readOnlyToken(r)
-	conn, err := g.startWorker(s, readOnly, granted)
+	conn, err := g.startSessionWorker(s, readOnly, granted)
 	if err != nil {
 		s.log.Error("gateway: starting a worker for a step-up", "err", err)
 		return errWorkerStart, false
 	}
-	if f, ok := g.handshake(r.Context(), s, conn); !ok {
+	if f, ok := g.replayInit(r.Context(), s, conn); !ok {
 		g.stopWorker(s, conn, "gateway: the replacing worker failed its start")
 		return f, false
 	}
@@ -64,9 +64,9 @@ func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (f
 	return failure{}, true
 }
 
-// handshake replays the session's initialize to a replacing worker and
+// replayInit replays the session's initialize to a replacing worker and
 // completes it with notifications/initialized.
-func (g *Gateway) handshake(ctx context.Context, s *session, conn *worker.Conn) (failure, bool) {
+func (g *Gateway) replayInit(ctx context.Context, s *session, conn *worker.Conn) (failure, bool) {
 	// The answer is the worker's, not the client's: nothing is kept of it
 	// and nothing is charged to the client's budgets.
 	st := worker.NewStream(false)

@@ -99,6 +99,7 @@ type Session struct {
 	// Tools limits the worker to these tools (the caller's policy grant);
 	// nil means every tool. See Identity.Tools.
 	Tools []string
+	Scope string // ScopeSession (the default) or ScopeUser: what the worker serves
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -112,6 +113,7 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := Identity{
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets, Tools: s.Tools,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
+		Scope: s.Scope,
 	}
 	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes})
 	if err != nil {
