@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// examplePolicyFile writes a configuration file holding the auth.policies
+// example of deploy/auth-server.yaml, switched on, and returns its path.
+// The rest of the configuration comes from startTLSGateway's environment.
+func examplePolicyFile(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/auth-server.yaml")
+	require.NoError(t, err)
+	_, block, ok := strings.Cut(string(data), "# BEGIN policies example\n")
+	require.True(t, ok)
+	block, _, ok = strings.Cut(block, "# END policies example")
+	require.True(t, ok)
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("auth:\n"+strings.ReplaceAll(block, "# ", "")), 0o644))
+	return path
+}
+
+var (
+	readerScopes    = []string{"mcp:use", "mcp:read"}
+	developerScopes = []string{"mcp:use", "mcp:read", "mcp:develop"}
+)
+
+// TestServeExamplePolicy is issue 12's "done when" on the real program, the
+// built-in worker and SQLite, with the example policy of
+// deploy/auth-server.yaml: a reader sees only reading tools and its worker
+// is read-only; its apply_ddl gets 403 insufficient_scope naming
+// mcp:develop, by any spelling; the same session (and, on 2026-07-28, the
+// same client) presented a developer token runs apply_ddl; an admin-only
+// tool stays refused to the developer with a JSON-RPC kind; and a reader's
+// token afterwards cannot run it.
+func TestServeExamplePolicy(t *testing.T) {
+	g := startTLSGateway(t, map[string]string{
+		"MCPGATE_CONFIG":           examplePolicyFile(t),
+		"MCPGATE_AUTH_WRITE_SCOPE": "",
+	})
+	ddl := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"apply_ddl","arguments":{"sql":"CREATE TABLE %s (id integer)"}}}`
+
+	t.Run("session (2025-11-25)", func(t *testing.T) {
+		tok := g.token(t, "carol", readerScopes...)
+		cs := g.connectSession(t, &tok)
+		names := toolNames(t, cs)
+		assert.True(t, names["query"] && names["list_tables"] && names["status"], "reader tools: %v", names)
+		for _, hidden := range []string{"apply_ddl", "drop_table", "execute_sql", "commit", "begin"} {
+			assert.False(t, names[hidden], "%s listed to a reader", hidden)
+		}
+		assert.Equal(t, true, statusOf(t, cs)["readOnly"], "a reader's worker and database are read-only")
+
+		reader := tok
+		for _, body := range []string{
+			strings.Replace(ddl, "%s", "t_reader", 1),
+			strings.Replace(strings.Replace(ddl, "%s", "t_reader", 1), `"tools/call"`, `"TOOLS/CALL"`, 1),
+			strings.Replace(strings.Replace(ddl, "%s", "t_reader", 1), `"name":"apply_ddl"`, `"name":"query","name":"apply_ddl"`, 1),
+			strings.Replace(strings.Replace(ddl, "%s", "t_reader", 1), `"name":"apply_ddl"`, `"name":"apply_ddl","Name":"query"`, 1),
+		} {
+			code, h, out := g.raw(t, reader, cs.ID(), body)
+			assert.NotContains(t, out, `"result"`, "%d %s", code, out)
+			if strings.Contains(body, `"tools/call"`) && !strings.Contains(body, `"Name"`) && !strings.Contains(body, `"name":"query"`) {
+				assert.Equal(t, http.StatusForbidden, code)
+				assert.Contains(t, h.Get("WWW-Authenticate"), `error="insufficient_scope"`)
+				assert.Contains(t, h.Get("WWW-Authenticate"), `scope="mcp:use mcp:read mcp:develop"`)
+			}
+		}
+
+		tok = g.token(t, "carol", developerScopes...) // the client stepped up
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "apply_ddl", Arguments: map[string]any{"sql": "CREATE TABLE t_session (id integer)"}})
+		require.NoError(t, err, "the developer's apply_ddl on the reader's session")
+		assert.False(t, res.IsError, "apply_ddl: %v", res.Content)
+		assert.Equal(t, false, statusOf(t, cs)["readOnly"], "the session now has a developer's worker")
+
+		_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "drop_table", Arguments: map[string]any{"table": "customers"}})
+		var werr *jsonrpc.Error
+		require.True(t, errors.As(err, &werr), "got %v, want a JSON-RPC error", err)
+		assert.JSONEq(t, `"forbidden"`, kindOf(t, werr.Data), "an admin-only tool, to a developer")
+
+		tok = reader // a step-down on the developer's session
+		code, _, out := g.raw(t, reader, cs.ID(), strings.Replace(ddl, "%s", "t_down", 1))
+		assert.Equal(t, http.StatusForbidden, code, out)
+		assert.False(t, toolNames(t, cs)["apply_ddl"], "the reader's list on the developer's session")
+	})
+
+	t.Run("stateless (2026-07-28)", func(t *testing.T) {
+		// Without an OAuth handler the go-sdk client ends its connection on
+		// a 403 (TestSDKStepUp has the handler); with no session to keep, a
+		// client of the new token is the same thing on 2026-07-28.
+		call := func(tok string, table string) (*mcp.CallToolResult, error) {
+			cs := g.connect(t, &tok)
+			require.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion)
+			return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "apply_ddl", Arguments: map[string]any{"sql": "CREATE TABLE " + table + " (id integer)"}})
+		}
+		reader := g.token(t, "dora", readerScopes...)
+		assert.False(t, toolNames(t, g.connect(t, &reader))["apply_ddl"])
+		_, err := call(reader, "t_modern")
+		require.Error(t, err, "a reader's apply_ddl")
+		assert.Contains(t, err.Error(), "Forbidden")
+
+		res, err := call(g.token(t, "dora", developerScopes...), "t_modern")
+		require.NoError(t, err, "the developer's apply_ddl")
+		assert.False(t, res.IsError, "apply_ddl: %v", res.Content)
+
+		_, err = call(reader, "t_modern2")
+		require.Error(t, err, "a reader again: never the developer's worker")
+	})
+}
