@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,7 @@ type Issuer struct {
 	ecKid   string
 	jwks    []byte
 	rotated int
+	codes   map[string]grant // authorization codes not yet exchanged
 
 	fetches   atomic.Int64
 	discovers atomic.Int64
@@ -197,7 +199,7 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"jwks_uri":                              i.JWKSURL(),
 		"authorization_endpoint":                i.URL + "/authorize",
 		"token_endpoint":                        i.URL + "/token",
-		"grant_types_supported":                 []string{"client_credentials"},
+		"grant_types_supported":                 []string{"client_credentials", "authorization_code"},
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
@@ -205,8 +207,8 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// token is a client-credentials token endpoint (RFC 6749 §4.4) that trusts
-// every client: it mints a Keycloak-shaped token for the form's scope, with
+// token is a client-credentials (RFC 6749 §4.4) and authorization-code
+// (§4.1, codes from Code) token endpoint that trusts every client: it mints a Keycloak-shaped token for the form's scope, with
 // aud from the resource parameter (RFC 8707) or Audience, and the user
 // "service-account-CLIENT" (Keycloak's naming) unless the form's username
 // extension names one. Only for tests and benchmarks.
@@ -216,8 +218,8 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		json.NewEncoder(w).Encode(map[string]string{"error": code})
 	}
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
-		fail("unsupported_grant_type")
+	if err := r.ParseForm(); err != nil {
+		fail("invalid_request")
 		return
 	}
 	client, _, ok := r.BasicAuth()
@@ -232,11 +234,29 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_request")
 		return
 	}
-	user := r.PostForm.Get("username")
-	if user == "" {
-		user = "service-account-" + client
+	var user string
+	var scopes []string
+	switch r.PostForm.Get("grant_type") {
+	case "client_credentials":
+		user = r.PostForm.Get("username")
+		if user == "" {
+			user = "service-account-" + client
+		}
+		scopes = strings.Fields(r.PostForm.Get("scope"))
+	case "authorization_code":
+		i.mu.Lock()
+		g, ok := i.codes[r.PostForm.Get("code")]
+		delete(i.codes, r.PostForm.Get("code"))
+		i.mu.Unlock()
+		if !ok {
+			fail("invalid_grant")
+			return
+		}
+		user, scopes = g.user, g.scopes
+	default:
+		fail("unsupported_grant_type")
+		return
 	}
-	scopes := strings.Fields(r.PostForm.Get("scope"))
 	c := i.KeycloakClaims(user, aud, scopes...)
 	c["azp"] = client
 	tok, err := i.Sign(c, SignOptions{})
@@ -249,6 +269,30 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{
 		"access_token": tok, "token_type": "Bearer", "expires_in": 300, "scope": strings.Join(scopes, " "),
 	})
+}
+
+// grant is what an authorization code stands for.
+type grant struct {
+	user   string
+	scopes []string
+}
+
+// Code registers a one-time authorization code for user with the scopes
+// the authorization server grants, for the token endpoint's
+// authorization_code grant (the PKCE verifier is not checked; aud is the
+// exchange's resource parameter). There is no authorization endpoint: a
+// test's code fetcher plays the user and the server's consent, deciding
+// which of the requested scopes the user is entitled to, as Keycloak's role
+// scope mappings do, and calls Code.
+func (i *Issuer) Code(user string, scopes []string) string {
+	code := randomID()
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.codes == nil {
+		i.codes = map[string]grant{}
+	}
+	i.codes[code] = grant{user: user, scopes: slices.Clone(scopes)}
+	return code
 }
 
 func (i *Issuer) keys(w http.ResponseWriter, _ *http.Request) {

@@ -1,16 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -115,5 +122,84 @@ func TestServeExamplePolicy(t *testing.T) {
 
 		_, err = call(reader, "t_modern2")
 		require.Error(t, err, "a reader again: never the developer's worker")
+	})
+}
+
+// TestSDKStepUp drives the go-sdk client's own OAuth handling against the
+// test issuer, in the least-privilege mode (auth.initial_scopes): the first
+// 401 asks only for the reader tier; carol's apply_ddl gets 403
+// insufficient_scope, the client re-authorizes for the challenge's scopes,
+// the issuer grants mcp:develop (she holds the role), and the retried call
+// runs, on the same session on 2025-11-25 and the same client on
+// 2026-07-28. bob, without the role, is granted no mcp:develop and stays
+// refused.
+func TestSDKStepUp(t *testing.T) {
+	g := startTLSGateway(t, map[string]string{
+		"MCPGATE_CONFIG":              examplePolicyFile(t),
+		"MCPGATE_AUTH_WRITE_SCOPE":    "",
+		"MCPGATE_AUTH_INITIAL_SCOPES": "mcp:use mcp:read",
+	})
+	// Both the gateway's and the issuer's certificates.
+	pool := g.client.Transport.(*http.Transport).TLSClientConfig.RootCAs.Clone()
+	pool.AppendCertsFromPEM(g.issuer.CertPEM())
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+
+	entitled := map[string][]string{"carol": developerScopes, "bob": readerScopes}
+	connect := func(t *testing.T, user, version string) (*mcp.ClientSession, *[][]string) {
+		var asked [][]string
+		h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+			PreregisteredClient: &oauthex.ClientCredentials{ClientID: "mcpgate-cli"},
+			RedirectURL:         "http://127.0.0.1:1/callback",
+			Client:              hc,
+			AuthorizationCodeFetcher: func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+				u, err := url.Parse(args.URL)
+				if err != nil {
+					return nil, err
+				}
+				q := u.Query()
+				requested := strings.Fields(q.Get("scope"))
+				asked = append(asked, requested)
+				var granted []string // Keycloak leaves out what the user is not entitled to
+				for _, s := range requested {
+					if slices.Contains(entitled[user], s) {
+						granted = append(granted, s)
+					}
+				}
+				return &auth.AuthorizationResult{Code: g.issuer.Code(user, granted), State: q.Get("state")}, nil
+			},
+		})
+		require.NoError(t, err)
+		c := mcp.NewClient(&mcp.Implementation{Name: "step-up", Version: "1"}, nil)
+		var opts *mcp.ClientSessionOptions
+		if version != "" {
+			opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+		}
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.resource, HTTPClient: hc, OAuthHandler: h, DisableStandaloneSSE: true}, opts)
+		require.NoError(t, err)
+		t.Cleanup(func() { cs.Close() })
+		return cs, &asked
+	}
+	ddl := func(cs *mcp.ClientSession, table string) (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "apply_ddl", Arguments: map[string]any{"sql": "CREATE TABLE " + table + " (id integer)"}})
+	}
+
+	for _, version := range []string{"2025-11-25", ""} {
+		t.Run("carol "+cmp.Or(version, "2026-07-28"), func(t *testing.T) {
+			cs, asked := connect(t, "carol", version)
+			require.Equal(t, [][]string{{"mcp:use", "mcp:read"}}, *asked, "the least-privilege 401 asks for the reader tier only")
+			assert.False(t, toolNames(t, cs)["apply_ddl"], "a reader's list")
+			res, err := ddl(cs, "t_sdk_"+strings.ReplaceAll(cmp.Or(version, "modern"), "-", ""))
+			require.NoError(t, err, "the retried call after the step-up")
+			assert.False(t, res.IsError, "apply_ddl: %v", res.Content)
+			require.Len(t, *asked, 2)
+			assert.Equal(t, []string{"mcp:use", "mcp:read", "mcp:develop"}, (*asked)[1], "the step-up asks for the challenge's scopes")
+			assert.True(t, toolNames(t, cs)["apply_ddl"], "the developer's list")
+		})
+	}
+
+	t.Run("bob is not entitled", func(t *testing.T) {
+		cs, _ := connect(t, "bob", "2025-11-25")
+		_, err := ddl(cs, "t_bob")
+		require.Error(t, err, "bob's apply_ddl after a step-up that granted nothing")
 	})
 }
