@@ -141,19 +141,30 @@ func sessionRightsRefusal(id json.RawMessage, tool string) []byte {
 	})
 }
 
-// stepUp answers a single tools/call the token's policy does not grant,
-// but a policy scope would, with HTTP 403 insufficient_scope naming the
-// scopes to ask for (auth.StepUp), and reports whether it did. A batch
-// gets JSON-RPC refusals instead: one HTTP answer cannot refuse part of it.
-func stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch bool, granted toolSet) bool {
-	if granted == nil || batch || len(msgs) != 1 || !msgs[0].IsRequest() || !strings.EqualFold(msgs[0].Method, "tools/call") {
+// stepUp answers a single tools/call the token may not make, but a scope
+// would allow, with HTTP 403 insufficient_scope naming the scopes to ask for,
+// and reports whether it did: under auth.policies a tool a rule's scope
+// grants (auth.StepUp); in the simple form a tool outside the safe set, for
+// a token without the write scope (auth.WriteScopeRequired), which is the
+// policy "the write scope grants every tool". A batch gets JSON-RPC
+// refusals instead: one HTTP answer cannot refuse part of it. So does a
+// read-only gateway: no token can help there.
+func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch bool, granted toolSet) bool {
+	if batch || len(msgs) != 1 || !msgs[0].IsRequest() || !strings.EqualFold(msgs[0].Method, "tools/call") {
 		return false
 	}
 	name, ok := toolName(msgs[0].Params)
-	if !ok || granted[name] {
+	switch {
+	case !ok:
+		return false
+	case granted != nil:
+		return !granted[name] && auth.StepUp(w, r, name)
+	case g.opts.ReadOnly || g.safe[name]:
 		return false
 	}
-	return auth.StepUp(w, r, name)
+	p := auth.PrincipalFrom(r.Context())
+	return p != nil && p.ReadOnly && auth.WriteScopeRequired(w, r,
+		"tool "+quote(clip(name))+" changes data and needs the write scope; ask the authorization server for a token with it")
 }
 
 // filterAllowed keeps only the allowed tools in a tools/list result, as

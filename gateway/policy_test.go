@@ -200,3 +200,26 @@ func TestPolicyGolden(t *testing.T) {
 	require.NoError(t, err, "run go test ./gateway -run TestPolicyGolden -update")
 	assert.Equal(t, string(want), out.String())
 }
+
+// TestSimpleFormStepsUp: required_scopes + write_scope is the policy "the
+// write scope grants every tool", so a read-only token's call of a gated
+// tool gets the 403 step-up too (no longer a JSON-RPC error in HTTP 200),
+// and the write token on the same session runs it on a replaced worker.
+// Failed before: HTTP 200 with kind readOnly, and readOnly again for the
+// write token on the read-only session.
+func TestSimpleFormStepsUp(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	a := newAuthedGateway(t, Options{SafeTools: []string{"echo"}}, worker.LauncherOptions{Env: []string{"STUB_CALL_LOG=" + ran}})
+	rtok := a.token(t, "alice", readScopes, nil)
+	sid := a.open(t, rtok)
+
+	resp, body := a.do(t, http.MethodPost, sid, rtok, toolCall("write"))
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`)
+	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `scope="mcp:use mcp:write"`)
+
+	resp, body = a.do(t, http.MethodPost, sid, a.token(t, "alice", writeScopes, nil), toolCall("write"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "written")
+	assert.Equal(t, "write", ranTools(t, ran))
+}

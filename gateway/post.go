@@ -94,7 +94,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	// The policy is decided per request too: what the token grants, and
 	// of that what the session's worker was started with (never more).
 	granted := grantOf(r)
-	if stepUp(w, r, msgs, batch, granted) {
+	if g.stepUp(w, r, msgs, batch, granted) {
 		s.log.Info("gateway: asked a token to step up for a tool")
 		return
 	}

@@ -13,9 +13,10 @@ import (
 // handshake.
 var initialized, _ = jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 
-// replaceWorker gives session s a worker with the rights a policy grants the
-// request's token, when the token grants a tool the session's worker was
-// not started with and that worker is read-only (MCP 2025-11-25 §Scope
+// replaceWorker gives session s a worker with the rights of the request's
+// token, when the token grants a tool the session's worker was not started
+// with (under auth.policies), or the write scope (the simple form), and
+// that worker is read-only (MCP 2025-11-25 §Scope
 // Challenge Handling: the client steps up and carries on). A read-only
 // worker holds no uncommitted writes, so nothing is lost; one that may
 // write is never replaced (its transaction would go) nor widened in place:
@@ -25,18 +26,15 @@ var initialized, _ = jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","method":"notificat
 // and its GET stream (the client reopens it). It reports false with the
 // failure to answer when the new worker could not be started.
 func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (failure, bool) {
-	if granted == nil {
-		return failure{}, true
-	}
-	if ro, tools := s.rights(); !ro || tools.covers(granted) {
+	readOnly := g.opts.ReadOnly || g.readOnlyToken(r)
+	if !g.widens(s, granted, readOnly) {
 		return failure{}, true
 	}
 	s.swap.Lock()
 	defer s.swap.Unlock()
-	if ro, tools := s.rights(); !ro || tools.covers(granted) {
+	if !g.widens(s, granted, readOnly) {
 		return failure{}, true // another request replaced it meanwhile
 	}
-	readOnly := g.opts.ReadOnly || g.readOnlyToken(r)
 	conn, err := g.startSessionWorker(s, readOnly, granted)
 	if err != nil {
 		s.log.Error("gateway: starting a worker for a step-up", "err", err)
@@ -62,6 +60,20 @@ func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (f
 	s.log.Info("gateway: replaced the session's worker for a token with more rights", "pid", conn.Pid(), "read_only", readOnly, "tools", len(granted))
 	g.stopWorker(s, old, "gateway: the session's worker was replaced by one with the new token's rights; retry the request")
 	return failure{}, true
+}
+
+// widens reports whether a token that grants granted (nil: no policy) and
+// is read-only or not would reach more than s's read-only worker was
+// started with: tools beyond its set, or, in the simple form, writes.
+func (g *Gateway) widens(s *session, granted toolSet, readOnly bool) bool {
+	ro, tools := s.rights()
+	switch {
+	case !ro:
+		return false
+	case granted != nil:
+		return !tools.covers(granted)
+	}
+	return !readOnly
 }
 
 // replayInit replays the session's initialize to a replacing worker and
