@@ -76,6 +76,14 @@ type Options struct {
 	// RetryInterval is the longest wait between start-up attempts to reach
 	// the issuer; attempts back off from 250ms up to it. Default 30s.
 	RetryInterval time.Duration
+	// TokenCacheSize bounds the cache of verified tokens (keyed by a hash
+	// of the token, each kept until its exp at most, emptied when the
+	// issuer's keys change); default DefaultTokenCacheSize. Negative turns
+	// the cache off.
+	TokenCacheSize int
+	// Introspection, when set, checks opaque tokens (or all tokens) with
+	// the issuer's RFC 7662 introspection endpoint. Nil: JWTs only.
+	Introspection *Introspection
 	// Logger receives refusals and key events; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for token times and the refetch bound; default
@@ -173,6 +181,11 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.Introspection != nil {
+		in := *o.Introspection // the caller's struct stays untouched
+		in.normalize(bad)
+		o.Introspection = &in
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

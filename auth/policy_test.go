@@ -54,9 +54,16 @@ func TestPolicyGrants(t *testing.T) {
 			for k, v := range tc.claims {
 				c[k] = v
 			}
-			p, err := e.a.VerifyToken(context.Background(), mint(t)(e.iss.Sign(c, authtest.SignOptions{})))
+			tok := mint(t)(e.iss.Sign(c, authtest.SignOptions{}))
+			p, err := e.a.VerifyToken(context.Background(), tok)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, p.Tools)
+			// Again, from the token cache: an empty grant stays empty, not
+			// nil (which would mean no policy: every tool).
+			p, err = e.a.VerifyToken(context.Background(), tok)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, p.Tools, "from the cache")
+			assert.NotNil(t, p.Tools, "from the cache")
 			assert.False(t, p.ReadOnly, "read-only is the gateway's to decide from the tools")
 		})
 	}

@@ -252,6 +252,29 @@ type Auth struct {
 	// the system roots, when fetching the issuer's discovery document and
 	// keys: for an issuer behind a private CA (or the test issuer).
 	IssuerCAFile string `mapstructure:"issuer_ca_file"`
+	// TokenCacheSize bounds the cache of verified tokens (and of
+	// introspection answers): each kept until its exp at most, emptied
+	// when the issuer's keys change. Default 10000; -1 turns it off.
+	TokenCacheSize int `mapstructure:"token_cache_size"`
+	// Introspection checks tokens with the issuer's RFC 7662 endpoint
+	// (discovery's introspection_endpoint): "off" (default), "opaque"
+	// (tokens that are not JWTs; JWTs stay verified locally) or "all"
+	// (every token, for Keycloak lightweight access tokens).
+	Introspection string `mapstructure:"introspection"`
+	// IntrospectionClientID is the client this gateway authenticates as
+	// at the introspection endpoint. Required with Introspection.
+	IntrospectionClientID string `mapstructure:"introspection_client_id"`
+	// IntrospectionClientSecretFile is the path of that client's secret
+	// (one trailing newline ignored). Never the secret.
+	IntrospectionClientSecretFile string `mapstructure:"introspection_client_secret_file"`
+	// IntrospectionMaxCacheTTL bounds how long an introspection answer is
+	// reused (never past the token's exp): the longest a revoked token
+	// keeps working. Default 1m; at most 1h.
+	IntrospectionMaxCacheTTL time.Duration `mapstructure:"introspection_max_cache_ttl"`
+	// IntrospectionMaxConcurrent bounds the introspection requests in
+	// flight; one that waits longer than 5s for a slot is answered 503.
+	// Default 32; at most 1024.
+	IntrospectionMaxConcurrent int `mapstructure:"introspection_max_concurrent"`
 }
 
 // Policy is one rule of auth.policies: who (a scope, or a claim holding one
@@ -268,6 +291,13 @@ type Policy struct {
 	Toolsets []string `mapstructure:"toolsets"`
 	Tools    []string `mapstructure:"tools"`
 }
+
+// Introspection modes (Auth.Introspection).
+const (
+	IntrospectionOff    = "off"
+	IntrospectionOpaque = "opaque"
+	IntrospectionAll    = "all"
+)
 
 // TLS is the server certificate. Both files or neither.
 type TLS struct {
@@ -316,6 +346,10 @@ const (
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
+	DefaultTokenCacheSize     = auth.DefaultTokenCacheSize
+	DefaultIntrospection      = IntrospectionOff
+	DefaultIntrospectionTTL   = auth.DefaultIntrospectionMaxCacheTTL
+	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 )
@@ -373,6 +407,10 @@ func (c *Config) applyDefaults() {
 	}
 	setNumber(&c.Auth.Leeway, DefaultLeeway)
 	setNumber(&c.Auth.MaxTokenBytes, DefaultMaxTokenBytes)
+	setNumber(&c.Auth.TokenCacheSize, DefaultTokenCacheSize)
+	setString(&c.Auth.Introspection, DefaultIntrospection)
+	setNumber(&c.Auth.IntrospectionMaxCacheTTL, DefaultIntrospectionTTL)
+	setNumber(&c.Auth.IntrospectionMaxConcurrent, DefaultIntrospectionSlots)
 
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)

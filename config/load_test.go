@@ -207,6 +207,8 @@ func TestLoadFile(t *testing.T) {
 			ExtraScopes: []string{"profile", "offline_access"}, UserClaim: "preferred_username",
 			Algorithms: []string{"RS256", "ES256"}, RequireATJWT: true,
 			Leeway: 30 * time.Second, MaxTokenBytes: 8192,
+			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
+			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
 		},
 		TLS: TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
 		Log: Log{Level: "debug", Format: "json"},
@@ -492,7 +494,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 60)
+	assert.Len(t, keys, 66)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

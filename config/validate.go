@@ -367,6 +367,9 @@ func (c *Config) validateAuth(v *validator) {
 			{"auth.hmac_secret_file", a.HMACSecretFile != ""},
 			{"auth.policies", len(a.Policies) > 0},
 			{"auth.initial_scopes", len(a.InitialScopes) > 0},
+			{"auth.introspection", a.Introspection != "" && a.Introspection != IntrospectionOff},
+			{"auth.introspection_client_id", a.IntrospectionClientID != ""},
+			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
 		} {
 			if k.set {
 				v.add(k.key, "is set but auth.issuer is empty, so tokens are not checked at all; set auth.issuer or remove %s", k.key)
@@ -434,6 +437,45 @@ func (c *Config) validateAuth(v *validator) {
 	}
 	if a.MaxTokenBytes < 0 || (a.MaxTokenBytes > 0 && a.MaxTokenBytes < 1<<10) || a.MaxTokenBytes > 1<<20 {
 		v.add("auth.max_token_bytes", "%d is outside 1KiB to 1MiB; use a size such as 16KiB", int64(a.MaxTokenBytes))
+	}
+	if a.TokenCacheSize < -1 || a.TokenCacheSize > 1_000_000 {
+		v.add("auth.token_cache_size", "%d is outside -1 (off) to 1000000", a.TokenCacheSize)
+	}
+	c.validateIntrospection(v)
+}
+
+func (c *Config) validateIntrospection(v *validator) {
+	a := c.Auth
+	switch a.Introspection {
+	case "", IntrospectionOff:
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"auth.introspection_client_id", a.IntrospectionClientID != ""},
+			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
+		} {
+			if k.set {
+				v.add(k.key, "is set but auth.introspection is off; set auth.introspection to opaque or all, or remove %s", k.key)
+			}
+		}
+	case IntrospectionOpaque, IntrospectionAll:
+		if a.IntrospectionClientID == "" {
+			v.add("auth.introspection_client_id", "is required with auth.introspection %s: the client this gateway authenticates as at the issuer's introspection endpoint", a.Introspection)
+		}
+		if a.IntrospectionClientSecretFile == "" {
+			v.add("auth.introspection_client_secret_file", "is required with auth.introspection %s: a file holding that client's secret", a.Introspection)
+		} else if _, err := readClientSecret(a.IntrospectionClientSecretFile); err != nil {
+			v.add("auth.introspection_client_secret_file", "%v", err)
+		}
+	default:
+		v.add("auth.introspection", "%q is not a mode; use off, opaque or all", a.Introspection)
+	}
+	if ttl := a.IntrospectionMaxCacheTTL; (ttl != 0 && ttl < time.Second) || ttl > time.Hour {
+		v.add("auth.introspection_max_cache_ttl", "%v is outside 1s to 1h; it is how long a revoked token may keep working", a.IntrospectionMaxCacheTTL)
+	}
+	if a.IntrospectionMaxConcurrent < 0 || a.IntrospectionMaxConcurrent > 1024 {
+		v.add("auth.introspection_max_concurrent", "%d is outside 1 to 1024", a.IntrospectionMaxConcurrent)
 	}
 }
 

@@ -1,9 +1,12 @@
 // Package authtest is a real OpenID Connect issuer for tests: discovery and
 // a JWKS over HTTPS, keys made per issuer, and tokens signed with jwx in the
 // shapes Keycloak and Ory Hydra issue. It can rotate its keys and go down
-// and come back, to test what a resource server does then. Its token
+// and come back, to test what a resource server does then. Its RFC 7662
+// introspection endpoint answers for opaque and Keycloak "lightweight"
+// tokens minted with Opaque and Lightweight. Its token
 // endpoint grants client credentials to anyone (golang.org/x/oauth2 clients
-// can use it); the advertised authorization endpoint is not served.
+// can use it); its authorization endpoint approves every request at once
+// (authorize.go), for interactive clients.
 package authtest
 
 import (
@@ -21,7 +24,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +58,12 @@ type Issuer struct {
 	// Audience is the aud of tokens from the token endpoint when the
 	// request names no RFC 8707 resource. Set it before use.
 	Audience string
+	// LoginUser is the user the authorization endpoint approves;
+	// default "alice".
+	LoginUser string
+	// AccessTokenTTL is the lifetime of tokens from the authorization
+	// code and refresh grants; default five minutes.
+	AccessTokenTTL time.Duration
 
 	addr    string
 	tlsConf *tls.Config
@@ -71,10 +79,12 @@ type Issuer struct {
 	ecKid   string
 	jwks    []byte
 	rotated int
-	codes   map[string]grant // authorization codes not yet exchanged
 
 	fetches   atomic.Int64
 	discovers atomic.Int64
+	grants    grants
+
+	intro introspection
 }
 
 // New starts an issuer for a test on a free loopback port and stops it when
@@ -139,6 +149,9 @@ func (i *Issuer) serve(ln net.Listener) {
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.discovery)
 	mux.HandleFunc("GET /jwks", i.keys)
 	mux.HandleFunc("POST /token", i.token)
+	mux.HandleFunc("GET /authorize", i.authorize)
+	mux.HandleFunc("POST /register", i.register)
+	mux.HandleFunc("POST /introspect", i.introspect)
 	i.srv = &http.Server{Handler: mux, TLSConfig: i.tlsConf, ReadHeaderTimeout: 10 * time.Second}
 	i.served = make(chan struct{})
 	srv, done := i.srv, i.served
@@ -199,16 +212,20 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"jwks_uri":                              i.JWKSURL(),
 		"authorization_endpoint":                i.URL + "/authorize",
 		"token_endpoint":                        i.URL + "/token",
-		"grant_types_supported":                 []string{"client_credentials", "authorization_code"},
+		"registration_endpoint":                 i.URL + "/register",
+		"introspection_endpoint":                i.IntrospectionURL(),
+		"grant_types_supported":                 []string{"client_credentials", "authorization_code", "refresh_token"},
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
 		"code_challenge_methods_supported":      []string{"S256"},
+
+		"authorization_response_iss_parameter_supported": true,
 	})
 }
 
-// token is a client-credentials (RFC 6749 §4.4) and authorization-code
-// (§4.1, codes from Code) token endpoint that trusts every client: it mints a Keycloak-shaped token for the form's scope, with
+// token is a client-credentials token endpoint (RFC 6749 §4.4) that trusts
+// every client: it mints a Keycloak-shaped token for the form's scope, with
 // aud from the resource parameter (RFC 8707) or Audience, and the user
 // "service-account-CLIENT" (Keycloak's naming) unless the form's username
 // extension names one. Only for tests and benchmarks.
@@ -220,6 +237,15 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := r.ParseForm(); err != nil {
 		fail("invalid_request")
+		return
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "client_credentials":
+	case "authorization_code", "refresh_token":
+		i.userGrant(w, r)
+		return
+	default:
+		fail("unsupported_grant_type")
 		return
 	}
 	client, _, ok := r.BasicAuth()
@@ -234,29 +260,11 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_request")
 		return
 	}
-	var user string
-	var scopes []string
-	switch r.PostForm.Get("grant_type") {
-	case "client_credentials":
-		user = r.PostForm.Get("username")
-		if user == "" {
-			user = "service-account-" + client
-		}
-		scopes = strings.Fields(r.PostForm.Get("scope"))
-	case "authorization_code":
-		i.mu.Lock()
-		g, ok := i.codes[r.PostForm.Get("code")]
-		delete(i.codes, r.PostForm.Get("code"))
-		i.mu.Unlock()
-		if !ok {
-			fail("invalid_grant")
-			return
-		}
-		user, scopes = g.user, g.scopes
-	default:
-		fail("unsupported_grant_type")
-		return
+	user := r.PostForm.Get("username")
+	if user == "" {
+		user = "service-account-" + client
 	}
+	scopes := strings.Fields(r.PostForm.Get("scope"))
 	c := i.KeycloakClaims(user, aud, scopes...)
 	c["azp"] = client
 	tok, err := i.Sign(c, SignOptions{})
@@ -269,30 +277,6 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{
 		"access_token": tok, "token_type": "Bearer", "expires_in": 300, "scope": strings.Join(scopes, " "),
 	})
-}
-
-// grant is what an authorization code stands for.
-type grant struct {
-	user   string
-	scopes []string
-}
-
-// Code registers a one-time authorization code for user with the scopes
-// the authorization server grants, for the token endpoint's
-// authorization_code grant (the PKCE verifier is not checked; aud is the
-// exchange's resource parameter). There is no authorization endpoint: a
-// test's code fetcher plays the user and the server's consent, deciding
-// which of the requested scopes the user is entitled to, as Keycloak's role
-// scope mappings do, and calls Code.
-func (i *Issuer) Code(user string, scopes []string) string {
-	code := randomID()
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.codes == nil {
-		i.codes = map[string]grant{}
-	}
-	i.codes[code] = grant{user: user, scopes: slices.Clone(scopes)}
-	return code
 }
 
 func (i *Issuer) keys(w http.ResponseWriter, _ *http.Request) {

@@ -129,7 +129,8 @@ func TestServeExamplePolicy(t *testing.T) {
 // test issuer, in the least-privilege mode (auth.initial_scopes): the first
 // 401 asks only for the reader tier; carol's apply_ddl gets 403
 // insufficient_scope, the client re-authorizes for the challenge's scopes,
-// the issuer grants mcp:develop (she holds the role), and the retried call
+// the issuer (its authorization endpoint, as carol) grants mcp:develop
+// (she holds the role), and the retried call
 // runs, on the same session on 2025-11-25 and the same client on
 // 2026-07-28. bob, without the role, is granted no mcp:develop and stays
 // refused.
@@ -144,14 +145,21 @@ func TestSDKStepUp(t *testing.T) {
 	pool.AppendCertsFromPEM(g.issuer.CertPEM())
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 
+	noRedirect := &http.Client{Transport: hc.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	entitled := map[string][]string{"carol": developerScopes, "bob": readerScopes}
 	connect := func(t *testing.T, user, version string) (*mcp.ClientSession, *[][]string) {
 		var asked [][]string
 		h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+			// Pre-registered (the realm file's mcpgate-cli): the go-sdk
+			// v1.8.0 registers a new client on every authorization when it
+			// registers dynamically, and a session belongs to its client.
 			PreregisteredClient: &oauthex.ClientCredentials{ClientID: "mcpgate-cli"},
 			RedirectURL:         "http://127.0.0.1:1/callback",
 			Client:              hc,
-			AuthorizationCodeFetcher: func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+				// The browser: the user logs in (login_hint) and Keycloak
+				// leaves out the scopes the user is not entitled to (role
+				// scope mappings); the test issuer approves the rest.
 				u, err := url.Parse(args.URL)
 				if err != nil {
 					return nil, err
@@ -159,13 +167,30 @@ func TestSDKStepUp(t *testing.T) {
 				q := u.Query()
 				requested := strings.Fields(q.Get("scope"))
 				asked = append(asked, requested)
-				var granted []string // Keycloak leaves out what the user is not entitled to
+				var granted []string
 				for _, s := range requested {
 					if slices.Contains(entitled[user], s) {
 						granted = append(granted, s)
 					}
 				}
-				return &auth.AuthorizationResult{Code: g.issuer.Code(user, granted), State: q.Get("state")}, nil
+				q.Set("scope", strings.Join(granted, " "))
+				q.Set("login_hint", user)
+				u.RawQuery = q.Encode()
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+				if err != nil {
+					return nil, err
+				}
+				resp, err := noRedirect.Do(req)
+				if err != nil {
+					return nil, err
+				}
+				resp.Body.Close()
+				back, err := url.Parse(resp.Header.Get("Location"))
+				if err != nil {
+					return nil, err
+				}
+				bq := back.Query()
+				return &auth.AuthorizationResult{Code: bq.Get("code"), State: bq.Get("state"), Iss: bq.Get("iss")}, nil
 			},
 		})
 		require.NoError(t, err)

@@ -286,6 +286,7 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		RequireATJWT:         a.RequireATJWT,
 		Leeway:               a.Leeway,
 		MaxTokenBytes:        int(a.MaxTokenBytes),
+		TokenCacheSize:       a.TokenCacheSize,
 		ResourceName:         cfg.Server.Title,
 		Logger:               log,
 	}
@@ -300,6 +301,19 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 			return nil, err
 		}
 		opts.HMACSecret = secret
+	}
+	if a.Introspection == config.IntrospectionOpaque || a.Introspection == config.IntrospectionAll {
+		secret, err := cfg.IntrospectionSecret()
+		if err != nil {
+			return nil, err
+		}
+		opts.Introspection = &auth.Introspection{
+			All:           a.Introspection == config.IntrospectionAll,
+			ClientID:      a.IntrospectionClientID,
+			ClientSecret:  secret,
+			MaxCacheTTL:   a.IntrospectionMaxCacheTTL,
+			MaxConcurrent: a.IntrospectionMaxConcurrent,
+		}
 	}
 	if a.IssuerCAFile != "" {
 		c, err := certs.ClientTrusting(a.IssuerCAFile)

@@ -26,9 +26,10 @@ import (
 )
 
 // TestMain lets this test binary be the built-in worker: the gateway starts
-// os.Executable() with "worker", which here is the test binary itself.
+// os.Executable() with "worker", which here is the test binary itself; and
+// the bridge, which the bridge test starts as an MCP client would.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
+	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == "bridge") {
 		main()
 		return
 	}
@@ -41,6 +42,7 @@ type tlsGateway struct {
 	issuer   *authtest.Issuer
 	resource string
 	client   *http.Client // trusts the gateway's certificate
+	certPEM  []byte       // the gateway's certificate
 	log      *bytes.Buffer
 }
 
@@ -100,7 +102,7 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log}
+	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log, certPEM: pem}
 
 	// Wait until the gateway serves its metadata (it listens shortly after
 	// Run starts) or Run fails. net.Listen happens inside Run, so polling
@@ -351,6 +353,42 @@ func TestServeTLSAuth(t *testing.T) {
 		statusOf(t, cs)
 		assert.NotContains(t, g.log.String(), tok[strings.LastIndexByte(tok, '.')+1:])
 	})
+}
+
+// TestServeIntrospection runs the real program with auth.introspection:
+// an opaque token is accepted through the issuer's RFC 7662 endpoint, an
+// unknown one is refused 401, a failing endpoint is 503, and the client
+// secret never reaches the log.
+func TestServeIntrospection(t *testing.T) {
+	const secret = "introspection-secret-0123456789"
+	secretFile := filepath.Join(t.TempDir(), "client-secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte(secret+"\n"), 0o600))
+	g := startTLSGateway(t, map[string]string{
+		"MCPGATE_AUTH_INTROSPECTION":                    "opaque",
+		"MCPGATE_AUTH_INTROSPECTION_CLIENT_ID":          "mcpgate",
+		"MCPGATE_AUTH_INTROSPECTION_CLIENT_SECRET_FILE": secretFile,
+	})
+	g.issuer.SetIntrospectionClient("mcpgate", secret)
+
+	tok := g.issuer.Opaque(g.issuer.KeycloakClaims("alice", g.resource, "mcp:use"))
+	cs := g.connect(t, &tok)
+	st := statusOf(t, cs)
+	assert.Equal(t, "alice", st["user"])
+	assert.Equal(t, true, st["readOnly"])
+
+	code, h, _ := g.raw(t, "ot_unknown", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, h.Get("WWW-Authenticate"), `error="invalid_token"`)
+
+	g.issuer.FailIntrospection(http.StatusBadGateway)
+	code, h, _ = g.raw(t, "ot_another", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.NotEmpty(t, h.Get("Retry-After"))
+
+	// A JWT is still verified locally, the endpoint down or not.
+	jwt := g.token(t, "bob", "mcp:use", "mcp:write")
+	assert.Equal(t, "bob", statusOf(t, g.connect(t, &jwt))["user"])
+	assert.NotContains(t, g.log.String(), secret)
 }
 
 // kindOf returns data.kind of a JSON-RPC error's data, as JSON.
