@@ -122,6 +122,12 @@ type Limits struct {
 	// handshake, request head, keep-alive idle) until a request on it has
 	// passed the token check. Default 10s.
 	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
+	// DrainTimeout bounds the drain on SIGTERM: /readyz fails and new
+	// sessions and per-user workers get 503 at once, and the calls in
+	// flight have this long to finish before the workers are stopped. A
+	// second SIGTERM cuts it short. Default 30s; keep the service
+	// manager's stop timeout above it plus worker_stop_grace.
+	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
 	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
 	// answer over it fails its own request (-32603, error.data.kind
 	// "messageTooLarge") and the session goes on; any other message over
@@ -155,6 +161,36 @@ type Worker struct {
 	// methods (gateway.ReadMethods), that a read-only request may send.
 	// Empty means none: fail-closed, as for tools.
 	SafeMethods []string `mapstructure:"safe_methods"`
+	// Limits bound each worker process (worker.limits.*).
+	Limits WorkerLimits `mapstructure:"limits"`
+}
+
+// WorkerLimits bound each worker process, so that one runaway worker cannot
+// take the machine. Zero means not set. The rlimits (address_space,
+// cpu_time, open_files) hold everywhere; memory, cpu and processes need a
+// delegated cgroup v2 (the shipped systemd unit's Delegate=) and are
+// skipped, with a warning at start, without one.
+type WorkerLimits struct {
+	// AddressSpace is RLIMIT_AS: the most virtual memory a worker may map.
+	// An allocation beyond it fails and the worker usually exits. Go
+	// programs map more than they use: keep it at 1GiB or more.
+	AddressSpace ByteSize `mapstructure:"address_space"`
+	// CPUTime is RLIMIT_CPU: the CPU time a worker may use over its life;
+	// then SIGXCPU, and SIGKILL a second later.
+	CPUTime time.Duration `mapstructure:"cpu_time"`
+	// OpenFiles is RLIMIT_NOFILE: the most files and sockets a worker may
+	// hold open.
+	OpenFiles int `mapstructure:"open_files"`
+	// Memory is the worker's cgroup memory.max (memory.swap.max is 0):
+	// resident memory and page cache; beyond it the kernel kills the
+	// worker.
+	Memory ByteSize `mapstructure:"memory"`
+	// CPU is the worker's cgroup cpu.max in cores (0.5 is half a core):
+	// a throttle, not a kill.
+	CPU float64 `mapstructure:"cpu"`
+	// Processes is the worker's cgroup pids.max: its processes and threads
+	// together; beyond it fork and thread creation fail.
+	Processes int `mapstructure:"processes"`
 }
 
 // Database is the built-in worker's database.
@@ -335,6 +371,7 @@ const (
 	DefaultMaxUserBuffer      = 128 << 20
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
+	DefaultDrainTimeout       = 30 * time.Second
 	DefaultMaxWorkerMessage   = 64 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
@@ -384,6 +421,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
+	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
 	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)

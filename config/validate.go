@@ -71,6 +71,7 @@ func (c *Config) Validate() error {
 	v := &validator{}
 	c.validateServer(v)
 	c.validateLimits(v)
+	c.validateWorkerLimits(v)
 	c.validateWorker(v)
 	c.validateDatabase(v)
 	c.validateAuth(v)
@@ -161,6 +162,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.worker_stop_grace", l.WorkerStopGrace},
 		{"limits.write_timeout", l.WriteTimeout},
 		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
+		{"limits.drain_timeout", l.DrainTimeout},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -593,5 +595,27 @@ func (c *Config) validateLog(v *validator) {
 	case "text", "json":
 	default:
 		v.add("log.format", "%q is not a format; use text or json", c.Log.Format)
+	}
+}
+
+func (c *Config) validateWorkerLimits(v *validator) {
+	l := c.Worker.Limits
+	if l.AddressSpace < 0 || (l.AddressSpace > 0 && l.AddressSpace < 64<<20) {
+		v.add("worker.limits.address_space", "%d is below 64MiB, too little for a worker to start; use a size such as 4GiB (0 or no key means no limit)", int64(l.AddressSpace))
+	}
+	if l.Memory < 0 || (l.Memory > 0 && l.Memory < 16<<20) {
+		v.add("worker.limits.memory", "%d is below 16MiB, too little for a worker to start; use a size such as 512MiB (0 or no key means no limit)", int64(l.Memory))
+	}
+	if l.CPUTime < 0 || (l.CPUTime > 0 && l.CPUTime < time.Second) {
+		v.add("worker.limits.cpu_time", "%v is below 1s, the unit of RLIMIT_CPU; use a duration such as 10m (0 or no key means no limit)", l.CPUTime)
+	}
+	if l.OpenFiles < 0 || (l.OpenFiles > 0 && l.OpenFiles < 16) {
+		v.add("worker.limits.open_files", "%d is below 16; a worker needs its pipes, its database and its libraries (0 or no key means no limit)", l.OpenFiles)
+	}
+	if l.CPU < 0 || (l.CPU > 0 && l.CPU < 0.01) || l.CPU > 4096 {
+		v.add("worker.limits.cpu", "%v is outside 0.01 to 4096 cores; use a number of cores such as 0.5 or 2 (0 or no key means no limit)", l.CPU)
+	}
+	if l.Processes < 0 || (l.Processes > 0 && l.Processes < 8) {
+		v.add("worker.limits.processes", "%d is below 8; a worker's runtime needs a few threads (a Go worker about 8) (0 or no key means no limit)", l.Processes)
 	}
 }

@@ -92,6 +92,9 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 	uw := g.workers[key]
 	if uw == nil {
 		switch {
+		case g.draining:
+			g.mu.Unlock()
+			return nil, errDraining, false
 		case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 			g.mu.Unlock()
 			return nil, errTooManyWorkers, false

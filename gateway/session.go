@@ -29,6 +29,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		return
 	}
 	defer g.inits.Done() // added by reserve
+	defer g.calls.enter()()
 	g.mu.Lock()
 	s.buf = newBudget("one session's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[s.user])
 	g.mu.Unlock()
@@ -173,6 +174,8 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	switch {
 	case g.closing:
 		return errShuttingDown, false
+	case g.draining:
+		return errDraining, false
 	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:

@@ -35,6 +35,12 @@ func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (f
 	if !g.widens(s, granted, readOnly) {
 		return failure{}, true // another request replaced it meanwhile
 	}
+	g.mu.Lock()
+	draining := g.draining || g.closing
+	g.mu.Unlock()
+	if draining {
+		return errDraining, false // no new worker while the gateway drains
+	}
 	conn, err := g.startSessionWorker(s, readOnly, granted)
 	if err != nil {
 		s.log.Error("gateway: starting a worker for a step-up", "err", err)

@@ -29,7 +29,8 @@ import (
 // os.Executable() with "worker", which here is the test binary itself; and
 // the bridge, which the bridge test starts as an MCP client would.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == "bridge") {
+	// And mcpgate serve and exec-limited, for the signal and limit tests.
+	if a := os.Args; len(a) > 1 && (a[1] == "worker" || a[1] == "bridge" || a[1] == limitHelperCommand || a[1] == "serve") {
 		main()
 		return
 	}
@@ -432,10 +433,10 @@ func TestServeRefusesBadConfig(t *testing.T) {
 func TestGatewayOptionsDatabase(t *testing.T) {
 	cfg := config.Default()
 	cfg.Database = config.Database{Driver: "postgres", DSN: "host=/run/postgresql dbname=mcp", ConnectAsUser: true}
-	_, _, env, err := builtinWorker(t.Context(), cfg, newLogger(cfg, io.Discard))
+	_, _, d, err := builtinWorker(t.Context(), cfg, newLogger(cfg, io.Discard))
 	require.NoError(t, err)
 	got, err := db.ConfigFromEnv(func(name string) string {
-		for _, kv := range env {
+		for _, kv := range d.Environ() {
 			if k, v, _ := strings.Cut(kv, "="); k == name {
 				return v
 			}
