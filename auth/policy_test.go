@@ -149,3 +149,19 @@ func TestStepUpChallenge(t *testing.T) {
 	rec = httptest.NewRecorder()
 	assert.False(t, auth.StepUp(rec, seen, `x", scope="mcp:admin`))
 }
+
+// TestPolicyFromIntrospection: an opaque token's grant comes from the
+// introspection answer's claims, as a JWT's from its payload: a realm role
+// in the answer grants the admin rule's tools, a scope the reader's.
+func TestPolicyFromIntrospection(t *testing.T) {
+	e := introEnv(t, withTiers)
+	c := e.iss.KeycloakClaims("alice", resource, "mcp:use", "mcp:read")
+	c["realm_access"] = map[string]any{"roles": []string{"mcp-admin"}}
+	p, err := e.a.Authenticate(request("Bearer " + e.iss.Opaque(c)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"drop_table", "list_tables", "query"}, p.Tools)
+
+	p, err = e.a.Authenticate(request("Bearer " + e.iss.Opaque(e.iss.KeycloakClaims("bob", resource, "mcp:use"))))
+	require.NoError(t, err)
+	assert.Equal(t, []string{}, p.Tools, "no rule applies: nothing, not everything")
+}
