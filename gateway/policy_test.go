@@ -223,3 +223,23 @@ func TestSimpleFormStepsUp(t *testing.T) {
 	assert.Contains(t, body, "written")
 	assert.Equal(t, "write", ranTools(t, ran))
 }
+
+// TestPolicyNarrowerTokenCannotEndWiderSession (hostile): a developer's
+// token on the session an admin's token of the same owner opened may not
+// end it (DELETE), as a read-only token may not end a read-write session.
+// Failed before: 200, and the admin's session was gone.
+func TestPolicyNarrowerTokenCannotEndWiderSession(t *testing.T) {
+	a, _ := newPolicyGateway(t)
+	atok := a.token(t, "alice", developerScopes, admin)
+	dtok := a.token(t, "alice", developerScopes, nil)
+	sid := a.open(t, atok)
+
+	resp, body := a.do(t, http.MethodDelete, sid, dtok, "")
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	assert.Contains(t, body, "fewer tools than the session")
+	_, body = a.do(t, http.MethodPost, sid, atok, toolCall("pid"))
+	assert.Contains(t, body, `"result"`, "the admin's session goes on")
+
+	resp, _ = a.do(t, http.MethodDelete, sid, atok, "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}

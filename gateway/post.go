@@ -109,6 +109,10 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	allowed := granted.and(tools)
 	conn := s.worker()
 	acc := g.accessOf(r, s)
+	// A token that grants less than the session's worker holds (a
+	// step-down) may not steer what a wider token's requests do there,
+	// as a read-only one may not on a read-write session.
+	narrower := acc == readOnlyRequest || !granted.covers(tools)
 	st := worker.NewStream(sseOK)
 	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
@@ -123,13 +127,13 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			// a worker that ran, say, an id-less tools/call would bypass
 			// the read-only check, which needs a request to answer.
 			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", clip(m.Method))
-		case m.IsNotification() && acc == readOnlyRequest && m.Method == "notifications/cancelled":
+		case m.IsNotification() && narrower && m.Method == "notifications/cancelled":
 			// Cancelling a write token's request (a commit, say) could roll
 			// its work back; the worker cannot tell whose request it was.
 			s.log.Info("gateway: dropped a read-only token's cancellation on a read-write session")
 		case m.IsNotification():
 			err = conn.Notify(m)
-		case acc == readOnlyRequest:
+		case narrower:
 			// A worker's request (sampling, elicitation) may be part of a
 			// write request's work, and its ids are small numbers: an
 			// answer from a token that may not write could steer or

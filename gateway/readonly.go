@@ -125,14 +125,22 @@ func readOnlyRefusal(id json.RawMessage, tool string) []byte {
 	})
 }
 
-// refuseDelete answers a read-only token's DELETE of a read-write session
-// and reports true. Ending that session discards what write requests did
+// refuseDelete answers a read-only token's DELETE of a read-write session,
+// or a narrower one's (auth.policies) of a session with more rights, and
+// reports true. Ending that session discards what write requests did
 // there and have not committed, so it needs the write scope: 403
 // insufficient_scope naming it (MCP 2025-11-25 §Runtime Insufficient Scope
 // Errors), with the authenticator's challenge when there is one.
 func (g *Gateway) refuseDelete(w http.ResponseWriter, r *http.Request, s *session) bool {
-	if g.accessOf(r, s) != readOnlyRequest {
-		return false
+	if _, tools := s.rights(); g.accessOf(r, s) != readOnlyRequest {
+		if granted := grantOf(r); granted.covers(tools) {
+			return false
+		}
+		// Under auth.policies, a token that grants less than the
+		// session's worker holds may not end the wider token's work.
+		s.log.Info("gateway: refused a narrower token's DELETE of a session")
+		errDeleteNarrower.write(w, nil)
+		return true
 	}
 	s.log.Info("gateway: refused a read-only token's DELETE of a read-write session")
 	if !auth.WriteScopeRequired(w, r, "ending a read-write session needs the write scope; send DELETE with a token that has it, or let the session expire") {
