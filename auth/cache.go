@@ -12,7 +12,7 @@ const DefaultTokenCacheSize = 10000
 
 // tokenCache remembers tokens that passed every check, keyed by the
 // SHA-256 of the token, so a client that presents the same token on each
-// request pays for one signature check (issue 13). It holds no token, only
+// request pays for one signature check. It holds no token, only
 // its hash and the principal. An entry is served only while:
 //   - the clock is before its until (the token's exp, or earlier), and
 //     nbf/iat still pass: those checks are made again on every hit;

@@ -87,14 +87,17 @@ type Limits struct {
 	// IdleTimeout bounds a kept-alive connection between requests.
 	// Default 2m.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-	// MaxSessions caps live MCP sessions (and so worker processes); the
-	// next initialize gets 503. Default 1024.
+	// MaxSessions caps live worker processes: MCP sessions plus the
+	// per-user workers of MCP 2026-07-28 clients; the next initialize, or a
+	// 2026-07-28 request that needs a new worker, gets 503. Default 1024.
 	MaxSessions int `mapstructure:"max_sessions"`
-	// MaxSessionsPerUser caps one user's live sessions; the next initialize
-	// gets 429. Default 256.
+	// MaxSessionsPerUser caps one user's live sessions and per-user
+	// workers; the next initialize, or a 2026-07-28 request that needs a new
+	// worker, gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
-	// SessionIdleTimeout is how long a session may go without a request
-	// before it is reaped and its worker stopped. Default 30m.
+	// SessionIdleTimeout is how long a session, or a per-user worker, may
+	// go without a request before it is reaped and its worker stopped.
+	// Default 30m.
 	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout"`
 	// WorkerStartTimeout bounds a worker's start, up to its answer to
 	// initialize. Default 10s.

@@ -283,7 +283,7 @@ func (g *Gateway) reaper() {
 // for longer than SessionIdleTimeout by Options.Now. A request still in
 // flight in the worker does not keep a session whose client has left: no
 // one is waiting for its answer, and a worker that never answers would
-// otherwise hold the session, and its process, forever (issue 8 item 11).
+// otherwise hold the session, and its process, forever.
 // A client waiting on its answer keeps its request, and so the session,
 // busy; with write deadlines, one that stops reading does not.
 func (g *Gateway) reapIdle() {

@@ -129,7 +129,7 @@ var cacheable = map[string]bool{
 // _meta, and on cacheable results ttlMs (the worker's, else 0: no freshness
 // promise) and cacheScope "private". Every answer comes from the caller's
 // own worker and may depend on the caller's token (read-only hides gated
-// tools), so no shared cache may keep it (issue 10 §5). server/discover
+// tools), so no shared cache may keep it. server/discover
 // lists the gateway's revisions, not the worker's.
 func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMessage {
 	var res map[string]json.RawMessage
