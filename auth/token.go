@@ -342,6 +342,7 @@ func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) e
 			return ErrMissingScope
 		}
 	}
+	a.grant(p, payload)
 	return nil
 }
 

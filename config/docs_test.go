@@ -89,6 +89,8 @@ var docDefaultNotLiteral = map[string]string{
 	"auth.required_scopes":                  "—",
 	"auth.write_scope":                      "—",
 	"auth.extra_scopes":                     "—",
+	"auth.policies":                         "—",
+	"auth.initial_scopes":                   "—",
 	"auth.algorithms":                       "`RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 ES512 EdDSA`, plus `HS256 HS384 HS512` with `hmac_secret_file`",
 	"auth.hmac_secret_file":                 "—",
 	"auth.issuer_ca_file":                   "—",

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -51,13 +52,20 @@ type Gateway struct {
 
 // session is one MCP session and its worker.
 type session struct {
-	id       string
-	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
-	user     string
-	readOnly bool
+	id    string
+	owner auth.Owner // auth.Principal.Owner(); zero in localhost mode
+	user  string
+	init  *jsonrpc.Message // the client's initialize, replayed to a replacing worker
+	log   *slog.Logger
+
+	// mu guards the worker and the rights it was started with: a step-up
+	// replaces them (stepup.go). Read them with worker and rights.
+	mu       sync.Mutex
 	conn     *worker.Conn
-	log      *slog.Logger
-	buf      *budget // bytes held for the session's responses
+	readOnly bool
+	tools    toolSet    // what the worker was started with; nil: no policy
+	swap     sync.Mutex // one replacement at a time
+	buf      *budget    // bytes held for the session's responses
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
@@ -169,7 +177,7 @@ func (g *Gateway) endSessions(ctx context.Context, sessions []*session, why stri
 	for i, s := range sessions {
 		wg.Go(func() {
 			g.removeSession(s)
-			errs[i] = s.conn.Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
+			errs[i] = s.worker().Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
 		})
 	}
 	wg.Wait()
@@ -192,7 +200,7 @@ func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
 	if s == nil {
 		return 0, false
 	}
-	return s.conn.Pid(), true
+	return s.worker().Pid(), true
 }
 
 // sessionOf returns the request's session, or answers 400 (no

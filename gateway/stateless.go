@@ -39,6 +39,14 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		removedMethod(m.Method).write(w, m.ID)
 		return
 	}
+	// A tool the token's policy does not grant, but a policy scope would:
+	// 403 before any worker starts. With the new token the request reaches
+	// a worker of the new rights (the pool key holds them).
+	granted := grantOf(r)
+	if g.stepUp(w, r, msgs, false, granted) {
+		g.log.Info("gateway: asked a token to step up for a tool", "remote", r.RemoteAddr)
+		return
+	}
 	key := g.keyOf(r)
 	uw, f, ok := g.acquire(r.Context(), key)
 	if !ok {
@@ -99,7 +107,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		// The worker was started read-only: the read-only session rules.
 		acc = readOnlySession
 	}
-	g.forwardTo(uw.conn, uw.log, m, st, acc, func(res json.RawMessage) json.RawMessage {
+	g.forwardTo(uw.conn, uw.log, m, st, acc, granted, granted, func(res json.RawMessage) json.RawMessage {
 		return annotate(uw, m.Method, res)
 	})
 	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)
