@@ -64,6 +64,9 @@ type Options struct {
 	// RetryInterval is the longest wait between start-up attempts to reach
 	// the issuer; attempts back off from 250ms up to it. Default 30s.
 	RetryInterval time.Duration
+	// OnRefused, when set, is told of each request Authenticate refuses,
+	// with Reason's name of the failed check (a metric).
+	OnRefused func(reason string)
 	// Logger receives refusals and key events; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for token times and the refetch bound; default

@@ -198,8 +198,10 @@ func TestLoadFile(t *testing.T) {
 			Algorithms: []string{"RS256", "ES256"}, RequireATJWT: true,
 			Leeway: 30 * time.Second, MaxTokenBytes: 8192,
 		},
-		TLS: TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
-		Log: Log{Level: "debug", Format: "json"},
+		TLS:     TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
+		Log:     Log{Level: "debug", Format: "json"},
+		Audit:   Audit{MaxArgumentBytes: DefaultMaxArgumentBytes},
+		Metrics: Metrics{Listen: DefaultMetricsListen},
 	}
 	assert.Equal(t, want, c)
 	assert.Equal(t, "https://mcp.example.com/mcp", c.Resource())
@@ -482,7 +484,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 55)
+	assert.Len(t, keys, 61)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

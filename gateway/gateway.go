@@ -28,6 +28,7 @@ type Gateway struct {
 	undo    map[string]bool // Options.UndoTools
 	// safeMethods is Options.SafeMethods.
 	safeMethods map[string]bool
+	observer    Observer // Options.Observers
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -54,6 +55,8 @@ type session struct {
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
+
+	stopReason atomic.Pointer[string] // why the gateway stops the worker (Exit*)
 }
 
 // New returns a Gateway. It starts the idle reaper; Close stops it.
@@ -80,6 +83,7 @@ func New(opts Options) (*Gateway, error) {
 		g.command = []string{exe, "worker"}
 	}
 	g.safeMethods = set(opts.SafeMethods)
+	g.observer = observers(opts.Observers)
 	var inner http.Handler = http.HandlerFunc(g.serveMCP)
 	if opts.Middleware != nil {
 		inner = opts.Middleware(inner)
@@ -140,7 +144,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.shutdown)
 	}
 	<-g.reaperDone
-	err := g.endSessions(ctx, sessions, "gateway: the gateway is shutting down")
+	err := g.endSessions(ctx, sessions, ExitShutdown, "gateway: the gateway is shutting down")
 	// An initialize in progress stops its own worker on shutdown.
 	done := make(chan struct{})
 	go func() { g.inits.Wait(); close(done) }()
@@ -153,11 +157,13 @@ func (g *Gateway) Close(ctx context.Context) error {
 }
 
 // endSessions stops the workers of sessions concurrently and waits.
-func (g *Gateway) endSessions(ctx context.Context, sessions []*session, why string) error {
+// reason is why, for the metrics (Exit*).
+func (g *Gateway) endSessions(ctx context.Context, sessions []*session, reason, why string) error {
 	errs := make([]error, len(sessions))
 	var wg sync.WaitGroup
 	for i, s := range sessions {
 		wg.Go(func() {
+			s.stopping(reason)
 			g.removeSession(s)
 			errs[i] = s.conn.Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
 		})
@@ -171,6 +177,15 @@ func (g *Gateway) Sessions() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.sessions)
+}
+
+// Workers returns the number of live worker processes of kind
+// (WorkerSession, WorkerUser).
+func (g *Gateway) Workers(kind string) int {
+	if kind == WorkerSession {
+		return g.Sessions()
+	}
+	return 0
 }
 
 // WorkerPid returns the process id of a session's worker, for operators'
@@ -286,7 +301,7 @@ func (g *Gateway) reapIdle() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
 	defer cancel()
-	if err := g.endSessions(ctx, idle, "gateway: the session was idle too long"); err != nil {
+	if err := g.endSessions(ctx, idle, ExitIdle, "gateway: the session was idle too long"); err != nil {
 		g.log.Error("gateway: reaping", "err", err)
 	}
 }

@@ -116,6 +116,11 @@ type Options struct {
 	// rather than a challenge. Nil means none (the localhost mode).
 	Middleware func(http.Handler) http.Handler
 
+	// Observers hear every tools/call and refusal, and the workers' starts
+	// and exits: the audit trail and the metrics. None means nothing is
+	// recorded beyond the log.
+	Observers []Observer
+
 	// Logger receives the gateway's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Now tells the time, for idle reaping; nil means time.Now.

@@ -27,6 +27,9 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	body, f, ok := g.readBody(w, r)
 	if !ok {
+		if f.isLimit() {
+			g.refusedAtEdge(r, nil, g.calleeOf(r), false, f)
+		}
 		f.write(w, nil)
 		return
 	}
@@ -91,7 +94,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st, acc)
+			g.forward(r, s, m, st, acc)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
@@ -129,10 +132,22 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
+// Every tools/call, and every refusal, is reported to the observers once
+// answered (observe.go).
+func (g *Gateway) forward(r *http.Request, s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
+	var e *CallEvent
+	if isToolsCall(m) {
+		e = g.newEvent(r, m, s.callee(), acc != readWrite)
+		g.watchCall(e, m, st)
+	}
 	var rewrite func(json.RawMessage) json.RawMessage
 	if acc != readWrite {
 		if refusal := g.refuse(s, m, acc); refusal != nil {
+			if e == nil {
+				e = g.newEvent(r, m, s.callee(), true)
+				g.watchCall(e, m, st)
+			}
+			e.Decision = DecisionReadOnly
 			st.Answer(m.ID, refusal)
 			return
 		}

@@ -30,6 +30,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 
 	if f, ok := g.reserve(s.user); !ok {
 		s.log.Warn("gateway: refused a new session", "reason", f.msg)
+		g.refusedAtEdge(r, m, callee{kind: WorkerSession}, s.readOnly, f)
 		f.write(w, m.ID)
 		return
 	}
@@ -57,6 +58,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		}
 	}
 	env = append(append(env, id.Environ()...), g.opts.WorkerEnv...)
+	started := g.opts.Now()
 	proc, err := worker.StartProcess(worker.ProcessConfig{Command: g.command, Env: env, Dir: g.opts.WorkerDir, Logger: s.log})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
@@ -65,7 +67,10 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	s.conn = worker.NewConn(proc, worker.ConnConfig{
 		Logger: s.log, StopGrace: g.opts.WorkerStopGrace,
-		OnExit: func() { g.removeSession(s) },
+		OnExit: func() {
+			g.removeSession(s)
+			g.observer.WorkerExited(WorkerSession, s.exitReason())
+		},
 	})
 	s.log.Info("gateway: worker started", "pid", proc.Pid(), "read_only", s.readOnly)
 
@@ -134,6 +139,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		errShuttingDown.write(w, m.ID)
 		return
 	}
+	if initialized.Load() {
+		g.observer.WorkerStarted(WorkerSession, g.opts.Now().Sub(started))
+	}
 	done := g.enter(s)
 	w.Header().Set("MCP-Session-Id", s.id)
 	g.writeStream(w, r, st, jsonOK, nil)
@@ -150,6 +158,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 
 // stopFailed stops the worker of a session that never became usable.
 func (g *Gateway) stopFailed(s *session) {
+	s.stopping(ExitStartFailed)
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
 	defer cancel()
 	if err := s.conn.Close(ctx, worker.KindSessionEnded, "gateway: initialize failed"); err != nil {

@@ -82,6 +82,12 @@ func SafeToolNames(toolsets []string) ([]string, error) {
 	return toolNames(toolsets, func(t *Tool) bool { return t.Safe })
 }
 
+// ToolNames returns the sorted names of every tool of the named toolsets
+// (no names: every built-in toolset), for the metrics' tool labels.
+func ToolNames(toolsets []string) ([]string, error) {
+	return toolNames(toolsets, func(*Tool) bool { return true })
+}
+
 // UndoToolNames returns the sorted names of the safe tools that still change
 // the session they run in (Safe, but not annotated ReadOnly): abort, which
 // discards a read-write session's uncommitted work. The gateway refuses them

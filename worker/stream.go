@@ -3,6 +3,8 @@ package worker
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // Outgoing is one message on its way from a worker to a client.
@@ -57,6 +59,7 @@ type Stream struct {
 	detached bool // the HTTP handler has gone
 	ended    bool // the session has ended (standalone stream)
 	notify   chan struct{}
+	watch    map[string][]func([]byte) // request id key → Watch callbacks
 }
 
 // MaxQueuedBytes bounds the messages other than answers waiting on one
@@ -130,6 +133,45 @@ func (s *Stream) Answer(id json.RawMessage, data []byte) {
 	s.push(Outgoing{Data: data, Response: true, ID: id})
 }
 
+// Watch has fn called once with the answer to the stream's request id, as
+// queued for the client (a bufferFull replacement included), whether or not
+// the client is still there to read it; or with nil when the request is
+// settled without an answer (the client cancelled it), at the latest when
+// the stream's last request is settled. Call it before forwarding the
+// request. fn runs with the stream locked, on the worker's reader: it must
+// not use the stream, and must return quickly.
+func (s *Stream) Watch(id json.RawMessage, fn func(answer []byte)) {
+	s.mu.Lock()
+	if s.watch == nil {
+		s.watch = make(map[string][]func([]byte))
+	}
+	k := jsonrpc.Key(id)
+	s.watch[k] = append(s.watch[k], fn)
+	s.mu.Unlock()
+}
+
+// runWatchersLocked runs the Watch callbacks due: the first one of m's id
+// for an answer, and every one left once no request is pending.
+func (s *Stream) runWatchersLocked(m *Outgoing) {
+	if m != nil {
+		k := jsonrpc.Key(m.ID)
+		if w := s.watch[k]; len(w) > 0 {
+			if s.watch[k] = w[1:]; len(w) == 1 {
+				delete(s.watch, k)
+			}
+			w[0](m.Data)
+		}
+	}
+	if s.pending <= 0 {
+		for k, w := range s.watch {
+			delete(s.watch, k)
+			for _, fn := range w {
+				fn(nil)
+			}
+		}
+	}
+}
+
 // push queues m; it reports false when the handler has gone, or when m is
 // not an answer and the queue is full.
 func (s *Stream) push(m Outgoing) bool {
@@ -152,6 +194,11 @@ func (s *Stream) push(m Outgoing) bool {
 		s.queue = append(s.queue, m)
 		s.queued += len(m.Data)
 	}
+	if m.Response && len(s.watch) > 0 {
+		// Before the answer can be taken: whoever reads it finds it
+		// observed.
+		s.runWatchersLocked(&m)
+	}
 	s.mu.Unlock()
 	s.signal()
 	return ok
@@ -162,6 +209,7 @@ func (s *Stream) push(m Outgoing) bool {
 func (s *Stream) forget() {
 	s.mu.Lock()
 	s.pending--
+	s.runWatchersLocked(nil)
 	s.mu.Unlock()
 	s.signal()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/certs"
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/metrics"
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
@@ -155,9 +156,21 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
+	obs, err := newObservability(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := obs.close(sctx); err != nil {
+			log.Error("mcpgate: closing the metrics listener and audit file", "err", err)
+		}
+	}()
+	gopts.Observers = obs.observers()
 	mux := http.NewServeMux()
 	if cfg.Authenticated() {
-		authn, err := newAuthenticator(ctx, cfg, log)
+		authn, err := newAuthenticator(ctx, cfg, log, obs.metrics)
 		if err != nil {
 			return err
 		}
@@ -177,6 +190,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		return context.WithTimeout(context.Background(), 30*time.Second)
 	}
 	mux.Handle("/mcp", g)
+	obs.start(g)
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -192,7 +206,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	})
 	scheme := "http"
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           obs.metrics.Middleware(mux),
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
 		// Every request starts with a fresh write deadline; the gateway
@@ -215,6 +229,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
 		go r.Watch(watchCtx)
+		obs.metrics.CertificateExpiry(r.NotAfter)
 		srv.TLSConfig = certs.ServerTLSConfig(r)
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
@@ -244,7 +259,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 }
 
 // newAuthenticator maps the configuration to the token checker.
-func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth.Authenticator, error) {
+func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*auth.Authenticator, error) {
 	a := cfg.Auth
 	opts := auth.Options{
 		Issuer:               a.Issuer,
@@ -260,6 +275,7 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		MaxTokenBytes:        int(a.MaxTokenBytes),
 		ResourceName:         cfg.Server.Title,
 		Logger:               log,
+		OnRefused:            m.AuthRefused,
 	}
 	if a.HMACSecretFile != "" {
 		secret, err := cfg.HMACSecret()
@@ -275,6 +291,10 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		}
 		opts.HTTPClient = c
 	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	opts.HTTPClient.Transport = m.IssuerTransport(opts.HTTPClient.Transport)
 	return auth.New(ctx, opts)
 }
 

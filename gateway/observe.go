@@ -1,0 +1,271 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// Worker kinds: what one worker process serves.
+const (
+	// WorkerSession serves one MCP session (protocol 2025-11-25 and
+	// earlier).
+	WorkerSession = "session"
+	// WorkerUser serves the stateless requests of one user and read-only
+	// flag (protocol 2026-07-28).
+	WorkerUser = "user"
+)
+
+// Decisions of a CallEvent.
+const (
+	DecisionAllowed  = "allowed"  // the request went to the worker
+	DecisionReadOnly = "readOnly" // refused by the read-only rules (DESIGN decision 4)
+	DecisionLimit    = "limit"    // refused by a limit: 408, 413, 429 or 503
+)
+
+// Outcomes of a CallEvent besides a tool error's kind and a JSON-RPC error
+// code.
+const (
+	OutcomeOK        = "ok"        // a result that is not a tool error
+	OutcomeCancelled = "cancelled" // the client cancelled; no answer
+	OutcomeRefused   = "refused"   // refused at the edge with an HTTP status
+)
+
+// Reasons a worker exited, for Observer.WorkerExited.
+const (
+	ExitCrashed     = "crashed"     // it exited or was killed on its own
+	ExitDeleted     = "deleted"     // the client ended the session (DELETE)
+	ExitIdle        = "idle"        // idle reaping
+	ExitShutdown    = "shutdown"    // the gateway stopped
+	ExitStartFailed = "startFailed" // it never became usable
+)
+
+// CallEvent is one tools/call, answered, refused or cancelled, or one
+// request refused by a limit: what the audit trail records and the metrics
+// count. It never holds the token; Arguments are the tool's arguments as the
+// client sent them, for a sink that cuts and redacts them.
+type CallEvent struct {
+	Time       time.Time     // when the gateway took the request
+	Method     string        // "tools/call", or a refused request's method ("" when its body was not read)
+	User       string        // the user id the worker runs as
+	ClientID   string        // the token's azp or client_id; "" in the localhost mode
+	Issuer     string        // the token's iss; "" in the localhost mode
+	Session    string        // the session id's first 8 characters (as in the log); "" on a per-user worker
+	WorkerKey  string        // a per-user worker's instance id; "" on a session
+	WorkerKind string        // WorkerSession or WorkerUser
+	WorkerPid  int           // 0 when no worker was reached
+	Tool       string        // params.name as the worker reads it, clipped
+	ReadOnly   bool          // the request was read-only (its session or its token)
+	Decision   string        // DecisionAllowed, DecisionReadOnly or DecisionLimit
+	Status     int           // the HTTP status of a refusal at the edge; 0 otherwise
+	Duration   time.Duration // from Time to the answer
+	// Outcome is OutcomeOK, a tool error's structuredContent.error.kind, the
+	// JSON-RPC error code in decimal ("-32603"), OutcomeCancelled or
+	// OutcomeRefused.
+	Outcome   string
+	ErrorCode int             // the JSON-RPC error code; 0 when none
+	ErrorKind string          // the JSON-RPC error's data.kind (workerExited, readOnly, bufferFull…)
+	RequestID string          // the client's request id: a string id's value, a number's digits; clipped
+	Arguments json.RawMessage // params.arguments; nil when none
+}
+
+// Observer hears what the gateway does: the audit trail and the metrics.
+// Its methods run on the gateway's own goroutines (a worker's reader among
+// them) and must return quickly.
+type Observer interface {
+	// Call is told of each tools/call once, when it is settled, and of each
+	// request a limit refused.
+	Call(e *CallEvent)
+	// WorkerStarted is told of a worker that answered its first request,
+	// took after its start.
+	WorkerStarted(kind string, took time.Duration)
+	// WorkerExited is told of a worker gone, with why (Exit*).
+	WorkerExited(kind, reason string)
+}
+
+// NopObserver observes nothing; embed it to implement part of Observer.
+type NopObserver struct{}
+
+// Call does nothing.
+func (NopObserver) Call(*CallEvent) {}
+
+// WorkerStarted does nothing.
+func (NopObserver) WorkerStarted(string, time.Duration) {}
+
+// WorkerExited does nothing.
+func (NopObserver) WorkerExited(string, string) {}
+
+// observers fans one event out to several observers.
+type observers []Observer
+
+func (os observers) Call(e *CallEvent) {
+	for _, o := range os {
+		o.Call(e)
+	}
+}
+
+func (os observers) WorkerStarted(kind string, took time.Duration) {
+	for _, o := range os {
+		o.WorkerStarted(kind, took)
+	}
+}
+
+func (os observers) WorkerExited(kind, reason string) {
+	for _, o := range os {
+		o.WorkerExited(kind, reason)
+	}
+}
+
+// callee is what a CallEvent says about the worker a request went to:
+// filled by the session path here, by the per-user worker path alike.
+type callee struct {
+	session   string // session id prefix, or ""
+	workerKey string // per-user worker instance id, or ""
+	kind      string
+	pid       int
+}
+
+func (s *session) callee() callee {
+	return callee{session: s.id[:8], kind: WorkerSession, pid: s.conn.Pid()}
+}
+
+// calleeOf is the callee of a request refused before its body was read:
+// its session, when it names one its principal owns.
+func (g *Gateway) calleeOf(r *http.Request) callee {
+	if sid := r.Header.Get("MCP-Session-Id"); sid != "" {
+		if s := g.lookup(r, sid); s != nil {
+			return s.callee()
+		}
+	}
+	return callee{}
+}
+
+// stopping records why the gateway is about to stop s's worker, for
+// WorkerExited; a worker that exits with no reason recorded crashed.
+func (s *session) stopping(reason string) { s.stopReason.CompareAndSwap(nil, &reason) }
+
+func (s *session) exitReason() string {
+	if r := s.stopReason.Load(); r != nil {
+		return *r
+	}
+	return ExitCrashed
+}
+
+// newEvent starts the event of request m (nil: its body was not read) of r.
+func (g *Gateway) newEvent(r *http.Request, m *jsonrpc.Message, c callee, readOnly bool) *CallEvent {
+	e := &CallEvent{
+		Time: g.opts.Now(), User: g.opts.LocalUser, ReadOnly: readOnly,
+		Session: c.session, WorkerKey: c.workerKey, WorkerKind: c.kind, WorkerPid: c.pid,
+		Decision: DecisionAllowed,
+	}
+	if p := auth.PrincipalFrom(r.Context()); p != nil {
+		e.User, e.ClientID, e.Issuer = p.UserID, p.ClientID, p.Issuer
+		e.ReadOnly = e.ReadOnly || p.ReadOnly
+	}
+	if m != nil {
+		e.Method, e.RequestID = clip(m.Method), idText(m.ID)
+		if isToolsCall(m) {
+			name, _ := toolName(m.Params)
+			e.Tool = clip(name)
+			e.Arguments = toolArguments(m.Params)
+		}
+	}
+	return e
+}
+
+// idText is a request id for a log: a string id's value, else the id's
+// JSON text, clipped.
+func idText(id json.RawMessage) string {
+	var s string
+	if json.Unmarshal(id, &s) == nil {
+		return clip(s)
+	}
+	return clip(string(id))
+}
+
+func isToolsCall(m *jsonrpc.Message) bool { return strings.EqualFold(m.Method, "tools/call") }
+
+// toolArguments returns params.arguments, nil when absent or unreadable.
+func toolArguments(params json.RawMessage) json.RawMessage {
+	var p struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil
+	}
+	return p.Arguments
+}
+
+// watchCall arranges for the event of tools/call m to be completed from
+// its answer on st and reported: the one place every tools/call passes,
+// allowed or refused, on either protocol generation.
+func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream) {
+	st.Watch(m.ID, func(answer []byte) {
+		e.Duration = g.opts.Now().Sub(e.Time)
+		e.Outcome, e.ErrorCode, e.ErrorKind = outcomeOf(answer)
+		g.observer.Call(e)
+	})
+}
+
+// refusedAtEdge reports a request refused by a limit before it reached a
+// worker (408, 413, 429, 503); m is nil when its body was not read.
+func (g *Gateway) refusedAtEdge(r *http.Request, m *jsonrpc.Message, c callee, readOnly bool, f failure) {
+	e := g.newEvent(r, m, c, readOnly)
+	e.Decision, e.Status, e.Outcome = DecisionLimit, f.status, OutcomeRefused
+	e.ErrorCode = f.code
+	g.observer.Call(e)
+}
+
+// isLimit reports the refusals that are limits.
+func (f failure) isLimit() bool {
+	switch f.status {
+	case http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
+}
+
+// outcomeOf reads an answer: OutcomeOK, a tool error's kind (isError with
+// structuredContent.error.kind; "toolError" without one), or the JSON-RPC
+// error code; the error's data.kind besides. nil is OutcomeCancelled.
+func outcomeOf(answer []byte) (outcome string, code int, kind string) {
+	if answer == nil {
+		return OutcomeCancelled, 0, ""
+	}
+	var a struct {
+		Result *struct {
+			IsError           bool            `json:"isError"`
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		} `json:"result"`
+		Error *struct {
+			Code int             `json:"code"`
+			Data json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(answer, &a) // the gateway's own or a validated worker answer
+	switch {
+	case a.Error != nil:
+		var d struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(a.Error.Data, &d)
+		return strconv.Itoa(a.Error.Code), a.Error.Code, clip(d.Kind)
+	case a.Result != nil && a.Result.IsError:
+		var sc struct {
+			Error struct {
+				Kind string `json:"kind"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(a.Result.StructuredContent, &sc) == nil && sc.Error.Kind != "" {
+			return clip(sc.Error.Kind), 0, ""
+		}
+		return "toolError", 0, ""
+	}
+	return OutcomeOK, 0, ""
+}

@@ -1,0 +1,35 @@
+package gateway
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestOutcomeOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		outcome      string
+		code         int
+		kind         string
+	}{
+		{"ok", `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, "ok", 0, ""},
+		{"tool error kind", `{"jsonrpc":"2.0","id":1,"result":{"isError":true,"structuredContent":{"error":{"kind":"sqlError"}}}}`, "sqlError", 0, ""},
+		{"tool error without kind", `{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}`, "toolError", 0, ""},
+		{"tool error, structuredContent not an object", `{"jsonrpc":"2.0","id":1,"result":{"isError":true,"structuredContent":[1]}}`, "toolError", 0, ""},
+		{"rpc error with kind", `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x","data":{"kind":"workerExited"}}}`, "-32603", -32603, "workerExited"},
+		{"rpc error, data a string", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x","data":"no"}}`, "-32602", -32602, ""},
+		{"cancelled", "", "cancelled", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var answer []byte
+			if tc.answer != "" {
+				answer = []byte(tc.answer)
+			}
+			outcome, code, kind := outcomeOf(answer)
+			assert.Equal(t, tc.outcome, outcome)
+			assert.Equal(t, tc.code, code)
+			assert.Equal(t, tc.kind, kind)
+		})
+	}
+}
