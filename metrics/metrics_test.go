@@ -1,0 +1,277 @@
+package metrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/auth/authtest"
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/metrics"
+)
+
+var stubWorker string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpgate-metrics-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stubWorker = filepath.Join(dir, "stubworker")
+	build := exec.Command("go", "build", "-o", stubWorker, "github.com/mcpgate/mcpgate/worker/internal/stubworker")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the stub worker:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// scrape fetches url and parses it with the Prometheus text parser.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return fams
+}
+
+// values maps each series of a family to its value (a counter's, a
+// gauge's, a histogram's sample count), keyed by its labels as
+// name=value pairs joined by commas.
+func values(fams map[string]*dto.MetricFamily, name string) map[string]float64 {
+	out := map[string]float64{}
+	f := fams[name]
+	if f == nil {
+		return out
+	}
+	for _, m := range f.Metric {
+		var labels []string
+		for _, l := range m.Label {
+			labels = append(labels, l.GetName()+"="+l.GetValue())
+		}
+		sort.Strings(labels)
+		var v float64
+		switch {
+		case m.Counter != nil:
+			v = m.Counter.GetValue()
+		case m.Gauge != nil:
+			v = m.Gauge.GetValue()
+		case m.Histogram != nil:
+			v = float64(m.Histogram.GetSampleCount())
+		}
+		out[strings.Join(labels, ",")] = v
+	}
+	return out
+}
+
+type client struct {
+	t      *testing.T
+	url    string
+	status map[string]float64 // "method=post,code=200" → requests sent
+}
+
+func (c *client) do(method, sid, body string) (*http.Response, map[string]any) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
+	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("MCP-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(data, &m)
+	c.status["code="+strconv.Itoa(resp.StatusCode)+",method="+strings.ToLower(method)]++
+	return resp, m
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+func (c *client) open() string {
+	c.t.Helper()
+	resp, m := c.do(http.MethodPost, "", initBody)
+	require.Equal(c.t, http.StatusOK, resp.StatusCode, "%v", m)
+	sid := resp.Header.Get("MCP-Session-Id")
+	resp, _ = c.do(http.MethodPost, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	require.Equal(c.t, http.StatusAccepted, resp.StatusCode)
+	return sid
+}
+
+func (c *client) call(sid, id, tool string) map[string]any {
+	c.t.Helper()
+	_, m := c.do(http.MethodPost, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":{"text":"x","code":3}}}`, id, tool))
+	return m
+}
+
+// TestScrapeAfterKnownTraffic (issue 11 §5): /metrics, parsed with the
+// Prometheus text parser, counts exactly the traffic sent.
+func TestScrapeAfterKnownTraffic(t *testing.T) {
+	m := metrics.New(metrics.Options{Tools: []string{"echo", "write", "crash"}})
+	g, err := gateway.New(gateway.Options{
+		WorkerCommand: []string{stubWorker}, Logger: quiet, WorkerStopGrace: 2 * time.Second,
+		ReadOnly: true, SafeTools: []string{"echo", "crash"}, MaxSessionsPerUser: 2,
+		Observers: []gateway.Observer{m},
+	})
+	require.NoError(t, err)
+	m.Live(g)
+	srv := httptest.NewServer(m.Middleware(g))
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, g.Close(ctx))
+	})
+	mx := httptest.NewServer(m.Handler())
+	defer mx.Close()
+
+	c := &client{t: t, url: srv.URL, status: map[string]float64{}}
+	a, b := c.open(), c.open()
+	require.NotNil(t, c.call(a, "1", "echo")["result"])
+	require.NotNil(t, c.call(a, "2", "echo")["result"])
+	require.NotNil(t, c.call(b, "3", "write")["error"], "read-only refusal")
+	require.NotNil(t, c.call(b, "4", "nosuchtool")["error"], "read-only refusal of a name nobody listed")
+	resp, _ := c.do(http.MethodPost, "", initBody)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.NotNil(t, c.call(a, "5", "crash")["error"], "the worker exits")
+	resp, _ = c.do(http.MethodDelete, b, "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Zero(t, g.Sessions(), "the crash and the DELETE have ended both sessions")
+
+	fams := scrape(t, mx.URL)
+	assert.Equal(t, map[string]float64{
+		"outcome=ok,tool=echo":            2,
+		"outcome=readOnly,tool=write":     1,
+		"outcome=readOnly,tool=other":     1,
+		"outcome=workerExited,tool=crash": 1,
+	}, values(fams, "mcpgate_tool_calls_total"))
+	assert.Equal(t, map[string]float64{"reason=readOnly": 2, "reason=429": 1}, values(fams, "mcpgate_refusals_total"))
+	assert.Equal(t, map[string]float64{"kind=session": 2}, values(fams, "mcpgate_worker_starts_total"))
+	assert.Equal(t, map[string]float64{"kind=session": 2}, values(fams, "mcpgate_worker_start_duration_seconds"))
+	assert.Equal(t, map[string]float64{"kind=session,reason=crashed": 1, "kind=session,reason=deleted": 1},
+		values(fams, "mcpgate_worker_exits_total"))
+	assert.Equal(t, map[string]float64{"": 0}, values(fams, "mcpgate_sessions"))
+	assert.Equal(t, map[string]float64{"kind=session": 0, "kind=user": 0}, values(fams, "mcpgate_workers"))
+	assert.Equal(t, c.status, values(fams, "mcpgate_http_requests_total"))
+	total := 0.0
+	for _, n := range c.status {
+		total += n
+	}
+	assert.Equal(t, map[string]float64{"method=post": total - 1, "method=delete": 1}, values(fams, "mcpgate_http_request_duration_seconds"))
+	assert.Equal(t, map[string]float64{"": 0}, values(fams, "mcpgate_audit_write_failures_total"))
+	for name := range fams {
+		for _, s := range fams[name].Metric {
+			for _, l := range s.Label {
+				assert.NotContains(t, l.GetValue(), a, "a session id as a label")
+			}
+		}
+	}
+}
+
+// TestLiveGauges: live sessions and workers are read at each scrape.
+func TestLiveGauges(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	g, err := gateway.New(gateway.Options{WorkerCommand: []string{stubWorker}, Logger: quiet, WorkerStopGrace: 2 * time.Second})
+	require.NoError(t, err)
+	m.Live(g)
+	srv := httptest.NewServer(g)
+	defer func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, g.Close(ctx))
+	}()
+	mx := httptest.NewServer(m.Handler())
+	defer mx.Close()
+	c := &client{t: t, url: srv.URL, status: map[string]float64{}}
+	c.open()
+	c.open()
+	fams := scrape(t, mx.URL)
+	assert.Equal(t, map[string]float64{"": 2}, values(fams, "mcpgate_sessions"))
+	assert.Equal(t, map[string]float64{"kind=session": 2, "kind=user": 0}, values(fams, "mcpgate_workers"))
+}
+
+// TestAuthAndIssuerMetrics: each refused token counts under the check that
+// failed; fetches from the issuer count by document.
+func TestAuthAndIssuerMetrics(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	iss := authtest.New(t)
+	hc := iss.Client()
+	hc.Transport = m.IssuerTransport(hc.Transport)
+	a, err := auth.New(context.Background(), auth.Options{
+		Issuer: iss.URL, Resource: "https://mcp.example.test/mcp", RequiredScopes: []string{"mcp:use"},
+		HTTPClient: hc, Logger: quiet, OnRefused: m.AuthRefused,
+	})
+	require.NoError(t, err)
+	defer a.Close()
+	select {
+	case <-a.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the authenticator never loaded the issuer's keys")
+	}
+	srv := httptest.NewServer(a.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	defer srv.Close()
+	send := func(tok string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	claims := iss.KeycloakClaims("alice", "https://mcp.example.test/mcp", "mcp:use")
+	claims["exp"] = time.Now().Add(-time.Hour).Unix()
+	expired, err := iss.Sign(claims, authtest.SignOptions{})
+	require.NoError(t, err)
+	noScope, err := iss.Sign(iss.KeycloakClaims("alice", "https://mcp.example.test/mcp"), authtest.SignOptions{})
+	require.NoError(t, err)
+	send("")
+	send(expired)
+	send(expired)
+	send(noScope)
+	send("not-a-jwt")
+
+	mx := httptest.NewServer(m.Handler())
+	defer mx.Close()
+	fams := scrape(t, mx.URL)
+	assert.Equal(t, map[string]float64{"check=noToken": 1, "check=expired": 2, "check=missingScope": 1, "check=malformed": 1},
+		values(fams, "mcpgate_auth_refusals_total"))
+	fetches := values(fams, "mcpgate_issuer_fetches_total")
+	assert.GreaterOrEqual(t, fetches["document=discovery,result=ok"], 1.0, "%v", fetches)
+	assert.GreaterOrEqual(t, fetches["document=jwks,result=ok"], 1.0, "%v", fetches)
+	assert.Zero(t, fetches["document=jwks,result=error"]+fetches["document=discovery,result=error"], "%v", fetches)
+}
