@@ -186,6 +186,13 @@ type Database struct {
 	// list_failing_checks); checks not reached by then are reported as not
 	// run. Default 2m.
 	ChecksTimeout time.Duration `mapstructure:"checks_timeout"`
+	// MaxTransactions bounds the transaction handles (begin) that one
+	// per-user worker, serving MCP 2026-07-28, holds open at once; each
+	// holds a database connection. Default 16.
+	MaxTransactions int `mapstructure:"max_transactions"`
+	// TransactionIdleTimeout rolls a handle's transaction back after this
+	// long without a call on it. Default: limits.session_idle_timeout.
+	TransactionIdleTimeout time.Duration `mapstructure:"transaction_idle_timeout"`
 }
 
 // Auth configures bearer-token authentication (OAuth 2.1 resource server).
@@ -305,6 +312,7 @@ const (
 	DefaultLockTimeout        = 5 * time.Second
 	DefaultMaxRows            = 500
 	DefaultChecksTimeout      = 2 * time.Minute
+	DefaultMaxTransactions    = 16
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
@@ -351,6 +359,8 @@ func (c *Config) applyDefaults() {
 	setNumber(&c.Database.LockTimeout, DefaultLockTimeout)
 	setNumber(&c.Database.MaxRows, DefaultMaxRows)
 	setNumber(&c.Database.ChecksTimeout, DefaultChecksTimeout)
+	setNumber(&c.Database.MaxTransactions, DefaultMaxTransactions)
+	setNumber(&c.Database.TransactionIdleTimeout, l.SessionIdleTimeout)
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {

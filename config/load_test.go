@@ -59,6 +59,8 @@ func TestLoadDefaults(t *testing.T) {
 		"lock_timeout":                    5 * time.Second,
 		"max_rows":                        500,
 		"checks_timeout":                  2 * time.Minute,
+		"max_transactions":                16,
+		"transaction_idle_timeout":        30 * time.Minute,
 		"user_claim":                      "sub",
 		"leeway":                          60 * time.Second,
 		"max_token_bytes":                 ByteSize(16 << 10),
@@ -91,6 +93,8 @@ func TestLoadDefaults(t *testing.T) {
 		"lock_timeout":                    c.Database.LockTimeout,
 		"max_rows":                        c.Database.MaxRows,
 		"checks_timeout":                  c.Database.ChecksTimeout,
+		"max_transactions":                c.Database.MaxTransactions,
+		"transaction_idle_timeout":        c.Database.TransactionIdleTimeout,
 		"user_claim":                      c.Auth.UserClaim,
 		"leeway":                          c.Auth.Leeway,
 		"max_token_bytes":                 c.Auth.MaxTokenBytes,
@@ -189,6 +193,8 @@ func TestLoadFile(t *testing.T) {
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
 			SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows,
 			ChecksTimeout: DefaultChecksTimeout,
+			// The transaction idle timeout follows session_idle_timeout.
+			MaxTransactions: DefaultMaxTransactions, TransactionIdleTimeout: 10 * time.Minute,
 		},
 		Auth: Auth{
 			Issuer:               "https://kc.example.com/realms/mcp",
@@ -484,7 +490,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 61)
+	assert.Len(t, keys, 63)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

@@ -335,6 +335,12 @@ func (c *Config) validateDatabase(v *validator) {
 	if d.ChecksTimeout < 0 {
 		v.add("database.checks_timeout", "%v is negative; use a duration such as 2m", d.ChecksTimeout)
 	}
+	if d.MaxTransactions < 0 {
+		v.add("database.max_transactions", "%d is negative; use a handle count such as 16", d.MaxTransactions)
+	}
+	if d.TransactionIdleTimeout < 0 {
+		v.add("database.transaction_idle_timeout", "%v is negative; use a duration such as 30m", d.TransactionIdleTimeout)
+	}
 }
 
 // plausibleDSN accepts the two forms pgx parses: a URL and key=value pairs.

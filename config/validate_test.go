@@ -226,6 +226,8 @@ func TestValidateProblems(t *testing.T) {
 			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", SetRole: true, ConnectAsUser: true}
 		}, "database.connect_as_user", "are exclusive"},
 		{"negative statement timeout", func(c *Config) { c.Database.StatementTimeout = -1 }, "database.statement_timeout", "is negative"},
+		{"negative max transactions", func(c *Config) { c.Database.MaxTransactions = -1 }, "database.max_transactions", "is negative"},
+		{"negative transaction idle timeout", func(c *Config) { c.Database.TransactionIdleTimeout = -1 }, "database.transaction_idle_timeout", "is negative"},
 
 		{"write scope without issuer", func(c *Config) {
 			localhost(c)

@@ -7,8 +7,8 @@
 #   BENCH_FLAGS="-hold 200" make bench         the same through make
 #
 # A system whose pieces are missing on this checkout is skipped with a note in
-# the table, never silently. Then the Go micro-benchmarks of auth/, gateway/
-# and worker/, the forward path among them (gobench.txt). Sized for ≤ 10 minutes on 2 cores.
+# the table, never silently. Then the Go micro-benchmarks of auth/, gateway/,
+# worker/ and tools, the forward path among them (gobench.txt). Sized for ≤ 10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -111,8 +111,10 @@ bin/mcpbench run -out "$OUT" "${args[@]}" ${BENCH_FLAGS:-} "$@"
 
 # The Go micro-benchmarks of the hot paths (JWT verification, the forward
 # path: gateway's BenchmarkForward and any other in auth/, gateway/ and
-# worker/), with allocations, after the systems have stopped.
-pkgs=$(go list ./auth/... ./gateway/... ./worker/... 2>/dev/null | tr '\n' ' ')
+# worker/; the built-in worker's call in a session and in a per-user worker,
+# tools' BenchmarkWorkerCall), with allocations, after the systems have
+# stopped.
+pkgs=$(go list ./auth/... ./gateway/... ./worker/... ./tools 2>/dev/null | tr '\n' ' ')
 if [ -n "$pkgs" ]; then
 	say "Go benchmarks (go test -bench, ${BENCH_GOTIME:-1s} each)"
 	# shellcheck disable=SC2086

@@ -54,7 +54,11 @@ func toolTable(t *testing.T) string {
 			if tool.Idempotent || tool.ReadOnly {
 				hints = append(hints, "idempotent")
 			}
-			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", ts.Name, tool.Name, strings.Join(args, ", "), engines, safe, strings.Join(hints, ", "))
+			name := "`" + tool.Name + "`"
+			if tool.PerUser {
+				name += " (per-user workers only)"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", ts.Name, name, strings.Join(args, ", "), engines, safe, strings.Join(hints, ", "))
 		}
 	}
 	return b.String()

@@ -90,7 +90,13 @@ func executeSQL(ctx context.Context, env *Env, a Args) (*Result, error) {
 	}
 	var affected int64
 	var rows *db.Rows
-	err := env.DB.Do(ctx, func(ctx context.Context, q db.Querier) error {
+	// A call without a transaction handle in a per-user worker commits
+	// when it succeeds (docs/tools.md, "Transactions without sessions").
+	run := env.DB.Do
+	if env.Autocommit {
+		run = env.DB.CommitAfter
+	}
+	err := run(ctx, func(ctx context.Context, q db.Querier) error {
 		for i, s := range stmts {
 			last := i == len(stmts)-1
 			if kw := lx.Keywords(s, 1); last && slices.Contains(readKeywords, kw[0]) || last && returning(s) {
@@ -118,6 +124,13 @@ func executeSQL(ctx context.Context, env *Env, a Args) (*Result, error) {
 	}
 	text := fmt.Sprintf("ran %d statement(s); %d row(s) affected. The changes are uncommitted: commit to make them visible to other sessions, abort to discard them.", len(stmts), affected)
 	out := map[string]any{"statements": len(stmts), "rowsAffected": affected}
+	switch {
+	case env.Autocommit:
+		text = fmt.Sprintf("ran %d statement(s); %d row(s) affected; committed (no transaction handle was given).", len(stmts), affected)
+		out["committed"] = true
+	case env.Transaction != "":
+		text = fmt.Sprintf("ran %d statement(s); %d row(s) affected. The changes are uncommitted in the transaction: commit it to make them visible to others, abort it to discard them.", len(stmts), affected)
+	}
 	if rows != nil {
 		text = rows.Text() + "\n" + text
 		out["result"] = rows

@@ -80,5 +80,5 @@ func TestToolsetInvariants(t *testing.T) {
 			}
 		}
 	}
-	assert.Len(t, seen, 31, "the documented tool count (docs/tools.md)")
+	assert.Len(t, seen, 32, "the documented tool count (docs/tools.md)")
 }

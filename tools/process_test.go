@@ -126,6 +126,8 @@ func TestWorkerRefusesBadSettings(t *testing.T) {
 		{"no identity", nil, worker.EnvReadOnly},
 		{"unknown toolset", append(worker.Identity{User: "ada", Toolsets: []string{"bogus"}}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db")), `unknown toolset "bogus"`},
 		{"bad driver", append(worker.Identity{User: "ada"}.Environ(), db.EnvDriver+"=oracle", db.EnvDSN+"=x"), db.EnvDriver},
+		{"bad scope", append(worker.Identity{User: "ada"}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db"), "MCPGATE_WORKER_SCOPE=everyone"), "MCPGATE_WORKER_SCOPE"},
+		{"user scope without an instance id", append(worker.Identity{User: "ada"}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db"), "MCPGATE_WORKER_SCOPE=user"), "instance id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,6 +46,13 @@ type Options struct {
 	// none, and naming a database toolset is then an error.
 	DB *db.Session
 
+	// Transactions, when set, makes this a per-user worker (MCP 2026-07-28,
+	// MCPGATE_WORKER_SCOPE=user): DB is unused, begin mints transaction
+	// handles, the database tools take an optional transaction argument,
+	// and a call without one runs in a transaction of its own. Nil is a
+	// session worker, exactly as before handles.
+	Transactions *Transactions
+
 	// MaxResultBytes caps a result's text; 0 means DefaultMaxResultBytes.
 	MaxResultBytes int
 
@@ -61,6 +68,39 @@ type Env struct {
 	ReadOnly  bool
 	Server    mcp.Implementation
 	DB        *db.Session // nil when the worker has no database
+
+	// In a per-user worker: the call's transaction handle, or "" for a call
+	// in a transaction of its own, which commits a write when it succeeds
+	// (Autocommit).
+	Transaction string
+	Autocommit  bool
+	txs         *Transactions
+}
+
+// forCall returns the Env a call of t runs with, and what to do after it.
+// In a session worker that is env itself. In a per-user worker a call
+// naming a handle runs in its transaction; any other database call gets a
+// connection with a fresh transaction of its own.
+func (env *Env) forCall(ctx context.Context, t *Tool, a Args) (*Env, func(), error) {
+	x := env.txs
+	if x == nil || !t.takesHandle() {
+		return env, func() {}, nil
+	}
+	c := *env
+	if h := a.String(handleParam.Name); h != "" {
+		tx, err := x.acquire(ctx, h)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.DB, c.Transaction = tx.s, h
+		return &c, func() { x.release(tx) }, nil
+	}
+	s, err := x.take(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.DB, c.Autocommit = s, true
+	return &c, func() { x.put(s) }, nil
 }
 
 // NewServer returns the worker's MCP server with the selected toolsets
@@ -86,7 +126,7 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 	if impl.Version == "" {
 		impl.Version = moduleVersion()
 	}
-	env := &Env{User: opts.User, SessionID: opts.SessionID, ReadOnly: opts.ReadOnly, Server: impl, DB: opts.DB}
+	env := &Env{User: opts.User, SessionID: opts.SessionID, ReadOnly: opts.ReadOnly, Server: impl, DB: opts.DB, txs: opts.Transactions}
 	maxBytes := opts.MaxResultBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResultBytes
@@ -98,12 +138,15 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 		// worker sends no log notifications.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	engine := ""
-	if opts.DB != nil {
+	engine, hasDB := "", opts.DB != nil || opts.Transactions != nil
+	switch {
+	case opts.Transactions != nil:
+		engine = opts.Transactions.Engine()
+	case opts.DB != nil:
 		engine = opts.DB.Engine()
 	}
 	for _, ts := range sets {
-		if opts.DB == nil && len(opts.Toolsets) > 0 && !slices.ContainsFunc(ts.Tools, func(t Tool) bool { return !t.NeedsDB }) {
+		if !hasDB && len(opts.Toolsets) > 0 && !slices.ContainsFunc(ts.Tools, func(t Tool) bool { return !t.NeedsDB }) {
 			return nil, fmt.Errorf("tools: toolset %q needs a database, and the worker has none (set %s)", ts.Name, db.EnvDSN)
 		}
 		for i := range ts.Tools {
@@ -111,11 +154,17 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 			if opts.ReadOnly && !t.Safe {
 				continue
 			}
-			if t.NeedsDB && opts.DB == nil {
+			if t.NeedsDB && !hasDB {
 				continue // a worker without a database serves the rest
 			}
 			if len(t.Engines) > 0 && !slices.Contains(t.Engines, engine) {
 				continue
+			}
+			if t.PerUser && opts.Transactions == nil {
+				continue
+			}
+			if opts.Transactions != nil {
+				t = t.withHandle()
 			}
 			srv.AddTool(t.mcpTool(), handler(t, env, maxBytes, logger))
 		}
@@ -159,7 +208,12 @@ func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandl
 		if err != nil {
 			return errorResult(err), nil
 		}
-		out, err := t.Handler(ctx, env, args)
+		callEnv, done, err := env.forCall(ctx, t, args)
+		if err != nil {
+			return errorResult(err), nil
+		}
+		defer done()
+		out, err := t.Handler(ctx, callEnv, args)
 		if err != nil {
 			te := AsError(err)
 			if te.Kind == KindOther && te.Err != nil && te.Code == "" { // not a timeout or a cancel

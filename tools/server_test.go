@@ -252,7 +252,7 @@ func TestLookup(t *testing.T) {
 func TestSafeToolNames(t *testing.T) {
 	got, err := SafeToolNames([]string{"session"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"abort", "refresh", "status"}, got)
+	assert.Equal(t, []string{"abort", "begin", "refresh", "status"}, got)
 	got, err = SafeToolNames(nil)
 	require.NoError(t, err)
 	assert.Contains(t, got, "status")

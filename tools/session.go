@@ -15,34 +15,53 @@ func sessionToolset() *Toolset {
 		Description: "The session's identity and its database transaction.",
 		Tools: []Tool{
 			{
-				Name:        "status",
-				Description: "Who this session is and the state of its transaction: user, session id, read-only flag, server identity, database, uncommitted-changes flag and transaction age.",
-				Safe:        true,
-				ReadOnly:    true,
-				Handler:     status,
+				Name: "begin",
+				Description: "Begin a database transaction and return its handle. Pass the handle as the transaction argument of other tools to run them in it; commit or abort ends it. " +
+					"An idle transaction is rolled back after the worker's transaction idle timeout. Without a handle, each call runs in a transaction of its own and a write commits when the call succeeds.",
+				Safe:     true, // a read-only worker's transaction is read-only
+				ReadOnly: true,
+				NeedsDB:  true,
+				Handle:   HandleNone,
+				PerUser:  true,
+				Handler:  begin,
 			},
 			{
-				Name:        "commit",
-				Description: "Commit the session's transaction, making its changes visible to other sessions, and begin a new one.",
-				Handler:     commit,
-				NeedsDB:     true,
+				Name:               "status",
+				Description:        "Who this session is and the state of its transaction: user, session id, read-only flag, server identity, database, uncommitted-changes flag and transaction age.",
+				PerUserDescription: "Who this worker serves and the state of a transaction: user, worker instance id, read-only flag, server identity, database, and, with a transaction handle, its uncommitted-changes flag and age.",
+				Safe:               true,
+				ReadOnly:           true,
+				Handle:             HandleOptional,
+				Handler:            status,
 			},
 			{
-				Name:        "abort",
-				Description: "Discard the session's uncommitted changes and begin a new transaction, which also sees other sessions' commits.",
-				Safe:        true, // in a read-only session there is nothing to discard
-				Destructive: true,
-				Idempotent:  true,
-				Handler:     abort,
-				NeedsDB:     true,
+				Name:               "commit",
+				Description:        "Commit the session's transaction, making its changes visible to other sessions, and begin a new one.",
+				PerUserDescription: "Commit the transaction named by the handle, making its changes visible to everyone, and end the handle.",
+				Handle:             HandleRequired,
+				Handler:            commit,
+				NeedsDB:            true,
 			},
 			{
-				Name:        "refresh",
-				Description: "Begin a new transaction to see other sessions' commits. Refused with kind conflict when there are uncommitted changes: commit or abort first.",
-				Safe:        true,
-				ReadOnly:    true,
-				Handler:     refresh,
-				NeedsDB:     true,
+				Name:               "abort",
+				Description:        "Discard the session's uncommitted changes and begin a new transaction, which also sees other sessions' commits.",
+				PerUserDescription: "Discard the uncommitted changes of the transaction named by the handle and end the handle.",
+				Safe:               true, // in a read-only session there is nothing to discard
+				Destructive:        true,
+				Idempotent:         true,
+				Handle:             HandleRequired,
+				Handler:            abort,
+				NeedsDB:            true,
+			},
+			{
+				Name:               "refresh",
+				Description:        "Begin a new transaction to see other sessions' commits. Refused with kind conflict when there are uncommitted changes: commit or abort first.",
+				PerUserDescription: "Restart the transaction named by the handle so that it sees every commit made since it began; the handle stays. Refused with kind conflict when it has uncommitted changes: commit or abort first.",
+				Safe:               true,
+				ReadOnly:           true,
+				Handle:             HandleRequired,
+				Handler:            refresh,
+				NeedsDB:            true,
 			},
 		},
 	}
@@ -75,14 +94,42 @@ func status(ctx context.Context, env *Env, _ Args) (*Result, error) {
 		st["database"] = ds.Database
 		st["uncommittedChanges"] = ds.Uncommitted
 		st["transactionAgeSeconds"] = age.Seconds()
-		fmt.Fprintf(&b, "database: %s (%s)\nuncommitted changes: %t\ntransaction age: %s\n", ds.Database, ds.Engine, ds.Uncommitted, age)
+		if env.txs != nil && env.Transaction == "" {
+			// A call without a handle has a transaction of its own: it has
+			// no changes and no age worth reporting.
+			delete(st, "uncommittedChanges")
+			delete(st, "transactionAgeSeconds")
+			fmt.Fprintf(&b, "database: %s (%s)\ntransaction: none (pass a handle from begin to see one)\n", ds.Database, ds.Engine)
+		} else {
+			fmt.Fprintf(&b, "database: %s (%s)\nuncommitted changes: %t\ntransaction age: %s\n", ds.Database, ds.Engine, ds.Uncommitted, age)
+		}
+		if env.Transaction != "" {
+			st["transaction"] = env.Transaction
+			fmt.Fprintf(&b, "transaction: %s\n", env.Transaction)
+		}
 	}
 	return &Result{Text: b.String(), Structured: st}, nil
+}
+
+func begin(ctx context.Context, env *Env, _ Args) (*Result, error) {
+	h, err := env.txs.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idle := env.txs.opts.IdleTimeout
+	return &Result{
+		Text:       fmt.Sprintf("transaction: %s\nPass it as the transaction argument; commit or abort ends it; it is rolled back after %s without a call.", h, idle),
+		Structured: map[string]any{"transaction": h, "idleTimeoutSeconds": idle.Seconds()},
+	}, nil
 }
 
 func commit(ctx context.Context, env *Env, _ Args) (*Result, error) {
 	if err := env.DB.Commit(ctx); err != nil {
 		return nil, err
+	}
+	if env.Transaction != "" {
+		env.txs.end(env.Transaction)
+		return &Result{Text: "committed; the transaction handle has ended", Structured: map[string]any{"committed": true}}, nil
 	}
 	return &Result{Text: "committed; a new transaction has begun", Structured: map[string]any{"committed": true}}, nil
 }
@@ -90,6 +137,10 @@ func commit(ctx context.Context, env *Env, _ Args) (*Result, error) {
 func abort(ctx context.Context, env *Env, _ Args) (*Result, error) {
 	if err := env.DB.Abort(ctx); err != nil {
 		return nil, err
+	}
+	if env.Transaction != "" {
+		env.txs.end(env.Transaction)
+		return &Result{Text: "aborted: uncommitted changes discarded; the transaction handle has ended", Structured: map[string]any{"aborted": true}}, nil
 	}
 	return &Result{Text: "aborted: uncommitted changes discarded; a new transaction has begun", Structured: map[string]any{"aborted": true}}, nil
 }

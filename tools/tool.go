@@ -29,6 +29,11 @@ type Param struct {
 	Description string
 	Required    bool
 	Min, Max    int64 // bounds of an Integer, used when Min < Max
+
+	// Header, when set, is the argument's x-mcp-header annotation (MCP
+	// 2026-07-28 §Tools, SEP-2243): clients mirror the value into an
+	// Mcp-Param-<Header> HTTP header.
+	Header string
 }
 
 // Handler runs a tool. args has been checked against the tool's params. It
@@ -60,7 +65,57 @@ type Tool struct {
 	// NeedsDB marks a tool that cannot run without a database.
 	NeedsDB bool
 
+	// Handle says how the tool takes a transaction handle in a per-user
+	// worker (Options.Transactions); a session worker never offers one.
+	Handle HandleUse
+
+	// PerUser registers the tool only in a per-user worker (begin).
+	PerUser bool
+
+	// PerUserDescription replaces Description in a per-user worker, where
+	// transactions are handles rather than the session's.
+	PerUserDescription string
+
 	Handler Handler
+}
+
+// HandleUse says whether a tool takes the transaction argument in a
+// per-user worker.
+type HandleUse int
+
+// How a tool takes a transaction handle.
+const (
+	HandleAuto     HandleUse = iota // optional when the tool NeedsDB, else none
+	HandleOptional                  // optional (status)
+	HandleRequired                  // required (commit, abort, refresh)
+	HandleNone                      // none (begin)
+)
+
+// takesHandle reports whether the tool takes a handle.
+func (t *Tool) takesHandle() bool {
+	switch t.Handle {
+	case HandleOptional, HandleRequired:
+		return true
+	case HandleAuto:
+		return t.NeedsDB
+	}
+	return false
+}
+
+// withHandle returns the tool as a per-user worker serves it: with the
+// transaction argument when it takes one.
+func (t *Tool) withHandle() *Tool {
+	c := *t
+	if t.PerUserDescription != "" {
+		c.Description = t.PerUserDescription
+	}
+	if !t.takesHandle() {
+		return &c
+	}
+	p := handleParam
+	p.Required = t.Handle == HandleRequired
+	c.Params = append(slices.Clip(t.Params), p)
+	return &c
 }
 
 // Result is a successful tool result: human-readable text (capped by the
@@ -81,6 +136,9 @@ func (t *Tool) InputSchema() map[string]any {
 		}
 		if p.Type == Integer && p.Min < p.Max {
 			s["minimum"], s["maximum"] = p.Min, p.Max
+		}
+		if p.Header != "" {
+			s["x-mcp-header"] = p.Header
 		}
 		props[p.Name] = s
 		if p.Required {

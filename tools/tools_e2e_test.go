@@ -26,6 +26,10 @@ func session(t *testing.T, cfg db.Config, user string, readOnly bool) *mcp.Clien
 // pgOnly are the tools registered only on PostgreSQL.
 var pgOnly = []string{"get_routine_source", "create_schema", "drop_schema", "create_or_replace_routine", "drop_routine", "set_comment"}
 
+// perUserOnly are the tools registered only in a per-user worker
+// (MCPGATE_WORKER_SCOPE=user), never in a session's.
+var perUserOnly = []string{"begin"}
+
 func TestToolList(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {
@@ -40,7 +44,7 @@ func TestToolList(t *testing.T) {
 			}
 			got := toolNames(t, session(t, cfg, "ada", false))
 			for n := range all {
-				want := engine == db.Postgres || !slices.Contains(pgOnly, n)
+				want := (engine == db.Postgres || !slices.Contains(pgOnly, n)) && !slices.Contains(perUserOnly, n)
 				assert.Equal(t, want, slices.Contains(got, n), "tool %s registered on %s", n, engine)
 			}
 			safe, err := tools.SafeToolNames(nil)
@@ -371,7 +375,7 @@ func TestSafeToolsInReadOnlySession(t *testing.T) {
 			safe, err := tools.SafeToolNames(nil)
 			require.NoError(t, err)
 			for _, name := range safe {
-				if engine == db.Postgres || !slices.Contains(pgOnly, name) {
+				if (engine == db.Postgres || !slices.Contains(pgOnly, name)) && !slices.Contains(perUserOnly, name) {
 					assert.Contains(t, names, name)
 				}
 			}

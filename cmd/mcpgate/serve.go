@@ -123,6 +123,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		LockTimeout:      cfg.Database.LockTimeout,
 		ChecksTimeout:    cfg.Database.ChecksTimeout,
 		MaxRows:          cfg.Database.MaxRows,
+
+		MaxTransactions:        cfg.Database.MaxTransactions,
+		TransactionIdleTimeout: cfg.Database.TransactionIdleTimeout,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite

@@ -55,12 +55,35 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	}
 	// With no database settings the worker uses SQLite under ./data,
 	// creating it with the demo schema on first use.
-	session, err := openDB(ctx, m.Getenv, id)
+	cfg, err := dbConfig(ctx, m.Getenv)
 	if err != nil {
 		return err
 	}
-	defer session.Close()
-	opts.DB = session
+	switch scope := m.Getenv(envScope); scope {
+	case scopeUser:
+		txs, err := tools.NewTransactions(ctx, tools.TransactionOptions{
+			Instance: id.SessionID,
+			Open: func(ctx context.Context) (*db.Session, error) {
+				return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+			},
+			Max:         cfg.MaxTransactions,
+			IdleTimeout: cfg.TransactionIdleTimeout,
+		})
+		if err != nil {
+			return err
+		}
+		defer txs.Close()
+		opts.Transactions = txs
+	case "", scopeSession:
+		session, err := db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+		if err != nil {
+			return err
+		}
+		defer session.Close()
+		opts.DB = session
+	default:
+		return fmt.Errorf("mcpgate worker: %s=%q: want %s or %s (the gateway sets it)", envScope, scope, scopeSession, scopeUser)
+	}
 	srv, err := tools.NewServer(opts)
 	if err != nil {
 		return err
@@ -71,18 +94,29 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	return nil
 }
 
-// openDB opens the session's database as the session's user.
-func openDB(ctx context.Context, getenv func(string) string, id worker.Identity) (*db.Session, error) {
+// What the worker serves (MCPGATE_WORKER_SCOPE): one legacy MCP session
+// (empty or "session"), or every MCP 2026-07-28 request of one user and
+// read-only flag ("user"), whose transactions are handles. The gateway's
+// constants are worker.EnvScope, ScopeSession and ScopeUser (branch
+// mcp2026); these match them.
+const (
+	envScope     = "MCPGATE_WORKER_SCOPE"
+	scopeSession = "session"
+	scopeUser    = "user"
+)
+
+// dbConfig reads the worker's database settings.
+func dbConfig(ctx context.Context, getenv func(string) string) (db.Config, error) {
 	cfg, err := db.ConfigFromEnv(getenv)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if cfg.Driver == db.SQLite {
 		// The first worker to find no database file creates it with the
 		// demo schema, so that a fresh `make run` shows something real.
 		if _, err := sqlite.Ensure(ctx, cfg.DSN); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
-	return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+	return cfg, nil
 }

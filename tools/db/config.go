@@ -24,6 +24,10 @@ const (
 	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
 	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
 	EnvChecksTimeout    = "MCPGATE_WORKER_DB_CHECKS_TIMEOUT"    // a Go duration; default 2m
+
+	// A per-user worker's transaction handles (tools.Transactions).
+	EnvMaxTransactions        = "MCPGATE_WORKER_DB_MAX_TRANSACTIONS"         // open handles per worker; default 16
+	EnvTransactionIdleTimeout = "MCPGATE_WORKER_DB_TRANSACTION_IDLE_TIMEOUT" // a Go duration; default 30m
 )
 
 // Driver names.
@@ -43,6 +47,13 @@ const (
 	DefaultLockTimeout      = 5 * time.Second
 	DefaultMaxRows          = 500
 	DefaultChecksTimeout    = 2 * time.Minute
+
+	// DefaultMaxTransactions bounds a per-user worker's open transaction
+	// handles, each of which holds a database connection.
+	DefaultMaxTransactions = 16
+	// DefaultTransactionIdleTimeout ends a handle's transaction after this
+	// long without a call; the gateway passes its session idle timeout.
+	DefaultTransactionIdleTimeout = 30 * time.Minute
 )
 
 // Config is a worker's database settings. Its zero value (after the DSN is
@@ -80,6 +91,14 @@ type Config struct {
 	// list_failing_checks); the checks not reached by then are reported as
 	// not run (0: the default).
 	ChecksTimeout time.Duration
+
+	// MaxTransactions bounds the transaction handles a per-user worker
+	// holds open at once (0: the default).
+	MaxTransactions int
+
+	// TransactionIdleTimeout rolls back a handle's transaction after this
+	// long without a call on it (0: the default).
+	TransactionIdleTimeout time.Duration
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -99,6 +118,12 @@ func (c Config) WithDefaults() Config {
 	if c.ChecksTimeout <= 0 {
 		c.ChecksTimeout = DefaultChecksTimeout
 	}
+	if c.MaxTransactions <= 0 {
+		c.MaxTransactions = DefaultMaxTransactions
+	}
+	if c.TransactionIdleTimeout <= 0 {
+		c.TransactionIdleTimeout = DefaultTransactionIdleTimeout
+	}
 	return c
 }
 
@@ -117,6 +142,12 @@ func (c Config) Environ() []string {
 	}
 	if c.ChecksTimeout > 0 {
 		env = append(env, EnvChecksTimeout+"="+c.ChecksTimeout.String())
+	}
+	if c.MaxTransactions > 0 {
+		env = append(env, EnvMaxTransactions+"="+strconv.Itoa(c.MaxTransactions))
+	}
+	if c.TransactionIdleTimeout > 0 {
+		env = append(env, EnvTransactionIdleTimeout+"="+c.TransactionIdleTimeout.String())
 	}
 	return env
 }
@@ -147,7 +178,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvChecksTimeout, &c.ChecksTimeout}} {
+	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvChecksTimeout, &c.ChecksTimeout}, {EnvTransactionIdleTimeout, &c.TransactionIdleTimeout}} {
 		if v := getenv(d.name); v != "" {
 			t, err := time.ParseDuration(v)
 			if err != nil || t <= 0 {
@@ -156,12 +187,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			*d.dst = t
 		}
 	}
-	if v := getenv(EnvMaxRows); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			problems = append(problems, fmt.Sprintf("%s=%q: want a positive integer", EnvMaxRows, v))
+	for _, n := range []struct {
+		name string
+		dst  *int
+	}{{EnvMaxRows, &c.MaxRows}, {EnvMaxTransactions, &c.MaxTransactions}} {
+		if v := getenv(n.name); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i <= 0 {
+				problems = append(problems, fmt.Sprintf("%s=%q: want a positive integer", n.name, v))
+			}
+			*n.dst = i
 		}
-		c.MaxRows = n
 	}
 	c = c.WithDefaults()
 	if c.DSN == "" && c.Driver == SQLite {

@@ -12,7 +12,7 @@ import (
 func TestConfigRoundTrip(t *testing.T) {
 	tests := []Config{
 		{Driver: SQLite, DSN: "/var/lib/mcpgate/data/mcpgate.db"},
-		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50},
+		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50, MaxTransactions: 4, TransactionIdleTimeout: time.Minute},
 		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", ConnectAsUser: true},
 	}
 	for _, want := range tests {
@@ -32,21 +32,24 @@ func TestConfigRoundTrip(t *testing.T) {
 func TestConfigDefaults(t *testing.T) {
 	got, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
-	assert.Equal(t, Config{Driver: SQLite, DSN: DefaultSQLitePath, StatementTimeout: DefaultStatementTimeout, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows, ChecksTimeout: DefaultChecksTimeout}, got)
+	assert.Equal(t, Config{Driver: SQLite, DSN: DefaultSQLitePath, StatementTimeout: DefaultStatementTimeout, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows, ChecksTimeout: DefaultChecksTimeout,
+		MaxTransactions: DefaultMaxTransactions, TransactionIdleTimeout: DefaultTransactionIdleTimeout}, got)
 }
 
 func TestConfigErrors(t *testing.T) {
 	env := map[string]string{
-		EnvDriver:           "postgres",
-		EnvSetRole:          "maybe",
-		EnvConnectAsUser:    "perhaps",
-		EnvStatementTimeout: "soon",
-		EnvLockTimeout:      "-1s",
-		EnvMaxRows:          "many",
+		EnvDriver:                 "postgres",
+		EnvSetRole:                "maybe",
+		EnvConnectAsUser:          "perhaps",
+		EnvStatementTimeout:       "soon",
+		EnvLockTimeout:            "-1s",
+		EnvMaxRows:                "many",
+		EnvMaxTransactions:        "0",
+		EnvTransactionIdleTimeout: "never",
 	}
 	_, err := ConfigFromEnv(func(k string) string { return env[k] })
 	require.Error(t, err)
-	for _, name := range []string{EnvDSN, EnvSetRole, EnvConnectAsUser, EnvStatementTimeout, EnvLockTimeout, EnvMaxRows} {
+	for _, name := range []string{EnvDSN, EnvSetRole, EnvConnectAsUser, EnvStatementTimeout, EnvLockTimeout, EnvMaxRows, EnvMaxTransactions, EnvTransactionIdleTimeout} {
 		assert.Contains(t, err.Error(), name, "every problem is reported at once")
 	}
 }

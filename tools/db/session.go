@@ -429,6 +429,14 @@ func (s *Session) Status(ctx context.Context) (Status, error) {
 	return st, err
 }
 
+// Closed reports whether the session is closed: by Close, or because a
+// security check failed or a transaction could not be begun again.
+func (s *Session) Closed() bool {
+	s.lock <- struct{}{}
+	defer s.release()
+	return s.closed
+}
+
 // Close rolls back and closes the connection.
 func (s *Session) Close() error {
 	s.lock <- struct{}{}
