@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/auth/authtest"
@@ -275,3 +277,64 @@ func TestAuthAndIssuerMetrics(t *testing.T) {
 	assert.GreaterOrEqual(t, fetches["document=jwks,result=ok"], 1.0, "%v", fetches)
 	assert.Zero(t, fetches["document=jwks,result=error"]+fetches["document=discovery,result=error"], "%v", fetches)
 }
+
+type fakeLive struct{}
+
+func (fakeLive) Sessions() int      { return 0 }
+func (fakeLive) Workers(string) int { return 0 }
+
+// TestDocsAndAlertsNameRealMetrics keeps docs/operations.md and
+// deploy/prometheus/ in step with the code: every metric exported is
+// documented, and every mcpgate_ metric the docs or the alert rules name
+// exists; the deploy files are valid YAML.
+func TestDocsAndAlertsNameRealMetrics(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	m.Live(fakeLive{})
+	m.CertificateExpiry(time.Now)
+	m.Call(&gateway.CallEvent{Method: "tools/call", Tool: "t", Decision: gateway.DecisionLimit, Status: 429, Outcome: gateway.OutcomeRefused})
+	m.WorkerStarted(gateway.WorkerSession, time.Second)
+	m.WorkerExited(gateway.WorkerSession, gateway.ExitCrashed)
+	m.AuthRefused("expired")
+	m.AuditWriteFailed()
+	rt := m.IssuerTransport(roundTrip(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	}))
+	_, _ = rt.RoundTrip(httptest.NewRequest(http.MethodGet, "https://issuer.example/keys", nil))
+	srv := httptest.NewServer(m.Middleware(http.NotFoundHandler()))
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	srv.Close()
+	mx := httptest.NewServer(m.Handler())
+	defer mx.Close()
+	exported := map[string]bool{}
+	for name := range scrape(t, mx.URL) {
+		if strings.HasPrefix(name, "mcpgate_") {
+			exported[name] = true
+		}
+	}
+	require.Len(t, exported, 13)
+
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	require.NoError(t, err)
+	for name := range exported {
+		assert.Contains(t, string(doc), "`"+name+"`", "docs/operations.md does not document %s", name)
+	}
+	named := regexp.MustCompile(`mcpgate_[a-z_]+`)
+	for _, f := range []string{"../docs/operations.md", "../deploy/prometheus/alerts.yml", "../deploy/prometheus/prometheus.yml"} {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.HasSuffix(f, ".yml") {
+			var v any
+			require.NoError(t, yaml.Unmarshal(data, &v), f)
+		}
+		for _, n := range named.FindAllString(string(data), -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count"), "_sum")
+			assert.True(t, exported[base], "%s names %s, which is not exported", f, n)
+		}
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
