@@ -29,6 +29,7 @@ type Gateway struct {
 	// safeMethods is Options.SafeMethods.
 	safeMethods map[string]bool
 	observer    Observer // Options.Observers
+	observed    bool     // there is one: worth reading answers for
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -83,7 +84,7 @@ func New(opts Options) (*Gateway, error) {
 		g.command = []string{exe, "worker"}
 	}
 	g.safeMethods = set(opts.SafeMethods)
-	g.observer = observers(opts.Observers)
+	g.observer, g.observed = observers(opts.Observers), len(opts.Observers) > 0
 	var inner http.Handler = http.HandlerFunc(g.serveMCP)
 	if opts.Middleware != nil {
 		inner = opts.Middleware(inner)

@@ -136,18 +136,20 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 // answered (observe.go).
 func (g *Gateway) forward(r *http.Request, s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
 	var e *CallEvent
-	if isToolsCall(m) {
+	if g.observed && isToolsCall(m) {
 		e = g.newEvent(r, m, s.callee(), acc != readWrite)
 		g.watchCall(e, m, st)
 	}
 	var rewrite func(json.RawMessage) json.RawMessage
 	if acc != readWrite {
 		if refusal := g.refuse(s, m, acc); refusal != nil {
-			if e == nil {
+			if g.observed && e == nil {
 				e = g.newEvent(r, m, s.callee(), true)
 				g.watchCall(e, m, st)
 			}
-			e.Decision = DecisionReadOnly
+			if e != nil {
+				e.Decision = DecisionReadOnly
+			}
 			st.Answer(m.ID, refusal)
 			return
 		}
