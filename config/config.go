@@ -34,6 +34,7 @@ type Config struct {
 	Log      Log      `mapstructure:"log"`
 	Audit    Audit    `mapstructure:"audit"`
 	Metrics  Metrics  `mapstructure:"metrics"`
+	Tracing  Tracing  `mapstructure:"tracing"`
 }
 
 // Server is the listener and the server's identity.
@@ -280,6 +281,13 @@ type Metrics struct {
 	// Listen is the host:port of the listener that serves /metrics, apart
 	// from the public one. Default 127.0.0.1:9464; "off" disables it.
 	Listen string `mapstructure:"listen"`
+}
+
+// Tracing configures OpenTelemetry tracing.
+type Tracing struct {
+	// OTLPEndpoint is the OTLP/HTTP collector URL spans are sent to, such
+	// as http://127.0.0.1:4318. Empty disables tracing.
+	OTLPEndpoint string `mapstructure:"otlp_endpoint"`
 }
 
 // MetricsOff is the Metrics.Listen value that disables the listener (an

@@ -79,6 +79,7 @@ func (c *Config) Validate() error {
 	c.validateLog(v)
 	c.validateAudit(v)
 	c.validateMetrics(v)
+	c.validateTracing(v)
 	return errors.Join(v.problems...)
 }
 
@@ -540,5 +541,20 @@ func (c *Config) validateMetrics(v *validator) {
 	}
 	if c.Server.Listen == l {
 		v.add("metrics.listen", "%q is server.listen: the metrics need a listener of their own", l)
+	}
+}
+
+func (c *Config) validateTracing(v *validator) {
+	e := c.Tracing.OTLPEndpoint
+	if e == "" {
+		return
+	}
+	u, err := url.Parse(e)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		v.add("tracing.otlp_endpoint", "%q is not an http(s) URL such as http://127.0.0.1:4318", e)
+		return
+	}
+	if u.User != nil {
+		v.add("tracing.otlp_endpoint", "must not carry user info; give credentials with OTEL_EXPORTER_OTLP_HEADERS")
 	}
 }

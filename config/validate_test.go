@@ -65,6 +65,7 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 	}{
 		{"zero Config means the defaults", func(c *Config) { *c = Config{} }},
 		{"metrics off", func(c *Config) { c.Metrics.Listen = MetricsOff }},
+		{"tracing to a collector", func(c *Config) { c.Tracing.OTLPEndpoint = "http://127.0.0.1:4318" }},
 		{"audit to a file with arguments", func(c *Config) {
 			c.Audit = Audit{Path: filepath.Join(t.TempDir(), "audit.jsonl"), Log: true, Arguments: true, MaxArgumentBytes: 1024, RedactArguments: []string{"password"}}
 		}},
@@ -285,6 +286,8 @@ func TestValidateProblems(t *testing.T) {
 		{"audit redact empty name", func(c *Config) { c.Audit.RedactArguments = []string{""} }, "audit.redact_arguments", "not an argument name"},
 		{"metrics listen not host:port", func(c *Config) { c.Metrics.Listen = "9464" }, "metrics.listen", "not host:port"},
 		{"metrics listen every interface", func(c *Config) { c.Metrics.Listen = ":9464" }, "metrics.listen", "every interface"},
+		{"tracing endpoint not a URL", func(c *Config) { c.Tracing.OTLPEndpoint = "collector:4318" }, "tracing.otlp_endpoint", "not an http(s) URL"},
+		{"tracing endpoint with a password", func(c *Config) { c.Tracing.OTLPEndpoint = "https://u:p@otel.example.com" }, "tracing.otlp_endpoint", "user info"},
 		{"metrics listen the public listener", func(c *Config) { c.Metrics.Listen = c.Server.Listen }, "metrics.listen", "listener of their own"},
 	}
 	for _, tt := range tests {

@@ -3,17 +3,16 @@ package gateway
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
 // stubWorker is the path of the stub stdio MCP server, built by TestMain.
@@ -23,21 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "mcpgate-stub-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	stubWorker = filepath.Join(dir, "stubworker")
-	build := exec.Command("go", "build", "-o", stubWorker, "github.com/mcpgate/mcpgate/worker/internal/stubworker")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the stub worker:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(workertest.Main(m, &stubWorker))
 }
 
 // testLogger sends the gateway's logs to the test log when -v, else nowhere.

@@ -213,6 +213,21 @@ func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream)
 	})
 }
 
+// traced passes a request on its way to a worker through Options.Trace.
+func (g *Gateway) traced(r *http.Request, m *jsonrpc.Message, st *worker.Stream) *jsonrpc.Message {
+	if g.opts.Trace == nil {
+		return m
+	}
+	out, end := g.opts.Trace(r.Context(), m)
+	if end != nil {
+		st.Watch(m.ID, end)
+	}
+	if out == nil {
+		return m
+	}
+	return out
+}
+
 // refusedAtEdge reports a request refused by a limit before it reached a
 // worker (408, 413, 429, 503); m is nil when its body was not read.
 func (g *Gateway) refusedAtEdge(r *http.Request, m *jsonrpc.Message, c callee, readOnly bool, f failure) {

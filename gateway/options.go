@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"os/user"
 	"time"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // Options configure a Gateway. The zero value is a safe default: the built-in
@@ -120,6 +123,13 @@ type Options struct {
 	// and exits: the audit trail and the metrics. None means nothing is
 	// recorded beyond the log.
 	Observers []Observer
+
+	// Trace, when set, is told of each client request forwarded to a
+	// worker: it returns the message to send (with a trace context in
+	// params._meta, say) and a func called with the worker's answer, or
+	// with nil when the client cancelled (tracing.Tracing.Call). The id
+	// must stay. Nil means no tracing.
+	Trace func(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Message, func(answer []byte))
 
 	// Logger receives the gateway's logs; nil means slog.Default().
 	Logger *slog.Logger

@@ -157,6 +157,7 @@ func (g *Gateway) forward(r *http.Request, s *session, m *jsonrpc.Message, st *w
 			rewrite = g.filterTools
 		}
 	}
+	m = g.traced(r, m, st)
 	s.conn.Call(m, progressToken(m), st, rewrite)
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -29,27 +28,12 @@ import (
 	"github.com/mcpgate/mcpgate/auth/authtest"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/metrics"
+	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
 var stubWorker string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpgate-metrics-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	stubWorker = filepath.Join(dir, "stubworker")
-	build := exec.Command("go", "build", "-o", stubWorker, "github.com/mcpgate/mcpgate/worker/internal/stubworker")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the stub worker:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(workertest.Main(m, &stubWorker)) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 

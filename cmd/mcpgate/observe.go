@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/metrics"
 	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tracing"
 )
 
 // observability is the audit trail and the metrics of one serve: built
@@ -26,14 +27,16 @@ type observability struct {
 	log     *slog.Logger
 	audit   *audit.Log
 	metrics *metrics.Metrics
-	ln      net.Listener // the metrics listener; nil when off
+	tracing *tracing.Tracing // nil without tracing.otlp_endpoint
+	ln      net.Listener     // the metrics listener; nil when off
 	srv     *http.Server
 	stop    context.CancelFunc // ends the SIGHUP watch
 	done    chan struct{}
 }
 
-// newObservability opens audit.path and the metrics listener.
-func newObservability(cfg *config.Config, log *slog.Logger) (*observability, error) {
+// newObservability opens audit.path, the metrics listener and the span
+// exporter.
+func newObservability(ctx context.Context, cfg *config.Config, log *slog.Logger) (*observability, error) {
 	names := cfg.Worker.SafeTools
 	if len(cfg.Worker.Command) == 0 {
 		var err error
@@ -60,12 +63,31 @@ func newObservability(cfg *config.Config, log *slog.Logger) (*observability, err
 			return nil, fmt.Errorf("mcpgate: metrics.listen: %w", err)
 		}
 	}
+	if cfg.Tracing.OTLPEndpoint != "" {
+		if o.tracing, err = tracing.New(ctx, cfg.Tracing.OTLPEndpoint, Version); err != nil {
+			_ = o.close(ctx)
+			return nil, err
+		}
+	}
 	return o, nil
 }
 
-// observers are the gateway's Options.Observers.
-func (o *observability) observers() []gateway.Observer {
-	return []gateway.Observer{o.audit, o.metrics}
+// handler wraps the main listener's handler: tracing first, so its span
+// covers the rest, then the HTTP metrics.
+func (o *observability) handler(h http.Handler) http.Handler {
+	h = o.metrics.Middleware(h)
+	if o.tracing != nil {
+		h = o.tracing.Middleware(h)
+	}
+	return h
+}
+
+// gatewayOptions adds the observers and the tracer to opts.
+func (o *observability) gatewayOptions(opts *gateway.Options) {
+	opts.Observers = []gateway.Observer{o.audit, o.metrics}
+	if o.tracing != nil {
+		opts.Trace = o.tracing.Call
+	}
 }
 
 // start serves /metrics for g and reopens the audit file on SIGHUP, until
@@ -117,6 +139,9 @@ func (o *observability) close(ctx context.Context) error {
 	if o.stop != nil {
 		o.stop()
 		<-o.done
+	}
+	if o.tracing != nil {
+		err = errors.Join(err, o.tracing.Shutdown(ctx))
 	}
 	return errors.Join(err, o.audit.Close())
 }

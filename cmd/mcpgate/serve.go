@@ -159,7 +159,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	obs, err := newObservability(cfg, log)
+	obs, err := newObservability(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 			log.Error("mcpgate: closing the metrics listener and audit file", "err", err)
 		}
 	}()
-	gopts.Observers = obs.observers()
+	obs.gatewayOptions(&gopts)
 	mux := http.NewServeMux()
 	if cfg.Authenticated() {
 		authn, err := newAuthenticator(ctx, cfg, log, obs.metrics)
@@ -209,7 +209,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	})
 	scheme := "http"
 	srv := &http.Server{
-		Handler:           obs.metrics.Middleware(mux),
+		Handler:           obs.handler(mux),
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
 		// Every request starts with a fresh write deadline; the gateway
