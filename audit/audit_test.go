@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/auth/authtest"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/worker"
 	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
@@ -64,12 +65,12 @@ func newTrail(t *testing.T, gopts gateway.Options, aopts audit.Options) *trail {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 
-	gopts.WorkerCommand = []string{stubWorker}
 	gopts.Middleware = a.Middleware
 	gopts.Logger = quiet
-	gopts.WorkerStopGrace = 2 * time.Second
 	gopts.Observers = []gateway.Observer{l}
-	g, err := gateway.New(gopts)
+	wl, err := worker.NewLauncher([]string{stubWorker}, worker.LauncherOptions{StopGrace: 2 * time.Second})
+	require.NoError(t, err)
+	g, err := gateway.New(wl, gopts)
 	require.NoError(t, err)
 	srv := httptest.NewServer(g)
 	t.Cleanup(func() {

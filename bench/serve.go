@@ -21,8 +21,8 @@ import (
 )
 
 // The stand-in servers below serve the benchmark's trivial tool, so that the
-// sdk system and (until the built-in worker exists) the floor serve exactly
-// the same tool through the same go-sdk server code.
+// sdk system and the floor serve exactly the same tool through the same
+// go-sdk server code.
 
 type echoArgs struct {
 	Text string `json:"text" jsonschema:"the text to send back"`

@@ -165,8 +165,8 @@ func (r *Reloader) logResult(err error, why string) {
 }
 
 // ServerTLSConfig is the gateway's TLS configuration: certificates from r,
-// TLS 1.2 at least (issue 3 §4; RFC 9325 §3.1.1), Go's default cipher
-// suites, which are all AEAD with forward secrecy for TLS 1.2.
+// TLS 1.2 at least (RFC 9325 §3.1.1: TLS 1.0 and 1.1 are deprecated), Go's
+// default cipher suites, which are all AEAD with forward secrecy for TLS 1.2.
 func ServerTLSConfig(r *Reloader) *tls.Config {
 	return &tls.Config{
 		MinVersion:     tls.VersionTLS12,

@@ -125,6 +125,12 @@ type Limits struct {
 	// handshake, request head, keep-alive idle) until a request on it has
 	// passed the token check. Default 10s.
 	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
+	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
+	// answer over it fails its own request (-32603, error.data.kind
+	// "messageTooLarge") and the session goes on; any other message over
+	// it is dropped and logged. Default 64 MiB, well above what the
+	// built-in worker writes (16 MiB of structured content at most).
+	MaxWorkerMessageBytes ByteSize `mapstructure:"max_worker_message_bytes"`
 }
 
 // Worker says which process serves a session.
@@ -314,6 +320,7 @@ const (
 	DefaultMaxUserBuffer      = 128 << 20
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
+	DefaultMaxWorkerMessage   = 64 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
 	DefaultStatementTimeout   = 30 * time.Second
@@ -360,6 +367,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
+	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)
 	setString(&c.Database.Path, DefaultDatabasePath)

@@ -150,22 +150,11 @@ func UnknownEnv(environ []string) []string {
 	var unknown []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix) || known[name] || isWorkerIdentityEnv(name) {
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] || worker.IsIdentityEnv(name) {
 			continue
 		}
 		unknown = append(unknown, name)
 	}
 	sort.Strings(unknown)
 	return unknown
-}
-
-// isWorkerIdentityEnv reports the variables of the gateway→worker identity
-// contract (worker.Environ), which share our prefix.
-func isWorkerIdentityEnv(name string) bool {
-	switch name {
-	case worker.EnvUser, worker.EnvSessionID, worker.EnvReadOnly, worker.EnvToolsets,
-		worker.EnvServerName, worker.EnvServerVersion, worker.EnvServerTitle:
-		return true
-	}
-	return false
 }

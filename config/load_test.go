@@ -53,6 +53,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_user_buffer_bytes":           ByteSize(128 << 20),
 		"max_unauthenticated_per_address": 64,
 		"unauthenticated_idle_timeout":    10 * time.Second,
+		"max_worker_message_bytes":        ByteSize(64 << 20),
 		"driver":                          "sqlite",
 		"path":                            "data/mcpgate.db",
 		"statement_timeout":               30 * time.Second,
@@ -87,6 +88,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_user_buffer_bytes":           c.Limits.MaxUserBufferBytes,
 		"max_unauthenticated_per_address": c.Limits.MaxUnauthenticatedPerAddress,
 		"unauthenticated_idle_timeout":    c.Limits.UnauthenticatedIdleTimeout,
+		"max_worker_message_bytes":        c.Limits.MaxWorkerMessageBytes,
 		"driver":                          c.Database.Driver,
 		"path":                            c.Database.Path,
 		"statement_timeout":               c.Database.StatementTimeout,
@@ -132,6 +134,7 @@ limits:
   max_sessions_per_user: 5
   session_idle_timeout: 10m
   worker_start_timeout: 3s
+  max_worker_message_bytes: 2MiB
   worker_stop_grace: 1s
 worker:
   command: ["/usr/bin/env", "my-server", "--flag=a,b"]
@@ -181,6 +184,7 @@ func TestLoadFile(t *testing.T) {
 			WriteTimeout: DefaultWriteTimeout, MaxStreamBufferBytes: DefaultMaxStreamBuffer,
 			MaxSessionBufferBytes: DefaultMaxSessionBuffer, MaxUserBufferBytes: DefaultMaxUserBuffer,
 			MaxUnauthenticatedPerAddress: DefaultMaxUnauthPerAddr, UnauthenticatedIdleTimeout: DefaultUnauthIdleTimeout,
+			MaxWorkerMessageBytes: 2 << 20,
 		},
 		Worker: Worker{
 			Command:   []string{"/usr/bin/env", "my-server", "--flag=a,b"},
@@ -490,7 +494,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 64)
+	assert.Len(t, keys, 65)
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))

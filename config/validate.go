@@ -185,6 +185,9 @@ func (c *Config) validateLimits(v *validator) {
 	if l.MaxBodyBytes < 0 || l.MaxBodyBytes > 1<<30 {
 		v.add("limits.max_body_bytes", "%d is outside 1 byte to 1GiB; use a size such as 8MiB (0 or no key means the default)", int64(l.MaxBodyBytes))
 	}
+	if l.MaxWorkerMessageBytes < 0 || l.MaxWorkerMessageBytes > 1<<30 || l.MaxWorkerMessageBytes > 0 && l.MaxWorkerMessageBytes < 1<<20 {
+		v.add("limits.max_worker_message_bytes", "%d is outside 1MiB to 1GiB; use a size such as 64MiB, above the worker's largest answer (0 or no key means the default)", int64(l.MaxWorkerMessageBytes))
+	}
 	if l.ReadHeaderTimeout > 0 && l.ReadTimeout > 0 && l.ReadHeaderTimeout > l.ReadTimeout {
 		v.add("limits.read_header_timeout", "%v is longer than limits.read_timeout %v, which bounds reading the body; lower it", l.ReadHeaderTimeout, l.ReadTimeout)
 	}

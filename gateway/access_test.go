@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/auth/authtest"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // These tests run the gateway behind the real authenticator against a real
@@ -38,7 +39,7 @@ type authedGateway struct {
 // newAuthedGateway serves a gateway with the stub worker behind
 // auth.Authenticator.Middleware: Keycloak-shaped tokens, the user from
 // preferred_username, mcp:use required, mcp:write the write scope.
-func newAuthedGateway(t *testing.T, opts Options) *authedGateway {
+func newAuthedGateway(t *testing.T, opts Options, wopts ...worker.LauncherOptions) *authedGateway {
 	t.Helper()
 	iss := authtest.New(t)
 	a, err := auth.New(context.Background(), auth.Options{
@@ -54,7 +55,7 @@ func newAuthedGateway(t *testing.T, opts Options) *authedGateway {
 		t.Fatal("the authenticator never loaded the issuer's keys")
 	}
 	opts.Middleware = a.Middleware
-	g, srv := newTestGateway(t, opts)
+	g, srv := newTestGateway(t, opts, wopts...)
 	return &authedGateway{g: g, url: srv.URL, iss: iss}
 }
 
@@ -97,10 +98,8 @@ func toolCall(name string) string {
 // not roll back (abort) or end (DELETE) what a write token did there.
 func TestReadOnlyTokenCannotUndoAWriteSession(t *testing.T) {
 	ran := filepath.Join(t.TempDir(), "ran")
-	a := newAuthedGateway(t, Options{
-		SafeTools: []string{"echo", "abort"}, UndoTools: []string{"abort"},
-		WorkerEnv: []string{"STUB_CALL_LOG=" + ran},
-	})
+	a := newAuthedGateway(t, Options{SafeTools: []string{"echo", "abort"}, UndoTools: []string{"abort"}},
+		worker.LauncherOptions{Env: []string{"STUB_CALL_LOG=" + ran}})
 	wtok := a.token(t, "alice", writeScopes, nil)
 	rtok := a.token(t, "alice", readScopes, nil)
 	sid := a.open(t, wtok)

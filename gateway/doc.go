@@ -1,8 +1,8 @@
 // Package gateway is mcpgate's front end: the MCP Streamable HTTP transport
 // at /mcp for protocol revisions 2025-11-25, 2025-06-18 and 2025-03-26 (with
-// JSON-RPC batches). It checks each request, keeps the session table, starts
-// one worker process per session (package worker) and relays JSON-RPC between
-// the client and that worker. It never runs a tool itself and forwards only
+// JSON-RPC batches). It checks each request, keeps the session table, asks
+// its worker.Launcher for one worker process per session and relays JSON-RPC
+// between the client and that worker. It never runs a tool itself and forwards only
 // the JSON-RPC body, never HTTP headers, so no token reaches a worker.
 //
 // # Answers
@@ -86,6 +86,6 @@
 // flight gets -32603 with data.kind "workerExited" and the exit status, and
 // the standalone stream ends. DELETE, idle reaping (SessionIdleTimeout with
 // no HTTP request and no request in flight) and Close stop the worker: stdin
-// closed, SIGTERM to its process group, SIGKILL after WorkerStopGrace; the
-// process is always reaped and its group killed.
+// closed, SIGTERM to its process group, SIGKILL after the launcher's
+// StopGrace; the process is always reaped and its group killed.
 package gateway

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +19,12 @@ import (
 
 // Gateway serves /mcp. It is an http.Handler; Close stops every worker.
 type Gateway struct {
-	opts    Options
-	log     *slog.Logger
-	handler http.Handler // guard, then Options.Middleware, then serveMCP
-	command []string
-	safe    map[string]bool // Options.SafeTools
-	undo    map[string]bool // Options.UndoTools
+	opts     Options
+	log      *slog.Logger
+	handler  http.Handler // guard, then Options.Middleware, then serveMCP
+	launcher *worker.Launcher
+	safe     map[string]bool // Options.SafeTools
+	undo     map[string]bool // Options.UndoTools
 	// safeMethods is Options.SafeMethods.
 	safeMethods map[string]bool
 	observer    Observer // Options.Observers
@@ -60,13 +59,17 @@ type session struct {
 	stopReason atomic.Pointer[string] // why the gateway stops the worker (Exit*)
 }
 
-// New returns a Gateway. It starts the idle reaper; Close stops it.
-func New(opts Options) (*Gateway, error) {
+// New returns a Gateway whose sessions get their workers from launcher. It
+// starts the idle reaper; Close stops it.
+func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
+	if launcher == nil {
+		return nil, errors.New("gateway: no worker launcher")
+	}
 	opts = opts.withDefaults()
 	g := &Gateway{
 		opts:       opts,
 		log:        opts.Logger,
-		command:    opts.WorkerCommand,
+		launcher:   launcher,
 		safe:       set(opts.SafeTools),
 		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
@@ -75,13 +78,6 @@ func New(opts Options) (*Gateway, error) {
 		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
-	}
-	if len(g.command) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("gateway: finding the built-in worker (this executable): %w", err)
-		}
-		g.command = []string{exe, "worker"}
 	}
 	g.safeMethods = set(opts.SafeMethods)
 	g.observer, g.observed = observers(opts.Observers), len(opts.Observers) > 0
@@ -300,7 +296,7 @@ func (g *Gateway) reapIdle() {
 	for _, s := range idle {
 		s.log.Info("gateway: reaping an idle session", "idle_timeout", g.opts.SessionIdleTimeout)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
 	if err := g.endSessions(ctx, idle, ExitIdle, "gateway: the session was idle too long"); err != nil {
 		g.log.Error("gateway: reaping", "err", err)

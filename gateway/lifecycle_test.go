@@ -145,7 +145,8 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 			if tc.env != nil {
 				grace = 300 * time.Millisecond
 			}
-			g, srv := newTestGateway(t, Options{WorkerEnv: tc.env, WorkerStopGrace: grace})
+			exits := &exitLog{status: map[int64]string{}}
+			g, srv := newTestGateway(t, Options{Logger: slog.New(exits)}, worker.LauncherOptions{Env: tc.env, StopGrace: grace})
 			type worker struct{ pid, child int }
 			var ws []worker
 			var sessions []*session
@@ -170,7 +171,8 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 			for i, w := range ws {
 				requireReaped(t, w.pid)
 				requireGroupGone(t, w.pid)
-				assert.Contains(t, tc.wantExit, sessions[i].conn.ExitStatus())
+				<-sessions[i].conn.Done() // after the exit is logged
+				assert.Contains(t, tc.wantExit, exits.of(w.pid))
 			}
 			assert.Zero(t, g.Sessions())
 		})
@@ -188,7 +190,7 @@ func TestWorkerStartFailuresLeaveNoProcess(t *testing.T) {
 		{[]string{"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"}, http.StatusGatewayTimeout},
 	} {
 		t.Run(strings.Join(tc.env, ","), func(t *testing.T) {
-			g, srv := newTestGateway(t, Options{WorkerEnv: tc.env, WorkerStartTimeout: 200 * time.Millisecond, WorkerStopGrace: 200 * time.Millisecond})
+			g, srv := newTestGateway(t, Options{WorkerStartTimeout: 200 * time.Millisecond}, worker.LauncherOptions{Env: tc.env, StopGrace: 200 * time.Millisecond})
 			resp, body := rawDo(t, http.MethodPost, srv.URL, initBody)
 			assert.Equal(t, tc.want, resp.StatusCode, body)
 			assert.Empty(t, resp.Header.Get(sidHdr))
@@ -201,8 +203,8 @@ func TestWorkerStartFailuresLeaveNoProcess(t *testing.T) {
 
 func TestCloseDuringInitialize(t *testing.T) {
 	lines := make(chan slog.Record, 64)
-	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerEnv: []string{"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"},
-		WorkerStartTimeout: time.Hour, WorkerStopGrace: 200 * time.Millisecond})
+	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerStartTimeout: time.Hour},
+		worker.LauncherOptions{Env: []string{"STUB_HANG_INIT=1", "STUB_IGNORE_TERM=1"}, StopGrace: 200 * time.Millisecond})
 	answered := make(chan int, 1)
 	go func() {
 		resp, _ := rawDo(t, http.MethodPost, srv.URL, initBody)
@@ -216,7 +218,8 @@ func TestCloseDuringInitialize(t *testing.T) {
 
 func TestClientLeavesDuringInitialize(t *testing.T) {
 	lines := make(chan slog.Record, 64)
-	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerEnv: []string{"STUB_HANG_INIT=1"}, WorkerStartTimeout: time.Hour})
+	g, srv := newTestGateway(t, Options{Logger: slog.New(recordHandler{lines}), WorkerStartTimeout: time.Hour},
+		worker.LauncherOptions{Env: []string{"STUB_HANG_INIT=1"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(initBody))
 	req.Header.Set("Content-Type", "application/json")
@@ -329,10 +332,8 @@ func TestWorkerEnvironmentAndStderr(t *testing.T) {
 	t.Setenv("MCPGATE_TEST_SECRET", "do-not-leak")
 	lines := make(chan slog.Record, 16)
 	logger := slog.New(recordHandler{lines})
-	_, srv := newTestGateway(t, Options{
-		Logger: logger, WorkerEnv: []string{"DB_URL=sqlite://x"}, Toolsets: []string{"session"},
-		ServerTitle: "Test Gate", LocalUser: "alice",
-	})
+	_, srv := newTestGateway(t, Options{Logger: logger, LocalUser: "alice"},
+		worker.LauncherOptions{Env: []string{"DB_URL=sqlite://x"}, Toolsets: []string{"session"}, ServerTitle: "Test Gate"})
 	sid := rawSession(t, srv.URL)
 	_, m := callRaw(t, srv.URL, sid, "1", "env", nil)
 	var env []string
@@ -346,7 +347,7 @@ func TestWorkerEnvironmentAndStderr(t *testing.T) {
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "MCPGATE_WORKER_") && !slices.Contains([]string{"PATH", "HOME", "LANG", "TZ", "DB_URL"}, name) {
-			t.Errorf("worker environment: got %s, want only PATH, HOME, LANG, TZ, identity and WorkerEnv", name)
+			t.Errorf("worker environment: got %s, want only PATH, HOME, LANG, TZ, identity and the launcher's Env", name)
 		}
 	}
 
@@ -360,6 +361,42 @@ func TestWorkerEnvironmentAndStderr(t *testing.T) {
 
 // recordHandler sends every record, with its logger's attributes, to a
 // channel (dropping when full).
+// exitLog is a log that keeps only the exit status of each worker, by pid.
+type exitLog struct {
+	mu     sync.Mutex
+	status map[int64]string
+}
+
+func (h *exitLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *exitLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "worker exited" {
+		return nil
+	}
+	var pid int64
+	var status string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "pid":
+			pid = a.Value.Int64()
+		case "status":
+			status = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.status[pid] = status
+	h.mu.Unlock()
+	return nil
+}
+func (h *exitLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *exitLog) WithGroup(string) slog.Handler      { return h }
+
+func (h *exitLog) of(pid int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.status[int64(pid)]
+}
+
 type recordHandler struct{ c chan slog.Record }
 
 func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -387,7 +424,7 @@ func (h attrsHandler) WithAttrs(as []slog.Attr) slog.Handler {
 }
 
 func TestPrincipalOwnsSession(t *testing.T) {
-	g, err := New(Options{WorkerCommand: []string{stubWorker}, Logger: testLogger(t), SafeTools: []string{"echo"}})
+	g, err := New(launcher(t, nil, worker.LauncherOptions{}), Options{Logger: testLogger(t), SafeTools: []string{"echo"}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(context.Background()) })
 	// A stand-in for auth's middleware: the principal comes from a header.

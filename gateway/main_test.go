@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/worker"
 	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
@@ -37,27 +38,55 @@ type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
-// newTestGateway serves a gateway with the stub worker on an httptest
-// server; both are closed when the test ends, and no worker may be left.
-func newTestGateway(t testing.TB, opts Options) (*Gateway, *httptest.Server) {
+// launcher returns a launcher of command (the stub worker when nil), with a
+// stop grace of 2s unless opts says otherwise.
+func launcher(t testing.TB, command []string, opts worker.LauncherOptions) *worker.Launcher {
 	t.Helper()
-	return newTestGatewayOn(t, opts, nil, nil)
+	if command == nil {
+		command = []string{stubWorker}
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 2 * time.Second
+	}
+	l, err := worker.NewLauncher(command, opts)
+	if err != nil {
+		t.Fatalf("NewLauncher: %v", err)
+	}
+	return l
+}
+
+// newTestGateway serves a gateway with the stub worker, started with wopts
+// (at most one), on an httptest server; both are closed when the test
+// ends, and no worker may be left.
+func newTestGateway(t testing.TB, opts Options, wopts ...worker.LauncherOptions) (*Gateway, *httptest.Server) {
+	t.Helper()
+	return newTestGatewayOf(t, nil, opts, wopts...)
+}
+
+// newTestGatewayOf is newTestGateway with another worker command.
+func newTestGatewayOf(t testing.TB, command []string, opts Options, wopts ...worker.LauncherOptions) (*Gateway, *httptest.Server) {
+	t.Helper()
+	var wo worker.LauncherOptions
+	if len(wopts) > 0 {
+		wo = wopts[0]
+	}
+	return serveTestGateway(t, launcher(t, command, wo), opts, nil, nil)
 }
 
 // newTestGatewayOn is newTestGateway with the server's listener passed
 // through wrap and the server through configure, each when not nil.
 func newTestGatewayOn(t testing.TB, opts Options, wrap func(net.Listener) net.Listener, configure func(*http.Server)) (*Gateway, *httptest.Server) {
 	t.Helper()
-	if opts.WorkerCommand == nil {
-		opts.WorkerCommand = []string{stubWorker}
-	}
+	return serveTestGateway(t, launcher(t, nil, worker.LauncherOptions{}), opts, wrap, configure)
+}
+
+// serveTestGateway is what the three above share.
+func serveTestGateway(t testing.TB, l *worker.Launcher, opts Options, wrap func(net.Listener) net.Listener, configure func(*http.Server)) (*Gateway, *httptest.Server) {
+	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	if opts.WorkerStopGrace == 0 {
-		opts.WorkerStopGrace = 2 * time.Second
-	}
-	g, err := New(opts)
+	g, err := New(l, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -206,9 +206,9 @@ func toolArguments(params json.RawMessage) json.RawMessage {
 // its answer on st and reported: the one place every tools/call passes,
 // allowed or refused, on either protocol generation.
 func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream) {
-	st.Watch(m.ID, func(answer []byte) {
+	st.Watch(m.ID, func(a *worker.Answer) {
 		e.Duration = g.opts.Now().Sub(e.Time)
-		e.Outcome, e.ErrorCode, e.ErrorKind = outcomeOf(answer)
+		e.Outcome, e.ErrorCode, e.ErrorKind = outcomeOf(a)
 		g.observer.Call(e)
 	})
 }
@@ -249,38 +249,49 @@ func (f failure) isLimit() bool {
 // outcomeOf reads an answer: OutcomeOK, a tool error's kind (isError with
 // structuredContent.error.kind; "toolError" without one), or the JSON-RPC
 // error code; the error's data.kind besides. nil is OutcomeCancelled.
-func outcomeOf(answer []byte) (outcome string, code int, kind string) {
-	if answer == nil {
+func outcomeOf(ans *worker.Answer) (outcome string, code int, kind string) {
+	if ans == nil {
 		return OutcomeCancelled, 0, ""
 	}
-	var a struct {
-		Result *struct {
-			IsError           bool            `json:"isError"`
-			StructuredContent json.RawMessage `json:"structuredContent"`
-		} `json:"result"`
-		Error *struct {
-			Code int             `json:"code"`
-			Data json.RawMessage `json:"data"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(answer, &a) // the gateway's own or a validated worker answer
-	switch {
-	case a.Error != nil:
-		var d struct {
-			Kind string `json:"kind"`
+	var res *toolResult
+	if ans.Data == nil {
+		// A worker's result whose encoding waits for the client.
+		res = new(toolResult)
+		_ = json.Unmarshal(ans.Result, res)
+	} else {
+		var a struct {
+			Result *toolResult `json:"result"`
+			Error  *struct {
+				Code int             `json:"code"`
+				Data json.RawMessage `json:"data"`
+			} `json:"error"`
 		}
-		_ = json.Unmarshal(a.Error.Data, &d)
-		return strconv.Itoa(a.Error.Code), a.Error.Code, clip(d.Kind)
-	case a.Result != nil && a.Result.IsError:
+		_ = json.Unmarshal(ans.Data, &a) // the gateway's own or a validated worker answer
+		if a.Error != nil {
+			var d struct {
+				Kind string `json:"kind"`
+			}
+			_ = json.Unmarshal(a.Error.Data, &d)
+			return strconv.Itoa(a.Error.Code), a.Error.Code, clip(d.Kind)
+		}
+		res = a.Result
+	}
+	if res != nil && res.IsError {
 		var sc struct {
 			Error struct {
 				Kind string `json:"kind"`
 			} `json:"error"`
 		}
-		if json.Unmarshal(a.Result.StructuredContent, &sc) == nil && sc.Error.Kind != "" {
+		if json.Unmarshal(res.StructuredContent, &sc) == nil && sc.Error.Kind != "" {
 			return clip(sc.Error.Kind), 0, ""
 		}
 		return "toolError", 0, ""
 	}
 	return OutcomeOK, 0, ""
+}
+
+// toolResult is what outcomeOf reads of a result.
+type toolResult struct {
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 func TestOutcomeOf(t *testing.T) {
@@ -22,9 +24,9 @@ func TestOutcomeOf(t *testing.T) {
 		{"cancelled", "", "cancelled", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var answer []byte
+			var answer *worker.Answer
 			if tc.answer != "" {
-				answer = []byte(tc.answer)
+				answer = &worker.Answer{Data: []byte(tc.answer)}
 			}
 			outcome, code, kind := outcomeOf(answer)
 			assert.Equal(t, tc.outcome, outcome)
@@ -32,4 +34,13 @@ func TestOutcomeOf(t *testing.T) {
 			assert.Equal(t, tc.kind, kind)
 		})
 	}
+}
+
+// TestOutcomeOfDeferred: a worker's result whose encoding waits (a rewrite)
+// is read from the result itself.
+func TestOutcomeOfDeferred(t *testing.T) {
+	outcome, _, _ := outcomeOf(&worker.Answer{Result: []byte(`{"isError":true,"structuredContent":{"error":{"kind":"conflict"}}}`)})
+	assert.Equal(t, "conflict", outcome)
+	outcome, _, _ = outcomeOf(&worker.Answer{Result: []byte(`{"content":[]}`)})
+	assert.Equal(t, "ok", outcome)
 }

@@ -8,24 +8,13 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
-// Options configure a Gateway. The zero value is a safe default: the built-in
-// worker, every toolset, nothing read-only-safe, loopback origins only.
+// Options configure a Gateway's HTTP side: its checks, limits and sessions.
+// How a worker starts is the worker.Launcher's business. The zero value is a
+// safe default: nothing read-only-safe, loopback origins only.
 type Options struct {
-	// WorkerCommand is the stdio MCP server started per session, program
-	// first. Empty means the built-in worker: this executable with "worker".
-	WorkerCommand []string
-	// WorkerEnv adds NAME=value pairs to a worker's environment (database
-	// settings, for instance). A worker never inherits the gateway's
-	// environment, which may hold secrets: it gets PATH, HOME, LANG and TZ,
-	// its identity (worker.Identity.Environ) and WorkerEnv.
-	WorkerEnv []string
-	// WorkerDir is the worker's working directory; empty means the gateway's.
-	WorkerDir string
-	// Toolsets names the built-in toolsets a worker registers; empty means
-	// every one. Passed to the worker in its identity.
-	Toolsets []string
 	// SafeTools names the tools a read-only session may see and call. It is
 	// fail-closed: a tool not listed is hidden from tools/list and refused by
 	// tools/call in a read-only session. Empty means no tool is safe.
@@ -45,12 +34,6 @@ type Options struct {
 	SafeMethods []string
 	// ReadOnly makes every session read-only (the router-wide switch).
 	ReadOnly bool
-
-	// ServerName, ServerVersion and ServerTitle are handed to the worker for
-	// its serverInfo. Name and version default to "mcpgate" and "dev".
-	ServerName    string
-	ServerVersion string
-	ServerTitle   string
 
 	// LocalUser is the user id of sessions opened without a verified
 	// principal (the unauthenticated localhost mode). Empty means the OS
@@ -80,8 +63,6 @@ type Options struct {
 	// answer to initialize (default 10s); a slower worker fails initialize
 	// with HTTP 504.
 	WorkerStartTimeout time.Duration
-	// WorkerStopGrace is the time between SIGTERM and SIGKILL (default 5s).
-	WorkerStopGrace time.Duration
 	// MaxSessions bounds live sessions (default 1024); beyond it initialize
 	// gets 503.
 	MaxSessions int
@@ -129,7 +110,7 @@ type Options struct {
 	// params._meta, say) and a func called with the worker's answer, or
 	// with nil when the client cancelled (tracing.Tracing.Call). The id
 	// must stay. Nil means no tracing.
-	Trace func(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Message, func(answer []byte))
+	Trace func(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Message, func(*worker.Answer))
 
 	// Logger receives the gateway's logs; nil means slog.Default().
 	Logger *slog.Logger
@@ -139,12 +120,6 @@ type Options struct {
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	if o.ServerName == "" {
-		o.ServerName = "mcpgate"
-	}
-	if o.ServerVersion == "" {
-		o.ServerVersion = "dev"
-	}
 	if o.LocalUser == "" {
 		if u, err := user.Current(); err == nil {
 			o.LocalUser = u.Username
@@ -163,9 +138,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WorkerStartTimeout <= 0 {
 		o.WorkerStartTimeout = 10 * time.Second
-	}
-	if o.WorkerStopGrace <= 0 {
-		o.WorkerStopGrace = 5 * time.Second
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 1024

@@ -106,6 +106,12 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			s.log.Info("gateway: dropped a read-only token's cancellation on a read-write session")
 		case m.IsNotification():
 			err = s.conn.Notify(m)
+		case acc == readOnlyRequest:
+			// A worker's request (sampling, elicitation) may be part of a
+			// write request's work, and its ids are small numbers: an
+			// answer from a token that may not write could steer or
+			// approve it. The worker cannot tell whose request it was.
+			s.log.Info("gateway: dropped a read-only token's answer to a worker request on a read-write session")
 		default:
 			if err = s.conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
 				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", clip(string(m.ID)))

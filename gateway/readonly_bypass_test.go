@@ -21,9 +21,8 @@ import (
 func naiveGateway(t *testing.T, opts Options) (*httptest.Server, string) {
 	t.Helper()
 	ran := filepath.Join(t.TempDir(), "ran")
-	opts.WorkerEnv = append(opts.WorkerEnv, "STUB_NAIVE=1", "STUB_CALL_LOG="+ran)
 	opts.SafeTools = []string{"echo"}
-	_, srv := newTestGateway(t, opts)
+	_, srv := newTestGateway(t, opts, worker.LauncherOptions{Env: []string{"STUB_NAIVE=1", "STUB_CALL_LOG=" + ran}})
 	return srv, ran
 }
 
@@ -72,8 +71,8 @@ func TestReadOnlyBypasses(t *testing.T) {
 // session that a write-scoped token of the same principal opened.
 func TestReadOnlyTokenOnReadWriteSession(t *testing.T) {
 	ran := filepath.Join(t.TempDir(), "ran")
-	g, err := New(Options{WorkerCommand: []string{stubWorker}, Logger: testLogger(t), SafeTools: []string{"echo"},
-		WorkerEnv: []string{"STUB_CALL_LOG=" + ran}})
+	g, err := New(launcher(t, nil, worker.LauncherOptions{Env: []string{"STUB_CALL_LOG=" + ran}}),
+		Options{Logger: testLogger(t), SafeTools: []string{"echo"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,10 +110,7 @@ func TestReadOnlyTokenOnReadWriteSession(t *testing.T) {
 // cannot hold a request (and the gateway's goroutines) for ever: the write
 // times out, the worker is killed and the request gets the exit error.
 func TestHungWorkerIsKilled(t *testing.T) {
-	old := worker.SendTimeout
-	worker.SendTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { worker.SendTimeout = old })
-	g, srv := newTestGateway(t, Options{WorkerEnv: []string{"STUB_DEAF=1"}})
+	g, srv := newTestGateway(t, Options{}, worker.LauncherOptions{Env: []string{"STUB_DEAF=1"}, SendTimeout: 300 * time.Millisecond})
 	sid := rawSession(t, srv.URL)
 	pid, _ := g.WorkerPid(sid)
 	big := strings.Repeat("x", 256<<10) // more than a pipe holds

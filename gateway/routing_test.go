@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // sseStream is an open SSE response being read event by event.
@@ -146,16 +147,13 @@ func TestKeepAliveComments(t *testing.T) {
 }
 
 func TestZeroOptions(t *testing.T) {
-	g, err := New(Options{})
+	g, err := New(launcher(t, nil, worker.LauncherOptions{}), Options{})
 	require.NoError(t, err)
 	defer g.Close(context.Background())
-	exe, _ := os.Executable()
-	assert.Equal(t, []string{exe, "worker"}, g.command, "the built-in worker")
 	o := g.opts
 	assert.Equal(t, int64(8<<20), o.MaxBodyBytes)
 	assert.Equal(t, 30*time.Minute, o.SessionIdleTimeout)
 	assert.Equal(t, 10*time.Second, o.WorkerStartTimeout)
-	assert.Equal(t, 5*time.Second, o.WorkerStopGrace)
 	assert.NotEmpty(t, o.LocalUser)
 	assert.Empty(t, g.safe, "fail-closed: nothing is read-only-safe unless listed")
 	assert.False(t, o.LoopbackHostCheck || o.ReadOnly)

@@ -2,20 +2,13 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
-
-// workerBaseEnv names the only variables a worker inherits from the gateway;
-// the gateway's environment may hold secrets.
-var workerBaseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
 // initialize opens a session for an initialize request: reserve a slot,
 // start the worker, forward the request and answer with the worker's
@@ -47,42 +40,24 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
-	id := worker.Identity{
-		User: s.user, SessionID: s.id, ReadOnly: s.readOnly, Toolsets: g.opts.Toolsets,
-		ServerName: g.opts.ServerName, ServerVersion: g.opts.ServerVersion, ServerTitle: g.opts.ServerTitle,
-	}
-	env := make([]string, 0, len(workerBaseEnv)+8+len(g.opts.WorkerEnv))
-	for _, k := range workerBaseEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	env = append(append(env, id.Environ()...), g.opts.WorkerEnv...)
 	started := g.opts.Now()
-	proc, err := worker.StartProcess(worker.ProcessConfig{Command: g.command, Env: env, Dir: g.opts.WorkerDir, Logger: s.log})
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly},
+		worker.ConnConfig{Logger: s.log, OnExit: func() {
+			g.removeSession(s)
+			g.observer.WorkerExited(WorkerSession, s.exitReason())
+		}})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
 		errWorkerStart.write(w, m.ID)
 		return
 	}
-	s.conn = worker.NewConn(proc, worker.ConnConfig{
-		Logger: s.log, StopGrace: g.opts.WorkerStopGrace,
-		OnExit: func() {
-			g.removeSession(s)
-			g.observer.WorkerExited(WorkerSession, s.exitReason())
-		},
-	})
-	s.log.Info("gateway: worker started", "pid", proc.Pid(), "read_only", s.readOnly)
+	s.conn = conn
+	s.log.Info("gateway: worker started", "pid", conn.Pid(), "read_only", s.readOnly)
 
-	var initialized atomic.Bool
 	st := worker.NewStream(sseOK)
 	st.Budget = g.streamBudget(s)
 	st.Expect(1)
-	token := progressToken(m)
-	s.conn.Call(m, token, st, func(res json.RawMessage) json.RawMessage {
-		initialized.Store(true)
-		return res
-	})
+	s.conn.Call(m, progressToken(m), st, nil)
 
 	timer := time.NewTimer(g.opts.WorkerStartTimeout)
 	defer timer.Stop()
@@ -115,7 +90,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	default:
 	}
 
-	if st.Answered() && !initialized.Load() {
+	if st.Answered() && st.Results() == 0 {
 		// The worker refused initialize (say, a protocol version it does not
 		// speak): pass its error on, without a session.
 		s.log.Info("gateway: the worker refused initialize; no session")
@@ -139,14 +114,14 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		errShuttingDown.write(w, m.ID)
 		return
 	}
-	if initialized.Load() {
+	if st.Results() > 0 {
 		g.observer.WorkerStarted(WorkerSession, g.opts.Now().Sub(started))
 	}
 	done := g.enter(s)
 	w.Header().Set("MCP-Session-Id", s.id)
 	g.writeStream(w, r, st, jsonOK, nil)
 	done()
-	if !initialized.Load() {
+	if st.Results() == 0 {
 		// The worker sent messages first and then refused initialize, or
 		// never answered: the client has the error; the session is of no
 		// use.
@@ -159,7 +134,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 // stopFailed stops the worker of a session that never became usable.
 func (g *Gateway) stopFailed(s *session) {
 	s.stopping(ExitStartFailed)
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStopGrace+10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
 	if err := s.conn.Close(ctx, worker.KindSessionEnded, "gateway: initialize failed"); err != nil {
 		s.log.Error("gateway: stopping a worker", "err", err)

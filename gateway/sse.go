@@ -178,7 +178,7 @@ func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("gateway: session deleted by the client")
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.opts.WorkerStopGrace+10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
 	if err := g.endSessions(ctx, []*session{s}, ExitDeleted, "gateway: the session was deleted"); err != nil {
 		s.log.Error("gateway: stopping a worker", "err", err)

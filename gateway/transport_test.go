@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // step is one HTTP exchange of a transcript. In headers and body, {{sid}}
@@ -39,11 +41,14 @@ func withSession(s step) step {
 	return s
 }
 
-// transportCases pin each row of the transport table (issue 2 §2).
+// transportCases pin each row of the answers table in doc.go (and in
+// docs/gateway.md), so that a change to any answer shows in review.
 var transportCases = []struct {
 	name    string
 	opts    Options
-	session bool // open a session first; its id is {{sid}}
+	command []string               // the worker; nil means the stub worker
+	worker  worker.LauncherOptions // how it starts
+	session bool                   // open a session first; its id is {{sid}}
 	steps   []step
 }{
 	{name: "initialize", steps: []step{post(initBody)}},
@@ -125,9 +130,9 @@ var transportCases = []struct {
 		withSession(post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)),
 		withSession(post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"read"}}}`)),
 	}},
-	{name: "worker_start_timeout_504", opts: Options{WorkerEnv: []string{"STUB_HANG_INIT=1"}, WorkerStartTimeout: 200 * time.Millisecond}, steps: []step{post(initBody)}},
-	{name: "worker_refuses_initialize", opts: Options{WorkerEnv: []string{"STUB_INIT_ERROR=1"}}, steps: []step{post(initBody), post(initBody)}},
-	{name: "worker_command_missing_502", opts: Options{WorkerCommand: []string{"/nonexistent/worker"}}, steps: []step{post(initBody)}},
+	{name: "worker_start_timeout_504", opts: Options{WorkerStartTimeout: 200 * time.Millisecond}, worker: worker.LauncherOptions{Env: []string{"STUB_HANG_INIT=1"}}, steps: []step{post(initBody)}},
+	{name: "worker_refuses_initialize", worker: worker.LauncherOptions{Env: []string{"STUB_INIT_ERROR=1"}}, steps: []step{post(initBody), post(initBody)}},
+	{name: "worker_command_missing_502", command: []string{"/nonexistent/worker"}, steps: []step{post(initBody)}},
 	{name: "too_many_sessions_503", opts: Options{MaxSessions: 1}, session: true, steps: []step{post(initBody)}},
 	{name: "too_many_sessions_per_user_429", opts: Options{MaxSessionsPerUser: 1}, session: true, steps: []step{post(initBody)}},
 }
@@ -135,7 +140,7 @@ var transportCases = []struct {
 func TestTransportGolden(t *testing.T) {
 	for _, tc := range transportCases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, srv := newTestGateway(t, tc.opts)
+			g, srv := newTestGatewayOf(t, tc.command, tc.opts, tc.worker)
 			sid := ""
 			if tc.session {
 				sid = rawSession(t, srv.URL)

@@ -28,12 +28,20 @@ import (
 	"github.com/mcpgate/mcpgate/auth/authtest"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/metrics"
+	"github.com/mcpgate/mcpgate/worker"
 	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
 var stubWorker string
 
 func TestMain(m *testing.M) { os.Exit(workertest.Main(m, &stubWorker)) }
+
+func stubLauncher(t *testing.T) *worker.Launcher {
+	t.Helper()
+	l, err := worker.NewLauncher([]string{stubWorker}, worker.LauncherOptions{StopGrace: 2 * time.Second})
+	require.NoError(t, err)
+	return l
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -127,8 +135,8 @@ func (c *client) call(sid, id, tool string) map[string]any {
 // Prometheus text parser, counts exactly the traffic sent.
 func TestScrapeAfterKnownTraffic(t *testing.T) {
 	m := metrics.New(metrics.Options{Tools: []string{"echo", "write", "crash"}})
-	g, err := gateway.New(gateway.Options{
-		WorkerCommand: []string{stubWorker}, Logger: quiet, WorkerStopGrace: 2 * time.Second,
+	g, err := gateway.New(stubLauncher(t), gateway.Options{
+		Logger:   quiet,
 		ReadOnly: true, SafeTools: []string{"echo", "crash"}, MaxSessionsPerUser: 2,
 		Observers: []gateway.Observer{m},
 	})
@@ -190,7 +198,7 @@ func TestScrapeAfterKnownTraffic(t *testing.T) {
 // TestLiveGauges: live sessions and workers are read at each scrape.
 func TestLiveGauges(t *testing.T) {
 	m := metrics.New(metrics.Options{})
-	g, err := gateway.New(gateway.Options{WorkerCommand: []string{stubWorker}, Logger: quiet, WorkerStopGrace: 2 * time.Second})
+	g, err := gateway.New(stubLauncher(t), gateway.Options{Logger: quiet})
 	require.NoError(t, err)
 	m.Live(g)
 	srv := httptest.NewServer(g)

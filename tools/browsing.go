@@ -217,8 +217,11 @@ func exportTable(ctx context.Context, env *Env, a Args) (*Result, error) {
 	if page.Oversize > 0 {
 		note += fmt.Sprintf("; %d row(s) left out: each one's INSERT is over the %d-byte result cap (query shows them, with long values cut)", page.Oversize, db.MaxBytes)
 	}
+	if page.RowTooLarge {
+		note += fmt.Sprintf("; the export stops at the next row, which is over the %d MiB row bound", db.MaxRowBytes>>20)
+	}
 	text := ddl + "\n" + strings.Join(page.Items, "\n") + "\n" + note + "\n"
-	return &Result{Text: text, Structured: map[string]any{"ddl": ddl, "inserts": page.Items, "total": page.Total, "truncated": page.Truncated, "oversize": page.Oversize}}, nil
+	return &Result{Text: text, Structured: map[string]any{"ddl": ddl, "inserts": page.Items, "total": page.Total, "truncated": page.Truncated, "oversize": page.Oversize, "rowTooLarge": page.RowTooLarge}}, nil
 }
 
 // definition finds the definitions of one type ("view", or "routine" for

@@ -9,8 +9,10 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db"
 )
 
-// mutationToolset changes the schema. Every tool is gated and commits, as
-// in the original server, and none touches a system object.
+// mutationToolset changes the schema. Every tool is gated and commits: a
+// schema change left in the session's open transaction would hold its
+// locks (PostgreSQL's ACCESS EXCLUSIVE, SQLite's one writer) and stall
+// every other session until this one ended it. None touches a system object.
 func mutationToolset() *Toolset {
 	schemaReq := Param{Name: "schema", Type: String, Required: true, Description: "Schema name, as stored."}
 	cascade := Param{Name: "cascade", Type: Boolean, Description: "Also drop what depends on it (PostgreSQL); default false."}
@@ -166,6 +168,15 @@ func applyDDL(ctx context.Context, env *Env, a Args) (*Result, error) {
 		if ddl.On != nil {
 			s, n := db.SplitName(ddl.On)
 			if err := guardRelation(ctx, q, cat, s, n); err != nil {
+				return "", err
+			}
+		}
+		if ddl.Into != nil {
+			// SET SCHEMA: the schema the object moves into is changed too.
+			if len(ddl.Into) != 1 {
+				return "", Errorf(KindRefused, "apply_ddl could not read the schema after SET SCHEMA; write it plainly or in \"…\"")
+			}
+			if err := guardSchema(ctx, q, cat, ddl.Into[0]); err != nil {
 				return "", err
 			}
 		}

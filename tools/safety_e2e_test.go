@@ -19,7 +19,8 @@ import (
 )
 
 // TestReadOnlyCannotWrite tries to write through query in a read-only
-// session by every trick issue 4 names; the database itself must refuse.
+// session by every trick we know of (a data-modifying CTE, PRAGMAs, a
+// function or sequence that writes); the database itself must refuse.
 func TestReadOnlyCannotWrite(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {
@@ -314,8 +315,12 @@ func TestSignalOtherSessionsPostgres(t *testing.T) {
 		dbtest.Exec(t, cfg.DSN, "REVOKE EXECUTE ON "+signals+" FROM PUBLIC")
 		shared := cfg
 		shared.DSN += " user=mcp_login"
-		victim, ro := session(t, shared, "bob", false), session(t, shared, "eve", true)
+		victim, ro, rw := session(t, shared, "bob", false), session(t, shared, "eve", true), session(t, shared, "mallory", false)
 		kind, msg := callErr(t, ro, "query", map[string]any{"sql": kill})
+		assert.Equal(t, "refused", kind, msg) // by name, before the server
+		// execute_sql in a read-write session names it too; the server's
+		// REVOKE stops it (and a function that wraps it).
+		kind, msg = callErr(t, rw, "execute_sql", map[string]any{"sql": kill})
 		assert.Equal(t, "refused", kind, msg)
 		assert.Contains(t, msg, "permission denied for function")
 		callOK(t, victim, "status", nil)

@@ -10,8 +10,9 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db"
 )
 
-// searchCap caps a search's matches, as the original server did (200 with
-// a note of the true total).
+// searchCap caps a search's matches, so that one broad search cannot flood
+// the client's context; the answer notes the true total, so the client
+// knows to narrow it.
 const searchCap = 200
 
 // searchToolset finds where things are used and defined.

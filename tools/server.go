@@ -190,7 +190,8 @@ func (t *Tool) mcpTool() *mcp.Tool {
 }
 
 // handler adapts a Tool to the SDK: it checks the arguments, runs the tool,
-// turns any failure into an isError result with a kind, caps the text, and
+// turns any failure into an isError result with a kind, caps the text, every
+// string of the structured content and every error message (cap.go), and
 // keeps a panicking handler from taking the worker down.
 func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
@@ -226,7 +227,7 @@ func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandl
 		}
 		return &mcp.CallToolResult{
 			Content:           []mcp.Content{&mcp.TextContent{Text: capText(out.Text, maxBytes)}},
-			StructuredContent: out.Structured,
+			StructuredContent: capResult(out.Structured),
 		}, nil
 	}
 }
@@ -236,13 +237,14 @@ func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandl
 // content.
 func errorResult(err error) *mcp.CallToolResult {
 	te := AsError(err)
-	e := map[string]any{"kind": string(te.Kind), "message": te.Message}
+	msg := capMessage(te.Message)
+	e := map[string]any{"kind": string(te.Kind), "message": msg}
 	if te.Code != "" {
 		e["code"] = te.Code
 	}
 	return &mcp.CallToolResult{
 		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: te.Message}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: msg}},
 		StructuredContent: map[string]any{"error": e},
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // Tracing makes the gateway's spans.
@@ -108,7 +109,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // params._meta when valid, else ctx's (the HTTP request's span). It returns
 // m with params._meta traceparent and tracestate set to the span's own
 // context, and the func that ends the span with the worker's answer.
-func (t *Tracing) Call(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Message, func(answer []byte)) {
+func (t *Tracing) Call(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Message, func(*worker.Answer)) {
 	var params map[string]json.RawMessage
 	if json.Unmarshal(m.Params, &params) != nil {
 		params = nil // not an object: the span, without passing it on
@@ -150,25 +151,31 @@ func (t *Tracing) Call(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Messag
 			}
 		}
 	}
-	return m, func(answer []byte) { end(span, answer) }
+	return m, func(a *worker.Answer) { end(span, a) }
 }
 
 // end records the answer's outcome on span and ends it.
-func end(span trace.Span, answer []byte) {
+func end(span trace.Span, ans *worker.Answer) {
 	defer span.End()
-	if answer == nil {
+	if ans == nil {
 		span.SetStatus(codes.Error, "cancelled")
 		return
+	}
+	type result struct {
+		IsError bool `json:"isError"`
 	}
 	var a struct {
 		Error *struct {
 			Code int `json:"code"`
 		} `json:"error"`
-		Result *struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
+		Result *result `json:"result"`
 	}
-	_ = json.Unmarshal(answer, &a)
+	if ans.Data == nil {
+		a.Result = new(result) // a worker's result, encoded later
+		_ = json.Unmarshal(ans.Result, a.Result)
+	} else {
+		_ = json.Unmarshal(ans.Data, &a)
+	}
 	switch {
 	case a.Error != nil:
 		span.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", a.Error.Code))

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/tracing"
+	"github.com/mcpgate/mcpgate/worker"
 	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
@@ -50,7 +51,7 @@ func TestCallContinuesMetaTrace(t *testing.T) {
 	m := &jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(`7`), Method: "tools/call",
 		Params: json.RawMessage(`{"name":"query","arguments":{"sql":"select 1"},"_meta":{"progressToken":3,"traceparent":"00-` + metaTrace + `-` + metaParent + `-01","tracestate":"x=1"}}`)}
 	out, end := tr.Call(context.Background(), m)
-	end([]byte(`{"jsonrpc":"2.0","id":7,"result":{"isError":true}}`))
+	end(&worker.Answer{Data: []byte(`{"jsonrpc":"2.0","id":7,"result":{"isError":true}}`)})
 
 	spans := rec.Ended()
 	require.Len(t, spans, 1)
@@ -91,8 +92,9 @@ func TestCallLeavesOddParams(t *testing.T) {
 // client's traceparent header and the worker call is its child.
 func TestGatewaySpans(t *testing.T) {
 	tr, rec := recorder()
-	g, err := gateway.New(gateway.Options{WorkerCommand: []string{stubWorker}, WorkerStopGrace: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Trace: tr.Call})
+	wl, err := worker.NewLauncher([]string{stubWorker}, worker.LauncherOptions{StopGrace: 2 * time.Second})
+	require.NoError(t, err)
+	g, err := gateway.New(wl, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Trace: tr.Call})
 	require.NoError(t, err)
 	srv := httptest.NewServer(tr.Middleware(g))
 	defer func() {

@@ -15,9 +15,10 @@ import (
 
 // Error kinds in error.data.kind of the errors a Conn produces.
 const (
-	KindWorkerExited = "workerExited" // the worker process died
-	KindSessionEnded = "sessionEnded" // DELETE, idle reaping or shutdown
-	KindNoStream     = "noStream"     // no client stream to deliver a worker request to
+	KindWorkerExited = "workerExited"    // the worker process died
+	KindSessionEnded = "sessionEnded"    // DELETE, idle reaping or shutdown
+	KindNoStream     = "noStream"        // no client stream to deliver a worker request to
+	KindTooLarge     = "messageTooLarge" // the worker's answer was over its process's MaxLineBytes
 )
 
 // ErrUnknownResponse is returned by Respond for a client response whose id
@@ -98,17 +99,11 @@ func (c *Conn) Pid() int { return c.proc.Pid() }
 // Done is closed once the worker has gone and every request was settled.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// ExitStatus says how the worker process ended ("exit status 3", "killed by
-// signal killed"); it waits for the end.
-func (c *Conn) ExitStatus() string {
-	<-c.done
-	return ExitDescription(c.proc.ExitErr())
-}
-
 // Call forwards request m to the worker. Its answer, with the client's id
 // restored and passed through rewrite when that is non-nil and the answer is
-// a result, goes to s, as do messages the router picks s for. The caller has
-// counted the request with s.Expect. progressToken is the Key of
+// a result, goes to s, as do messages the router picks s for. rewrite runs
+// in s.Take, not on the worker's reader. The caller has counted the request
+// with s.Expect. progressToken is the jsonrpc.Key of
 // params._meta.progressToken, or empty.
 func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite func(json.RawMessage) json.RawMessage) {
 	cl := &call{clientID: m.ID, key: jsonrpc.Key(m.ID), token: progressToken, stream: s, rewrite: rewrite}
@@ -273,7 +268,7 @@ func (c *Conn) forgetLocked(gid int64, cl *call) {
 // run reads the worker's messages until its stdout ends, then settles every
 // request still in flight and reports the exit.
 func (c *Conn) run() {
-	if err := c.proc.ReadLoop(c.handle); err != nil {
+	if err := c.proc.ReadLoop(c.handle, c.tooLong); err != nil {
 		c.log.Warn("worker: protocol error, stopping", "pid", c.Pid(), "err", err)
 	}
 	// Stdout is gone: a worker that closed it but lives on is of no use.
@@ -324,7 +319,7 @@ func (c *Conn) handle(line []byte) {
 	}
 	switch {
 	case m.IsResponse():
-		c.answer(m) // Encode copies its members
+		c.answer(m)
 	case m.IsRequest():
 		c.request(m)
 	default:
@@ -347,17 +342,28 @@ func (c *Conn) answer(m *jsonrpc.Message) {
 		c.log.Debug("worker: dropped an answer to no request in flight", "pid", c.Pid(), "id", string(m.ID))
 		return
 	}
-	out := m
+	out := Outgoing{Response: true, Result: m.Result != nil, ID: cl.clientID}
 	if cl.rewrite != nil && m.Result != nil {
-		if res := cl.rewrite(m.Result); !sameBytes(res, m.Result) {
-			out = m.WithResult(res)
-		}
+		// The rewrite (the read-only tools/list filter) may take a while
+		// on a large answer: it runs when the client's handler takes the
+		// answer, so that this reader goes on serving the session's other
+		// streams meanwhile.
+		m.Own()
+		out.encode = func() []byte { return encodeAnswer(m.WithResult(cl.rewrite(m.Result)), cl.clientID) }
+		out.size, out.result = len(m.Result), m.Result
+	} else {
+		out.Data = encodeAnswer(m, cl.clientID) // Encode copies its members
 	}
-	data, err := out.EncodeWithID(cl.clientID)
+	cl.stream.push(out)
+}
+
+// encodeAnswer writes the worker's answer m with the client's id restored.
+func encodeAnswer(m *jsonrpc.Message, clientID json.RawMessage) []byte {
+	data, err := m.EncodeWithID(clientID)
 	if err != nil {
-		data = internalError(cl.clientID, "gateway: the worker's answer could not be encoded", "")
+		return internalError(clientID, "gateway: the worker's answer could not be encoded", "")
 	}
-	cl.stream.Answer(cl.clientID, data)
+	return data
 }
 
 // request routes a request the worker sends the client.
@@ -426,12 +432,6 @@ func internalError(id json.RawMessage, msg, kind string) []byte {
 		e.Data = map[string]string{"kind": kind}
 	}
 	return jsonrpc.ErrorResponse(id, e)
-}
-
-// sameBytes reports whether a and b are the same slice (a rewrite that
-// returned its input unchanged).
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // routeLocked picks the one stream for a message of the worker's own (DESIGN,

@@ -24,6 +24,15 @@ const (
 	EnvServerTitle   = "MCPGATE_WORKER_SERVER_TITLE"
 )
 
+// IsIdentityEnv reports whether name is one of the identity variables above.
+func IsIdentityEnv(name string) bool {
+	switch name {
+	case EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvServerName, EnvServerVersion, EnvServerTitle:
+		return true
+	}
+	return false
+}
+
 // Identity is what the gateway tells a worker about the session it serves.
 type Identity struct {
 	User          string   // the user id the session runs as

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,9 +15,11 @@ import (
 	"time"
 )
 
-// MaxLineBytes bounds one JSON-RPC message a worker writes on stdout; a
-// longer line is a protocol violation and stops the worker.
-const MaxLineBytes = 64 << 20
+// DefaultMaxLineBytes bounds one JSON-RPC message a worker writes on
+// stdout when ProcessConfig.MaxLineBytes is 0 (config
+// limits.max_worker_message_bytes). It is well above what the built-in
+// worker ever writes (tools: 256 KiB of text, 16 MiB of structured content).
+const DefaultMaxLineBytes = 64 << 20
 
 // maxStderrLine bounds one stderr line copied into the gateway log.
 const maxStderrLine = 4096
@@ -56,16 +59,30 @@ type ProcessConfig struct {
 	Env     []string     // the whole environment (NAME=value); never the gateway's own
 	Dir     string       // working directory; empty means the gateway's
 	Logger  *slog.Logger // receives stderr lines; nil means slog.Default()
+	// SendTimeout bounds one write to the worker's stdin (default 30s). A
+	// write blocks only while the pipe is full, so a worker that reads
+	// nothing for this long with 64 KiB waiting is hung, or deadlocked
+	// writing its own stdout: it is killed (a partial line cannot be taken
+	// back), its requests fail with the worker-exited error, and no
+	// gateway goroutine waits on it for ever.
+	SendTimeout time.Duration
+
+	// MaxLineBytes bounds one message the worker writes; 0 means
+	// DefaultMaxLineBytes. A longer line is read through without being
+	// kept, and ReadLoop hands its first bytes to its tooLong function.
+	MaxLineBytes int
 }
 
 // Process is one running worker: a child in its own process group whose
 // stdin and stdout carry newline-delimited JSON-RPC.
 type Process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	log    *slog.Logger
-	limit  logLimiter
+	cmd         *exec.Cmd
+	stdin       *os.File
+	stdout      *os.File
+	log         *slog.Logger
+	limit       logLimiter
+	sendTimeout time.Duration
+	max         int // MaxLineBytes
 
 	writeMu sync.Mutex
 
@@ -119,7 +136,14 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		return nil, fmt.Errorf("worker: start %s: %w", cfg.Command[0], err)
 	}
 	closeAll(inR, outW, errW) // the child's ends
-	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, done: make(chan struct{})}
+	max := cfg.MaxLineBytes
+	if max <= 0 {
+		max = DefaultMaxLineBytes
+	}
+	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, sendTimeout: cfg.SendTimeout, max: max, done: make(chan struct{})}
+	if p.sendTimeout <= 0 {
+		p.sendTimeout = 30 * time.Second
+	}
 	go p.copyStderr(errR)
 	go p.wait()
 	return p, nil
@@ -186,16 +210,9 @@ func (p *Process) Logf(level slog.Level, msg string, args ...any) {
 	}
 }
 
-// SendTimeout bounds one write to a worker's stdin. A write blocks only
-// while the pipe is full, so a worker that reads nothing for this long with
-// 64 KiB waiting is hung, or deadlocked writing its own stdout: it is killed
-// (a partial line cannot be taken back), its requests fail with the
-// worker-exited error, and no gateway goroutine waits on it for ever.
-var SendTimeout = 30 * time.Second
-
 // Send writes one message and its newline to the worker's stdin. It blocks
-// only while the pipe is full, at most SendTimeout; a write to an exited
-// worker fails.
+// only while the pipe is full, at most ProcessConfig.SendTimeout; a write to
+// an exited worker fails.
 func (p *Process) Send(msg []byte) error {
 	select {
 	case <-p.done:
@@ -206,10 +223,10 @@ func (p *Process) Send(msg []byte) error {
 	buf = append(append(buf, msg...), '\n')
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	_ = p.stdin.SetWriteDeadline(time.Now().Add(SendTimeout))
+	_ = p.stdin.SetWriteDeadline(time.Now().Add(p.sendTimeout))
 	if _, err := p.stdin.Write(buf); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			p.log.Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", SendTimeout)
+			p.log.Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", p.sendTimeout)
 			_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 		}
 		return fmt.Errorf("%w: %v", ErrExited, err)
@@ -218,20 +235,70 @@ func (p *Process) Send(msg []byte) error {
 }
 
 // ReadLoop calls fn with each line the worker writes on stdout, until the
-// stream ends. It returns nil at end of file.
-func (p *Process) ReadLoop(fn func(line []byte)) error {
+// stream ends. A line over the process's MaxLineBytes is not kept: it is
+// read through to its end, and tooLong gets its first bytes (up to
+// headBytes) and its length instead. ReadLoop returns nil at end of file.
+func (p *Process) ReadLoop(fn func(line []byte), tooLong func(head []byte, n int)) error {
 	defer p.stdout.Close()
-	sc := bufio.NewScanner(p.stdout)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
-	for sc.Scan() {
-		if line := sc.Bytes(); len(line) > 0 {
-			fn(line)
+	r := bufio.NewReaderSize(p.stdout, 64<<10)
+	var (
+		buf  []byte // a line longer than r's buffer, so far
+		head []byte // the start of a line over the limit
+		n    int    // bytes of the line so far
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		end := err == nil // chunk ends the line
+		switch {
+		case head != nil:
+		case n+len(chunk) > p.max:
+			head = append(buf, chunk[:min(len(chunk), max(headBytes-len(buf), 0))]...)
+			head = bytes.Clone(head[:min(len(head), headBytes)])
+			buf = nil
+		case end && n == 0:
+			line(chunk, fn) // the whole line in r's buffer: no copy
+		default:
+			buf = append(buf, chunk...)
+			if end {
+				line(buf, fn)
+				buf = buf[:0]
+				if cap(buf) > 1<<20 {
+					buf = nil // do not keep a big line's memory
+				}
+			}
 		}
-	}
-	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+		n += len(chunk)
+		if end {
+			if head != nil {
+				tooLong(head, n-1) // less the newline
+			}
+			head, n = nil, 0
+			continue
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if head == nil && len(buf) > 0 {
+			line(buf, fn) // a last line without a newline
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+			return nil
+		}
 		return fmt.Errorf("worker: reading stdout: %w", err)
 	}
-	return nil
+}
+
+// headBytes is how much of a line over the limit ReadLoop keeps, enough
+// for the members before a response's result.
+const headBytes = 4096
+
+// line calls fn with b less its line ending, unless that leaves nothing.
+func line(b []byte, fn func([]byte)) {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	if len(b) > 0 {
+		fn(b)
+	}
 }
 
 // Stop ends the process the way MCP's stdio transport asks (MCP 2025-11-25

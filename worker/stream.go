@@ -11,10 +11,18 @@ import (
 type Outgoing struct {
 	Data     []byte          // the encoded JSON-RPC message, ids already restored
 	Response bool            // it answers one of the stream's requests
+	Result   bool            // the answer is a result, not an error
 	ID       json.RawMessage // the client's request id, for an answer
 	// Charged is what the stream's Budget was charged for Data; whoever
 	// takes the message from the stream gives it back when done with it.
 	Charged int
+
+	// encode, when set, produces Data: Take runs it, on the goroutine that
+	// takes the answer rather than the worker's reader (Conn.Call's
+	// rewrite). size is what the message holds meanwhile, for the Budget.
+	encode func() []byte
+	size   int
+	result json.RawMessage // the worker's result, for Watch, while encode waits
 }
 
 // KindBufferFull is error.data.kind of an answer the gateway replaced
@@ -56,10 +64,11 @@ type Stream struct {
 	queue    []Outgoing
 	queued   int  // bytes in queue
 	pending  int  // requests not yet answered
+	results  int  // answers that were results
 	detached bool // the HTTP handler has gone
 	ended    bool // the session has ended (standalone stream)
 	notify   chan struct{}
-	watch    map[string][]func([]byte) // request id key → Watch callbacks
+	watch    map[string][]func(*Answer) // request id key → Watch callbacks
 }
 
 // MaxQueuedBytes bounds the messages other than answers waiting on one
@@ -75,12 +84,18 @@ func NewStream(sse bool) *Stream {
 func (s *Stream) Ready() <-chan struct{} { return s.notify }
 
 // Take returns the queued messages and whether the stream is finished: every
-// request answered (a POST stream), or the session over (either kind).
+// request answered (a POST stream), or the session over (either kind). An
+// answer still to be rewritten is rewritten here, by the caller.
 func (s *Stream) Take(standalone bool) (msgs []Outgoing, finished bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	msgs, s.queue, s.queued = s.queue, nil, 0
 	finished = s.ended || (!standalone && s.pending == 0)
+	s.mu.Unlock()
+	for i := range msgs {
+		if msgs[i].encode != nil {
+			msgs[i].Data, msgs[i].encode = msgs[i].encode(), nil
+		}
+	}
 	return msgs, finished
 }
 
@@ -89,6 +104,15 @@ func (s *Stream) Answered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pending <= 0
+}
+
+// Results returns the number of the stream's requests the worker answered
+// with a result rather than an error (even if the Budget then replaced the
+// answer with a bufferFull error).
+func (s *Stream) Results() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.results
 }
 
 // Detach tells the stream its HTTP handler has gone; later messages are
@@ -133,6 +157,16 @@ func (s *Stream) Answer(id json.RawMessage, data []byte) {
 	s.push(Outgoing{Data: data, Response: true, ID: id})
 }
 
+// An Answer is what a Watch callback sees of a request's answer: its
+// encoding as queued for the client, or, for a worker's result whose
+// encoding waits for the client's handler (Conn.Call's rewrite), that
+// result as the worker sent it (which the rewrite does not change in
+// what an observer reads: isError, structuredContent).
+type Answer struct {
+	Data   []byte          // the encoded answer; nil when deferred
+	Result json.RawMessage // the worker's result, when Data is nil
+}
+
 // Watch has fn called once with the answer to the stream's request id, as
 // queued for the client (a bufferFull replacement included), whether or not
 // the client is still there to read it; or with nil when the request is
@@ -140,10 +174,10 @@ func (s *Stream) Answer(id json.RawMessage, data []byte) {
 // the stream's last request is settled. Call it before forwarding the
 // request. fn runs with the stream locked, on the worker's reader: it must
 // not use the stream, and must return quickly.
-func (s *Stream) Watch(id json.RawMessage, fn func(answer []byte)) {
+func (s *Stream) Watch(id json.RawMessage, fn func(*Answer)) {
 	s.mu.Lock()
 	if s.watch == nil {
-		s.watch = make(map[string][]func([]byte))
+		s.watch = make(map[string][]func(*Answer))
 	}
 	k := jsonrpc.Key(id)
 	s.watch[k] = append(s.watch[k], fn)
@@ -159,7 +193,11 @@ func (s *Stream) runWatchersLocked(m *Outgoing) {
 			if s.watch[k] = w[1:]; len(w) == 1 {
 				delete(s.watch, k)
 			}
-			w[0](m.Data)
+			a := &Answer{Data: m.Data}
+			if m.encode != nil {
+				a.Data, a.Result = nil, m.result
+			}
+			w[0](a)
 		}
 	}
 	if s.pending <= 0 {
@@ -178,21 +216,29 @@ func (s *Stream) push(m Outgoing) bool {
 	s.mu.Lock()
 	if m.Response {
 		s.pending--
+		if m.Result {
+			s.results++
+		}
 	}
-	ok := !s.detached && (m.Response || s.queued+len(m.Data) <= MaxQueuedBytes)
+	n := len(m.Data)
+	if m.encode != nil {
+		n = m.size
+	}
+	ok := !s.detached && (m.Response || s.queued+n <= MaxQueuedBytes)
 	if ok && s.Budget != nil {
 		// Charged under s.mu, so that Detach gives back all it took.
-		if err := s.Budget.Take(len(m.Data)); err == nil {
-			m.Charged = len(m.Data)
+		if err := s.Budget.Take(n); err == nil {
+			m.Charged = n
 		} else if m.Response {
-			m.Data = internalError(m.ID, err.Error(), KindBufferFull)
+			m.Data, m.encode = internalError(m.ID, err.Error(), KindBufferFull), nil
+			n = len(m.Data)
 		} else {
 			ok = false
 		}
 	}
 	if ok {
 		s.queue = append(s.queue, m)
-		s.queued += len(m.Data)
+		s.queued += n
 	}
 	if m.Response && len(s.watch) > 0 {
 		// Before the answer can be taken: whoever reads it finds it

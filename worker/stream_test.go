@@ -67,7 +67,12 @@ func TestStreamWatch(t *testing.T) {
 	s.Expect(3)
 	got := map[string][]byte{}
 	for _, id := range []string{"1", `"a"`, "3"} {
-		s.Watch(json.RawMessage(id), func(answer []byte) { got[id] = answer })
+		s.Watch(json.RawMessage(id), func(a *Answer) {
+			got[id] = nil
+			if a != nil {
+				got[id] = a.Data
+			}
+		})
 	}
 	s.Answer(json.RawMessage(`"a"`), []byte(`{"jsonrpc":"2.0","id":"a","result":{}}`))
 	require.Equal(t, map[string][]byte{`"a"`: []byte(`{"jsonrpc":"2.0","id":"a","result":{}}`)}, got)
@@ -81,4 +86,43 @@ func TestStreamWatch(t *testing.T) {
 	require.Contains(t, got, "3")
 	assert.Nil(t, got["3"])
 	assert.True(t, s.Answered())
+
+	// An answer whose encoding waits: the watcher sees the worker's result.
+	s = NewStream(false)
+	s.Expect(1)
+	var seen *Answer
+	s.Watch(json.RawMessage("1"), func(a *Answer) { seen = a })
+	s.push(Outgoing{Response: true, Result: true, ID: json.RawMessage(`1`), size: 13,
+		encode: func() []byte { return []byte("rewritten") }, result: json.RawMessage(`{"isError":true}`)})
+	require.NotNil(t, seen)
+	assert.Nil(t, seen.Data)
+	assert.JSONEq(t, `{"isError":true}`, string(seen.Result))
+}
+
+// TestStreamBudgetDeferred: an answer still to be rewritten is charged for
+// what it holds meanwhile (the worker's result), and a replaced one is not
+// rewritten at all.
+func TestStreamBudgetDeferred(t *testing.T) {
+	b := &countingBudget{limit: 10}
+	s := NewStream(false)
+	s.Budget = b
+	s.Expect(2)
+	ran := 0
+	encode := func() []byte { ran++; return []byte("rewritten") }
+	s.push(Outgoing{Response: true, Result: true, ID: json.RawMessage(`1`), encode: encode, size: 6}) // fits
+	s.push(Outgoing{Response: true, Result: true, ID: json.RawMessage(`2`), encode: encode, size: 6}) // does not: replaced
+	msgs, finished := s.Take(false)
+	if !finished || len(msgs) != 2 || ran != 1 {
+		t.Fatalf("got %d messages (finished %v), %d rewrites; want 2, true, 1", len(msgs), finished, ran)
+	}
+	if string(msgs[0].Data) != "rewritten" || msgs[0].Charged != 6 || b.used != 6 {
+		t.Errorf("got %s charged %d (used %d), want the rewrite charged 6", msgs[0].Data, msgs[0].Charged, b.used)
+	}
+	if !strings.Contains(string(msgs[1].Data), `"kind":"bufferFull"`) {
+		t.Errorf("got %s, want the bufferFull error", msgs[1].Data)
+	}
+	s.Give(msgs...)
+	if b.used != 0 || s.Results() != 2 {
+		t.Errorf("after Give: used %d, %d results; want 0, 2", b.used, s.Results())
+	}
 }

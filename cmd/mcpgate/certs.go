@@ -15,9 +15,9 @@ import (
 
 func init() { commands["certs"] = runCerts }
 
-// runCerts is `mcpgate certs`: a self-signed development certificate for
-// the gateway's TLS (issue 3 §4). Real deployments use a CA's certificate;
-// the gateway reloads either when the files change.
+// runCerts is `mcpgate certs`: a self-signed development certificate, so
+// that TLS can be tried before a CA-issued one is at hand. Real deployments
+// use a CA's certificate; the gateway reloads either when the files change.
 func runCerts(_ context.Context, m *Main, args []string) error {
 	fs := pflag.NewFlagSet("certs", pflag.ContinueOnError)
 	fs.SetOutput(m.Stderr)

@@ -18,8 +18,6 @@ type Main struct {
 	Stdout io.Writer           // command output; the protocol output of `mcpgate worker`
 	Stderr io.Writer           // logs and errors
 	Getenv func(string) string // the environment; required (os.Getenv in main)
-
-	closers []func() error
 }
 
 // errUsage marks a command-line mistake; the usage text has been printed.
@@ -53,15 +51,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return cmd(ctx, m, args[1:])
 }
 
-// Close releases what Run opened.
-func (m *Main) Close() error {
-	var errs []error
-	for i := len(m.closers) - 1; i >= 0; i-- {
-		errs = append(errs, m.closers[i]())
-	}
-	m.closers = nil
-	return errors.Join(errs...)
-}
+// Close releases what Run opened. Every command releases what it opens
+// before Run returns (the gateway stops its workers and its server), so
+// there is nothing left; Close stays so that tests and main end a Main the
+// same way whatever a command comes to hold.
+func (m *Main) Close() error { return nil }
 
 // commands maps a sub-command name to its implementation; each lives in a
 // file of its own.

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 func init() { commands["serve"] = serve }
@@ -68,23 +69,16 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// gatewayOptions maps the configuration to the gateway's options. For the
-// built-in worker it also prepares the database: the SQLite file (with the
-// demo schema) is created here, once, so that every worker, read-only ones
-// included, finds it.
-func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (gateway.Options, error) {
+// gatewayOptions maps the configuration to the gateway's options and to the
+// launcher of its workers. For the built-in worker it also prepares the
+// database: the SQLite file (with the demo schema) is created here, once, so
+// that every worker, read-only ones included, finds it.
+func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (*worker.Launcher, gateway.Options, error) {
 	l := cfg.Limits
 	opts := gateway.Options{
-		WorkerCommand:      cfg.Worker.Command,
-		WorkerEnv:          cfg.Worker.Env,
-		WorkerDir:          cfg.Worker.Dir,
-		Toolsets:           cfg.Worker.Toolsets,
 		SafeTools:          cfg.Worker.SafeTools,
 		SafeMethods:        cfg.Worker.SafeMethods,
 		ReadOnly:           cfg.Server.ReadOnly,
-		ServerName:         cfg.Server.Name,
-		ServerVersion:      Version,
-		ServerTitle:        cfg.Server.Title,
 		LocalUser:          cfg.Server.LocalUser,
 		AllowedOrigins:     cfg.Server.AllowedOrigins,
 		LoopbackHostCheck:  cfg.Loopback(),
@@ -93,7 +87,6 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		BodyReadTimeout:    l.ReadTimeout,
 		SessionIdleTimeout: l.SessionIdleTimeout,
 		WorkerStartTimeout: l.WorkerStartTimeout,
-		WorkerStopGrace:    l.WorkerStopGrace,
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
 		WriteTimeout:       l.WriteTimeout,
@@ -103,16 +96,48 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxSessionBufferBytes: int64(l.MaxSessionBufferBytes),
 		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
 	}
-	if len(cfg.Worker.Command) > 0 {
-		return opts, nil // an external worker: its safe tools come from config
+	wopts := worker.LauncherOptions{
+		Env:             cfg.Worker.Env,
+		Dir:             cfg.Worker.Dir,
+		Toolsets:        cfg.Worker.Toolsets,
+		ServerName:      cfg.Server.Name,
+		ServerVersion:   Version,
+		ServerTitle:     cfg.Server.Title,
+		StopGrace:       l.WorkerStopGrace,
+		MaxMessageBytes: int(l.MaxWorkerMessageBytes),
 	}
-	safe, err := tools.SafeToolNames(cfg.Worker.Toolsets)
+	command := cfg.Worker.Command // an external worker: its safe tools come from config
+	if len(command) == 0 {
+		safe, undo, env, err := builtinWorker(ctx, cfg, log)
+		if err != nil {
+			return nil, opts, err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, opts, fmt.Errorf("mcpgate: finding the built-in worker (this executable): %w", err)
+		}
+		command = []string{exe, "worker"}
+		opts.SafeTools, opts.UndoTools = safe, undo
+		wopts.Env = append(env, wopts.Env...)
+	}
+	launcher, err := worker.NewLauncher(command, wopts)
 	if err != nil {
-		return opts, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+		return nil, opts, fmt.Errorf("mcpgate: %w", err)
 	}
-	opts.SafeTools = safe
-	if opts.UndoTools, err = tools.UndoToolNames(cfg.Worker.Toolsets); err != nil {
-		return opts, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+	return launcher, opts, nil
+}
+
+// builtinWorker returns the safe and undo tools of the built-in worker's
+// toolsets and its database settings (as environment variables), creating
+// the SQLite database when that is the engine.
+func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (safe, undo, env []string, err error) {
+	safe, err = tools.SafeToolNames(cfg.Worker.Toolsets)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+	}
+	undo, err = tools.UndoToolNames(cfg.Worker.Toolsets)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 	}
 	d := db.Config{
 		Driver:           cfg.Database.Driver,
@@ -131,22 +156,21 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		d.Driver = db.SQLite
 		path, err := filepath.Abs(cfg.Database.Path)
 		if err != nil {
-			return opts, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return opts, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		created, err := sqlite.Ensure(ctx, path)
 		if err != nil {
-			return opts, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		if created {
 			log.Info("mcpgate: created the SQLite database with the demo schema", "path", path)
 		}
 		d.DSN = path
 	}
-	opts.WorkerEnv = append(d.Environ(), opts.WorkerEnv...)
-	return opts, nil
+	return safe, undo, d.Environ(), nil
 }
 
 // runGateway serves /mcp (and, with auth, the RFC 9728 metadata) until ctx
@@ -155,7 +179,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	if cfg.Server.Insecure && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
 		log.Warn("mcpgate: INSECURE: serving a non-loopback address without TLS and authentication; anyone who can reach it can run tools", "listen", cfg.Server.Listen)
 	}
-	gopts, err := gatewayOptions(ctx, cfg, log)
+	launcher, gopts, err := gatewayOptions(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -185,7 +209,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 			mux.Handle(p, authn.MetadataHandler())
 		}
 	}
-	g, err := gateway.New(gopts)
+	g, err := gateway.New(launcher, gopts)
 	if err != nil {
 		return err
 	}

@@ -349,10 +349,10 @@ func TestServeRefusesBadConfig(t *testing.T) {
 func TestGatewayOptionsDatabase(t *testing.T) {
 	cfg := config.Default()
 	cfg.Database = config.Database{Driver: "postgres", DSN: "host=/run/postgresql dbname=mcp", ConnectAsUser: true}
-	opts, err := gatewayOptions(t.Context(), cfg, newLogger(cfg, io.Discard))
+	_, _, env, err := builtinWorker(t.Context(), cfg, newLogger(cfg, io.Discard))
 	require.NoError(t, err)
 	got, err := db.ConfigFromEnv(func(name string) string {
-		for _, kv := range opts.WorkerEnv {
+		for _, kv := range env {
 			if k, v, _ := strings.Cut(kv, "="); k == name {
 				return v
 			}

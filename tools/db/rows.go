@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,11 +25,25 @@ type Rows struct {
 	Truncated    bool `json:"truncated"`
 	// Oversize counts rows left out because each alone is over MaxBytes.
 	Oversize int `json:"oversize,omitempty"`
+	// RowTooLarge says the result stops early: the driver could not read
+	// the next row within MaxRowBytes. Total counts the rows before it.
+	RowTooLarge bool `json:"rowTooLarge,omitempty"`
 }
 
 // MaxBytes caps the bytes of values one result keeps; rows past it are
 // counted but not kept, as rows past the row cap are.
 const MaxBytes = 1 << 20
+
+// MaxRowBytes bounds the bytes of one row while the driver reads it, before
+// any value is cut: SQLite's whole heap (PRAGMA hard_heap_limit, which a
+// statement can lower but never raise), PostgreSQL's DataRow message. A
+// row over it ends a result there (SQLite; Scan reports ErrRowTooLarge as
+// RowTooLarge) or fails the statement (PostgreSQL).
+const MaxRowBytes = 128 << 20
+
+// ErrRowTooLarge is what an engine's rows report when the next row does not
+// fit in MaxRowBytes; the rows read before it are whole.
+var ErrRowTooLarge = fmt.Errorf("db: a row of the result is over the %d MiB row bound", MaxRowBytes>>20)
 
 // CountLimit bounds how far past the row cap a result is counted, so that
 // a huge result costs a bounded scan rather than a statement timeout.
@@ -65,7 +80,7 @@ func collect(rows *sql.Rows, maxRows, maxCell, countLimit int) (*Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rows{Columns: p.Columns, Rows: p.Items, Total: p.Total, TotalAtLeast: p.TotalAtLeast, Truncated: p.Truncated, Oversize: p.Oversize}, nil
+	return &Rows{Columns: p.Columns, Rows: p.Items, Total: p.Total, TotalAtLeast: p.TotalAtLeast, Truncated: p.Truncated, Oversize: p.Oversize, RowTooLarge: p.RowTooLarge}, nil
 }
 
 // Page is what Scan keeps of a result.
@@ -76,6 +91,7 @@ type Page[T any] struct {
 	TotalAtLeast bool // counting stopped at CountLimit
 	Truncated    bool // fewer items than rows
 	Oversize     int  // rows left out because each alone is over MaxBytes
+	RowTooLarge  bool // the result stops at a row over MaxRowBytes
 }
 
 // Long stands for a text or byte value longer than a scan keeps: its first
@@ -93,7 +109,8 @@ type Long struct {
 // there are fewer than maxRows and their sizes add up to at most MaxBytes;
 // an item over MaxBytes by itself is left out and counted in Oversize, and
 // later items are still kept. It counts the rest up to CountLimit and
-// closes rows.
+// closes rows. A row over MaxRowBytes (ErrRowTooLarge) ends the page
+// there, with RowTooLarge set, rather than failing it.
 func Scan[T any](rows *sql.Rows, maxRows, maxValue int, convert func(vals []any) (T, int)) (*Page[T], error) {
 	return scan(rows, maxRows, maxValue, CountLimit, convert)
 }
@@ -113,7 +130,9 @@ func scan[T any](rows *sql.Rows, maxRows, maxValue, countLimit int, convert func
 		ptrs[i] = &cells[i]
 	}
 	size, full := 0, false
+	kept := false // the last row read was kept
 	for rows.Next() {
+		kept = false
 		if p.Total == countLimit {
 			p.TotalAtLeast = true
 			break
@@ -139,9 +158,23 @@ func scan[T any](rows *sql.Rows, maxRows, maxValue, countLimit int, convert func
 		default:
 			size += n
 			p.Items = append(p.Items, item)
+			kept = true
 		}
 	}
-	return p, rows.Err()
+	err = rows.Err()
+	if errors.Is(err, ErrRowTooLarge) {
+		// The engine may find it out only after handing over the row
+		// it could not read whole (SQLite), so that row goes too.
+		if kept {
+			p.Items = p.Items[:len(p.Items)-1]
+		}
+		if p.Total > 0 {
+			p.Total--
+		}
+		p.RowTooLarge, p.Truncated, p.TotalAtLeast = true, true, true
+		return p, nil
+	}
+	return p, err
 }
 
 // cell scans one value. database/sql hands a Scanner the driver's own bytes
@@ -214,6 +247,10 @@ func cut(s string, limit int) string {
 	return cutTo(s, limit, len(s))
 }
 
+// Cut cuts s to limit bytes at a rune boundary, marked as a long value of
+// a result is: "… [N bytes]" with s's true length. A limit of 0 keeps s.
+func Cut(s string, limit int) string { return cut(s, limit) }
+
 // cutTo cuts s, the start of a value of total bytes, to limit bytes at a
 // rune boundary and says how long the value was.
 func cutTo(s string, limit, total int) string {
@@ -229,6 +266,9 @@ func cutTo(s string, limit, total int) string {
 
 // Note says how much of the result is shown.
 func (r *Rows) Note() string {
+	if r.RowTooLarge {
+		return fmt.Sprintf("(showing %d of at least %d rows; the result stops at the next row, which is over the %d MiB row bound: select fewer or shorter columns)", len(r.Rows), r.Total+1, MaxRowBytes>>20)
+	}
 	if r.TotalAtLeast {
 		return fmt.Sprintf("(showing %d of more than %d rows)", len(r.Rows), r.Total)
 	}

@@ -307,7 +307,8 @@ func (s *Session) fail(e *Error) *Error {
 	s.conn.ExecContext(uctx, "ROLLBACK") //nolint:errcheck // the transaction may already be gone
 	if err := s.begin(uctx); err != nil {
 		s.abortAndClose()
-		return &Error{Kind: KindOther, Message: ErrClosed.Error(), Err: errors.Join(e, err)}
+		// Say why first: the statement's error is what to fix.
+		return &Error{Kind: KindOther, Code: e.Code, Message: e.Message + "; " + ErrClosed.Error(), Err: errors.Join(e, err)}
 	}
 	return &Error{Kind: e.Kind, Code: e.Code, Message: e.Message + " (the transaction was rolled back: uncommitted changes are lost)", Err: e}
 }
@@ -389,7 +390,8 @@ func (s *Session) restart(ctx context.Context, stmt string) error {
 
 // CommitAfter runs fn as Do does and commits when it succeeds, as one step
 // that no other statement of the session can come between. The mutation
-// tools use it: each commits, as in the original server.
+// tools use it: each commits, so that no schema change holds its locks
+// in an open transaction.
 func (s *Session) CommitAfter(ctx context.Context, fn func(ctx context.Context, q Querier) error) error {
 	if err := s.acquire(ctx); err != nil {
 		return err

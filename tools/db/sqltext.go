@@ -181,6 +181,7 @@ type DDL struct {
 	Form   []string // the leading keywords, optional words removed: CREATE TABLE
 	Target []string // the object created or altered; nil for an unnamed index
 	On     []string // for CREATE INDEX, the table it is on
+	Into   []string // for ALTER … SET SCHEMA, the schema the object moves into
 }
 
 // DDLForms are the statements apply_ddl runs; RoutineForms those
@@ -241,17 +242,22 @@ func (l Lexer) ParseDDL(stmt string, fold func(string) string, forms [][]string)
 		}
 		return parts, rest
 	}
+	if kw := l.Keywords(s, 1); words[0] == "ALTER" && len(kw) == 1 && kw[0] == "ALL" {
+		// ALTER TABLE ALL IN TABLESPACE moves every table: no one object.
+		return d, false
+	}
 	createIndex := words[0] == "CREATE" && words[1] == "INDEX"
 	rest := s
 	if kw := l.Keywords(s, 1); words[1] != "INDEX" || len(kw) != 1 || kw[0] != "ON" { // not an unnamed index
 		d.Target, rest = name(s)
 	}
 	if createIndex {
-		i := strings.Index(strings.ToUpper(rest), "ON")
-		if i < 0 {
+		// ON must be the next word: a name ReadName cannot read ([ONx],
+		// `x` on SQLite) must not make an ON inside it look like the real one.
+		if kw := l.Keywords(rest, 1); len(kw) != 1 || kw[0] != "ON" {
 			return d, false
 		}
-		rest = rest[i+2:]
+		rest = rest[strings.Index(strings.ToUpper(rest), "ON")+2:]
 		if kw := l.Keywords(rest, 1); len(kw) == 1 && kw[0] == "ONLY" {
 			rest = rest[strings.Index(strings.ToUpper(rest), "ONLY")+4:]
 		}
@@ -259,7 +265,41 @@ func (l Lexer) ParseDDL(stmt string, fold func(string) string, forms [][]string)
 			return d, false
 		}
 	}
+	if words[0] == "ALTER" {
+		d.Into = l.setSchema(rest, fold)
+	}
 	return d, createIndex || len(d.Target) > 0
+}
+
+// setSchema returns the schema named after SET SCHEMA in s (comments
+// already stripped), outside quotes, in stored spelling; nil when there is
+// no SET SCHEMA, empty when no name could be read after it. An ALTER that moves its object names a second schema, which a
+// guard must check as well as the object.
+func (l Lexer) setSchema(s string, fold func(string) string) []string {
+	prev := ""
+	for i := 0; i < len(s); {
+		end, tok := l.next(s, i)
+		switch {
+		case tok == tokenSpace:
+		case tok == tokenWord && prev == "SET" && strings.EqualFold(s[i:end], "SCHEMA"):
+			parts, quoted, _ := ReadName(s[end:])
+			if parts == nil {
+				parts = []string{} // SET SCHEMA and no name read: not nil, so that it is refused
+			}
+			for j := range parts {
+				if !quoted[j] {
+					parts[j] = fold(parts[j])
+				}
+			}
+			return parts
+		case tok == tokenWord:
+			prev = strings.ToUpper(s[i:end])
+		default:
+			prev = ""
+		}
+		i = end
+	}
+	return nil
 }
 
 // unicodeName matches the start of a PostgreSQL U&"…" identifier.

@@ -172,6 +172,11 @@ func TestParseDDL(t *testing.T) {
 		{"CREATE INDEX ON pg_catalog.pg_type (typname)", true, "CREATE INDEX", nil, []string{"pg_catalog", "pg_type"}},
 		{"ALTER TABLE IF EXISTS ONLY t ADD COLUMN y int", true, "ALTER TABLE", []string{"t"}, nil},
 		{"ALTER INDEX i RENAME TO j", true, "ALTER INDEX", []string{"i"}, nil},
+		{"ALTER TABLE ALL IN TABLESPACE pg_default SET TABLESPACE t2", false, "ALTER TABLE", nil, nil},
+		{"CREATE INDEX [ONx] ON t (a)", false, "CREATE INDEX", nil, nil},
+		{"CREATE INDEX i USING x ON t (a)", false, "CREATE INDEX", nil, nil},
+		{"alter index all in tablespace a set tablespace b", false, "ALTER INDEX", nil, nil},
+		{`ALTER TABLE "all" ADD COLUMN y int`, true, "ALTER TABLE", []string{"all"}, nil},
 		{"DROP TABLE t", false, "DROP TABLE", nil, nil},
 		{"CREATE TRIGGER x AFTER INSERT ON t BEGIN SELECT 1; END", false, "CREATE TRIGGER", nil, nil},
 		{"INSERT INTO t VALUES (1)", false, "INSERT INTO", nil, nil},
@@ -188,6 +193,32 @@ func TestParseDDL(t *testing.T) {
 				assert.Equal(t, tt.target, d.Target)
 				assert.Equal(t, tt.on, d.On)
 			}
+		})
+	}
+}
+
+// TestParseDDLSetSchema: an ALTER that moves its object names the schema it
+// moves into, which the guard checks too; a SET SCHEMA inside a string or
+// comment is not one.
+func TestParseDDLSetSchema(t *testing.T) {
+	tests := []struct {
+		sql  string
+		into []string
+	}{
+		{"ALTER TABLE public.t SET SCHEMA pg_catalog", []string{"pg_catalog"}},
+		{`alter view v set /* c */ schema "Pg_Catalog"`, []string{"Pg_Catalog"}},
+		{"ALTER TABLE t SET SCHEMA INFORMATION_SCHEMA", []string{"information_schema"}},
+		{"ALTER TABLE t SET SCHEMA", []string{}},
+		{"ALTER TABLE t SET SCHEMA a.b", []string{"a", "b"}},
+		{"ALTER TABLE t ALTER COLUMN c SET DEFAULT 'SET SCHEMA pg_catalog'", nil},
+		{"ALTER TABLE t SET (fillfactor = 50) -- SET SCHEMA pg_catalog", nil},
+		{"CREATE TABLE t (\"SET\" int, schema int)", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sql, func(t *testing.T) {
+			d, ok := PostgresLexer.ParseDDL(tt.sql, strings.ToLower, DDLForms)
+			assert.True(t, ok)
+			assert.Equal(t, tt.into, d.Into)
 		})
 	}
 }

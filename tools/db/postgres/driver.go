@@ -37,9 +37,16 @@ type conn struct {
 	readOnly bool
 }
 
+// ownKey marks a context whose statements are the engine's own, not a
+// client's (Reap's pg_terminate_backend); only this package sets it.
+type ownKey struct{}
+
 // guard refuses a read's statement, or a read-only session's, that calls
 // a function whose effect outlives the transaction.
 func (c *conn) guard(ctx context.Context, query string) error {
+	if ctx.Value(ownKey{}) != nil {
+		return nil
+	}
 	if c.readOnly || db.Reading(ctx) {
 		return refuseSideEffect(query)
 	}

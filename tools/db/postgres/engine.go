@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/mcpgate/mcpgate/tools/db"
 )
@@ -71,6 +72,9 @@ func (Engine) OpenAs(cfg db.Config, user string, readOnly bool) (*sql.DB, error)
 	// queries on the extended protocol (one command per statement); Exec
 	// does the same for statements without arguments.
 	pc.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
+	// A row is bounded before pgx reads it (a DataRow is one message),
+	// where the value cap comes only after the driver's copy.
+	pc.MaxProtocolMessageBodyLen = db.MaxRowBytes
 	pc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: 5 * time.Second}
 	}
@@ -204,6 +208,7 @@ func (Engine) Backend(ctx context.Context, c *sql.Conn) (any, error) {
 // its own backends, unless EXECUTE on pg_terminate_backend was revoked
 // from it (docs/tools.md says what to grant then).
 func (Engine) Reap(ctx context.Context, pool *sql.DB, backend any) error {
+	ctx = context.WithValue(ctx, ownKey{}, true) // past the side-effect guard, which refuses the name
 	_, err := pool.ExecContext(ctx, "SELECT pg_catalog.pg_terminate_backend($1, 5000)", backend)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42883" { // before PostgreSQL 14: no wait
@@ -265,6 +270,11 @@ func (Engine) Check(ctx context.Context, q db.Querier, mark any) error {
 
 // Classify maps SQLSTATEs to kinds.
 func (Engine) Classify(err error) *db.Error {
+	var big *pgproto3.ExceededMaxBodyLenErr
+	if errors.As(err, &big) {
+		return &db.Error{Kind: db.KindOther, Code: "rowTooLarge", Err: err,
+			Message: fmt.Sprintf("postgres: the server sent a row of %d bytes, over the worker's %d MiB row bound, so the worker stopped reading it (select fewer or shorter columns)", big.ActualBodyLen, db.MaxRowBytes>>20)}
+	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return nil

@@ -18,6 +18,10 @@ import (
 //     pg_create_restore_point, pg_reload_conf, pg_rotate_logfile,
 //     pg_promote, pg_log_backend_memory_contexts: server state and logs;
 //   - replication slots and origins: what logical decoding consumers see;
+//   - pg_terminate_backend, pg_cancel_backend: another backend's statement
+//     or session (every worker connects as one role unless connect_as_user,
+//     so any user's read could end another user's read-write session and
+//     its uncommitted work), or the caller's own session;
 //   - query_to_xml…, ts_stat, ts_rewrite: they run SQL given as a string,
 //     which could be built to call any of the above out of the guard's
 //     sight.
@@ -44,15 +48,17 @@ var sideEffectNames = map[string]bool{
 	"pg_logical_slot_get_binary_changes": true,
 	"ts_stat":                            true,
 	"ts_rewrite":                         true,
+	"pg_terminate_backend":               true,
+	"pg_cancel_backend":                  true,
 }
 
 var sideEffectPrefixes = []string{"dblink", "query_to_xml", "pg_file_", "pg_stat_reset", "pg_replication_origin_", "pg_create_physical_replication_slot", "pg_create_logical_replication_slot", "pg_drop_replication_slot", "pg_copy_physical_replication_slot", "pg_copy_logical_replication_slot", "pg_replication_slot_advance"}
 
 // sideEffect returns the name of a function in sideEffectNames that the
-// statement calls (a name followed by an argument list) wherever (also in a
-// string or a comment: a false alarm there costs a reworded statement),
-// quoted or not, in any case. A Unicode
-// escape identifier (U&"…") could spell one, so it counts as one.
+// statement calls wherever (also in a string or a comment: a false alarm
+// there costs a reworded statement), quoted or not, in any case: a name
+// followed by an argument list, or a name after a dot (fieldCall). A
+// Unicode escape identifier (U&"…") could spell one, so it counts as one.
 func sideEffect(query string) string {
 	s := strings.ToLower(strings.ReplaceAll(query, `"`, ""))
 	if strings.Contains(strings.ToLower(query), `u&"`) {
@@ -72,14 +78,41 @@ func sideEffect(query string) string {
 		}
 		w := s[i:j]
 		i = j
-		if !calls(s[j:]) {
-			continue
-		}
-		if sideEffectNames[w] {
+		if calls(s[j:]) && sideEffectName(w) {
 			return w
 		}
-		for _, p := range sideEffectPrefixes {
-			if strings.HasPrefix(w, p) {
+	}
+	return fieldCall(query)
+}
+
+// sideEffectName reports whether w (lower case) names a function of
+// sideEffectNames or sideEffectPrefixes.
+func sideEffectName(w string) bool {
+	if sideEffectNames[w] {
+		return true
+	}
+	for _, p := range sideEffectPrefixes {
+		if strings.HasPrefix(w, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldCall returns a function of sideEffectNames written in functional
+// notation, (x).f for f(x), which PostgreSQL accepts for any function of one
+// argument (or with defaults for the rest): (pid).pg_terminate_backend, or
+// ('SELECT …'::text).ts_stat, which runs SQL built out of the guard's sight.
+// It reads the tokens after a dot, outside strings and comments, as the
+// server does; and again as the server does when a session has set
+// standard_conforming_strings off (a backslash then escapes a quote in '…'),
+// so that a string read the other way cannot hide one.
+func fieldCall(query string) string {
+	escaped := strings.NewReplacer(`\\`, "  ", `\'`, "''").Replace(query)
+	for _, q := range []string{query, escaped} {
+		t := db.PostgresLexer.Tokens(q)
+		for i := 1; i < len(t); i++ {
+			if w := strings.ToLower(strings.Trim(t[i], `"`)); t[i-1] == "." && sideEffectName(w) {
 				return w
 			}
 		}

@@ -38,6 +38,10 @@ func dsn(path, mode string, busy int64) (string, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy))
 	q.Add("_pragma", "foreign_keys(1)")
+	// Bounds a row while the driver reads it (db.MaxRowBytes): SQLite
+	// holds every value of the current row, and the driver copies what
+	// SQLite holds. A statement can lower the limit, never raise it.
+	q.Add("_pragma", fmt.Sprintf("hard_heap_limit(%d)", db.MaxRowBytes))
 	q.Set("mode", mode)
 	if mode == "ro" {
 		q.Add("_pragma", "query_only(1)")
@@ -51,6 +55,9 @@ func dsn(path, mode string, busy int64) (string, error) {
 // Open opens the database file named by cfg.DSN, which must exist (Ensure
 // creates it).
 func (Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
+	if heapErr != nil {
+		return nil, heapErr
+	}
 	mode := "rw"
 	if readOnly {
 		mode = "ro"
@@ -135,6 +142,9 @@ func (Engine) Classify(err error) *db.Error {
 		// The guard (guard.go) explains its refusals itself; this is the
 		// rest, a script's later statement compiled while rows are read.
 		return &db.Error{Kind: db.KindRefused, Code: name, Err: err, Message: "sqlite: refused: ATTACH, DETACH and transaction control are never allowed, and query and a read-only session cannot write or change a setting: " + se.Error()}
+	case sqlite3.SQLITE_NOMEM:
+		return &db.Error{Kind: db.KindRefused, Code: name, Err: err,
+			Message: fmt.Sprintf("sqlite: the statement needs more than the worker's %d MiB SQLite memory bound (a row or value too large, or a big sort in memory); select fewer or shorter values", db.MaxRowBytes>>20)}
 	case sqlite3.SQLITE_INTERRUPT:
 		return &db.Error{Kind: db.KindOther, Code: "cancelled", Err: err, Message: "sqlite: the statement was interrupted"}
 	}

@@ -269,7 +269,7 @@ func (g *guard) QueryContext(ctx context.Context, query string, args []driver.Na
 		return nil, err
 	}
 	r, err := g.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
-	return r, g.explain(err)
+	return bound(r, g.explain(err))
 }
 
 // PrepareContext prepares query under its mode, which the statement keeps:
@@ -351,7 +351,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	s.g.set(s.mode, s.pragmaValue)
 	r, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
-	return r, s.g.explain(err)
+	return bound(r, s.g.explain(err))
 }
 
 var (
