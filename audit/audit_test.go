@@ -30,7 +30,9 @@ import (
 // stubWorker is the stub stdio MCP server, built by TestMain.
 var stubWorker string
 
-func TestMain(m *testing.M) { os.Exit(workertest.Main(m, &stubWorker)) }
+func TestMain(m *testing.M) {
+	os.Exit(workertest.Main(m, map[string]*string{workertest.Stub: &stubWorker}))
+}
 
 const resource = "https://mcp.example.test/mcp"
 

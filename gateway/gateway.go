@@ -56,7 +56,7 @@ type session struct {
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
 
-	stopReason atomic.Pointer[string] // why the gateway stops the worker (Exit*)
+	stop exitReason // why the gateway stops the worker
 }
 
 // New returns a Gateway whose sessions get their workers from launcher. It
@@ -160,7 +160,7 @@ func (g *Gateway) endSessions(ctx context.Context, sessions []*session, reason, 
 	var wg sync.WaitGroup
 	for i, s := range sessions {
 		wg.Go(func() {
-			s.stopping(reason)
+			s.stop.set(reason)
 			g.removeSession(s)
 			errs[i] = s.conn.Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
 		})

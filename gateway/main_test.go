@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(workertest.Main(m, &stubWorker))
+	os.Exit(workertest.Main(m, map[string]*string{workertest.Stub: &stubWorker}))
 }
 
 // testLogger sends the gateway's logs to the test log when -v, else nowhere.

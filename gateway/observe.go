@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
@@ -35,6 +36,9 @@ const (
 	OutcomeOK        = "ok"        // a result that is not a tool error
 	OutcomeCancelled = "cancelled" // the client cancelled; no answer
 	OutcomeRefused   = "refused"   // refused at the edge with an HTTP status
+	// OutcomeInputRequired: a 2026-07-28 result asking the client for
+	// input; the client's retry carries the call on.
+	OutcomeInputRequired = "inputRequired"
 )
 
 // Reasons a worker exited, for Observer.WorkerExited.
@@ -143,15 +147,18 @@ func (g *Gateway) calleeOf(r *http.Request) callee {
 			return s.callee()
 		}
 	}
-	return callee{}
+	return callee{kind: WorkerSession}
 }
 
-// stopping records why the gateway is about to stop s's worker, for
-// WorkerExited; a worker that exits with no reason recorded crashed.
-func (s *session) stopping(reason string) { s.stopReason.CompareAndSwap(nil, &reason) }
+// exitReason is why the gateway stopped a worker (Exit*), for
+// WorkerExited; a worker that exits with none recorded crashed.
+type exitReason struct{ p atomic.Pointer[string] }
 
-func (s *session) exitReason() string {
-	if r := s.stopReason.Load(); r != nil {
+// set records reason unless one is recorded already.
+func (x *exitReason) set(reason string) { x.p.CompareAndSwap(nil, &reason) }
+
+func (x *exitReason) get() string {
+	if r := x.p.Load(); r != nil {
 		return *r
 	}
 	return ExitCrashed
@@ -276,6 +283,11 @@ func outcomeOf(ans *worker.Answer) (outcome string, code int, kind string) {
 		}
 		res = a.Result
 	}
+	if res != nil && res.ResultType == "input_required" {
+		// MCP 2026-07-28: the call goes on in the client's retry, which
+		// has an event of its own.
+		return OutcomeInputRequired, 0, ""
+	}
 	if res != nil && res.IsError {
 		var sc struct {
 			Error struct {
@@ -292,6 +304,7 @@ func outcomeOf(ans *worker.Answer) (outcome string, code int, kind string) {
 
 // toolResult is what outcomeOf reads of a result.
 type toolResult struct {
+	ResultType        string          `json:"resultType"`
 	IsError           bool            `json:"isError"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
 }

@@ -43,4 +43,6 @@ func TestOutcomeOfDeferred(t *testing.T) {
 	assert.Equal(t, "conflict", outcome)
 	outcome, _, _ = outcomeOf(&worker.Answer{Result: []byte(`{"content":[]}`)})
 	assert.Equal(t, "ok", outcome)
+	outcome, _, _ = outcomeOf(&worker.Answer{Data: []byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}`)})
+	assert.Equal(t, "inputRequired", outcome)
 }

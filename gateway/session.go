@@ -44,7 +44,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly},
 		worker.ConnConfig{Logger: s.log, OnExit: func() {
 			g.removeSession(s)
-			g.observer.WorkerExited(WorkerSession, s.exitReason())
+			g.observer.WorkerExited(WorkerSession, s.stop.get())
 		}})
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
@@ -133,7 +133,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 
 // stopFailed stops the worker of a session that never became usable.
 func (g *Gateway) stopFailed(s *session) {
-	s.stopping(ExitStartFailed)
+	s.stop.set(ExitStartFailed)
 	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
 	if err := s.conn.Close(ctx, worker.KindSessionEnded, "gateway: initialize failed"); err != nil {

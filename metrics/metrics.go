@@ -258,12 +258,14 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-// outcomeLabel bounds an event's outcome: ok, cancelled, refused, a known
+// outcomeLabel bounds an event's outcome: ok, cancelled, refused,
+// inputRequired, a known
 // tool error kind (else "toolError"), a known gateway error kind, or a
 // JSON-RPC error code in the reserved range (else "error").
 func outcomeLabel(e *gateway.CallEvent) string {
 	switch {
-	case e.Outcome == gateway.OutcomeOK, e.Outcome == gateway.OutcomeCancelled, e.Outcome == gateway.OutcomeRefused:
+	case e.Outcome == gateway.OutcomeOK, e.Outcome == gateway.OutcomeCancelled, e.Outcome == gateway.OutcomeRefused,
+		e.Outcome == gateway.OutcomeInputRequired:
 		return e.Outcome
 	case e.ErrorCode == 0 && toolKinds[e.Outcome]:
 		return e.Outcome

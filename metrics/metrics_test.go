@@ -34,7 +34,9 @@ import (
 
 var stubWorker string
 
-func TestMain(m *testing.M) { os.Exit(workertest.Main(m, &stubWorker)) }
+func TestMain(m *testing.M) {
+	os.Exit(workertest.Main(m, map[string]*string{workertest.Stub: &stubWorker}))
+}
 
 func stubLauncher(t *testing.T) *worker.Launcher {
 	t.Helper()

@@ -29,7 +29,9 @@ import (
 
 var stubWorker string
 
-func TestMain(m *testing.M) { os.Exit(workertest.Main(m, &stubWorker)) }
+func TestMain(m *testing.M) {
+	os.Exit(workertest.Main(m, map[string]*string{workertest.Stub: &stubWorker}))
+}
 
 const (
 	clientTrace  = "0af7651916cd43dd8448eb211c80319c"
