@@ -4,7 +4,7 @@ BIN     := bin
 ADDR    ?= 127.0.0.1:8000
 
 
-.PHONY: all build run test test-go test-tls conformance bench lint clean
+.PHONY: all build run test test-go test-tls conformance conformance-legacy bench lint clean
 
 all: build
 
@@ -25,9 +25,15 @@ test-go:
 test-tls: build
 	scripts/test-tls.sh
 
-## conformance: the official MCP conformance suite through the gateway.
+## conformance: the official MCP conformance suite through the gateway, twice:
+## 0.1.16 (revisions up to 2025-11-25) and 0.2.0-alpha.12 with the 2026-07-28 requirements.
 conformance: build
 	scripts/conformance.sh
+	CONFORMANCE_VERSION=0.2.0-alpha.12 scripts/conformance.sh --requirements 2026-07-28
+
+## conformance-legacy: the 2026-07-28 requirements through a worker that speaks only 2025-11-25.
+conformance-legacy: build
+	CONFORMANCE_VERSION=0.2.0-alpha.12 LEGACY_WORKER=1 scripts/conformance.sh --requirements 2026-07-28
 
 ## bench: every system side by side; writes bench/results/ and prints the table.
 ## The harness (bin/mcpbench) is its own module under bench/, so the product's

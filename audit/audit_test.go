@@ -94,14 +94,23 @@ func (tr *trail) token(t *testing.T, user string, scopes ...string) string {
 // post sends one JSON-RPC body with tok on session sid (none: "").
 func (tr *trail) post(t *testing.T, tok, sid, body string) (*http.Response, map[string]any) {
 	t.Helper()
+	h := map[string]string{}
+	if sid != "" {
+		h["MCP-Session-Id"], h["MCP-Protocol-Version"] = sid, "2025-11-25"
+	}
+	return tr.send(t, tok, body, h)
+}
+
+// send posts body with tok and headers h and decodes the answer.
+func (tr *trail) send(t *testing.T, tok, body string, h map[string]string) (*http.Response, map[string]any) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, tr.url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+tok)
-	if sid != "" {
-		req.Header.Set("MCP-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	for k, v := range h {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -332,4 +341,51 @@ func TestMainLog(t *testing.T) {
 	assert.Equal(t, "tools/call", m["event"])
 	assert.Equal(t, "alice", m["user"])
 	assert.Equal(t, strconv.Itoa(42), fmt.Sprint(m["worker_pid"]))
+}
+
+// modernPost sends one 2026-07-28 tools/call with tok: no session, the
+// caller's per-user worker.
+func (tr *trail) modernPost(t *testing.T, tok, id, tool string, args map[string]any) (*http.Response, map[string]any) {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	body := `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"` + tool + `","arguments":` + string(a) +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	return tr.send(t, tok, body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool})
+}
+
+// TestAuditEventsModern: a 2026-07-28 call is recorded with its per-user
+// worker (kind user, its instance id, no session), and so is a limit's
+// refusal of a per-user worker.
+func TestAuditEventsModern(t *testing.T) {
+	tr := newTrail(t, gateway.Options{MaxSessionsPerUser: 1}, audit.Options{})
+	carol := tr.token(t, "carol", "mcp:use", "mcp:write")
+	dave := tr.token(t, "dave", "mcp:use", "mcp:write")
+	tr.open(t, dave) // dave's one slot
+
+	_, ans := tr.modernPost(t, carol, "m1", "echo", map[string]any{"text": "hi"})
+	require.NotNil(t, ans["result"], "%v", ans)
+	resp, _ := tr.modernPost(t, dave, "m2", "echo", map[string]any{"text": "hi"})
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+
+	lines, raw := events(t, tr.path)
+	require.Len(t, lines, 2, raw)
+	e := byRequest(t, lines, "m1")
+	assert.Equal(t, "user", e["worker_kind"])
+	assert.Equal(t, "", e["session"])
+	assert.Regexp(t, `^u-[0-9a-f]{32}$`, e["worker_key"])
+	assert.NotZero(t, e["worker_pid"])
+	assert.Equal(t, "carol", e["user"])
+	assert.Equal(t, "allowed", e["decision"])
+	assert.Equal(t, "ok", e["outcome"])
+	assert.Equal(t, "echo", e["tool"])
+
+	e = byRequest(t, lines, "m2")
+	assert.Equal(t, "user", e["worker_kind"])
+	assert.Equal(t, "", e["worker_key"])
+	assert.Equal(t, "limit", e["decision"])
+	assert.Equal(t, float64(429), e["status"])
+	assert.Equal(t, "echo", e["tool"])
+	assert.Equal(t, "dave", e["user"])
+	assert.NotContains(t, raw, carol)
+	assert.NotContains(t, raw, dave)
 }

@@ -66,19 +66,27 @@ func isJSONContent(r *http.Request) bool {
 }
 
 // protocolVersion returns the request's MCP-Protocol-Version; absent means
-// 2025-03-26 (MCP 2025-06-18 §Protocol Version Header).
+// 2025-03-26 (MCP 2025-06-18 §Protocol Version Header). ok reports a
+// revision that has sessions; 2026-07-28 has none (see modern).
 func protocolVersion(r *http.Request) (version string, ok bool) {
 	v := r.Header.Get("MCP-Protocol-Version")
 	if v == "" {
 		return "2025-03-26", true
 	}
-	return v, slices.Contains(supportedVersions, v)
+	return v, slices.Contains(sessionVersions, v)
 }
 
-// versionOK answers 400 for an unsupported MCP-Protocol-Version and reports
+// versionOK answers 400 for an unsupported MCP-Protocol-Version, 405 for
+// 2026-07-28 (which has only POST), and reports
 // whether the request may go on.
 func versionOK(w http.ResponseWriter, r *http.Request) bool {
 	v, ok := protocolVersion(r)
+	if v == modernVersion {
+		// MCP 2026-07-28 §Backward Compatibility: no GET stream, no DELETE.
+		w.Header().Set("Allow", "POST")
+		errModernMethod.write(w, nil)
+		return false
+	}
 	if !ok {
 		unsupportedVersion(v).write(w, nil)
 	}

@@ -1,8 +1,10 @@
 // Package gateway is mcpgate's front end: the MCP Streamable HTTP transport
-// at /mcp for protocol revisions 2025-11-25, 2025-06-18 and 2025-03-26 (with
-// JSON-RPC batches). It checks each request, keeps the session table, asks
-// its worker.Launcher for one worker process per session and relays JSON-RPC
-// between the client and that worker. It never runs a tool itself and forwards only
+// at /mcp for protocol revision 2026-07-28 (no sessions) and for 2025-11-25,
+// 2025-06-18 and 2025-03-26 (with JSON-RPC batches), chosen per request. It
+// checks each request, keeps the session table and the per-user workers,
+// asks its worker.Launcher for one worker process per session or per (user,
+// read-only) key, and relays JSON-RPC between the client and that worker.
+// It never runs a tool itself and forwards only
 // the JSON-RPC body, never HTTP headers, so no token reaches a worker.
 //
 // # Answers
@@ -15,7 +17,7 @@
 //	             Origin present and not allowed                 403  -32600
 //	             method other than POST, GET, DELETE            405  -32600, Allow: GET, POST, DELETE
 //	             MCP-Protocol-Version unsupported (absent is    400  -32022, data {supported, requested}
-//	             2025-03-26), including 2026-07-28
+//	             2025-03-26)
 //	POST         Content-Type not application/json              415  -32600
 //	             Accept has neither application/json nor        406  -32600
 //	             text/event-stream (absent Accept: both)
@@ -24,7 +26,8 @@
 //	             body not read within BodyReadTimeout           408  -32600
 //	             not JSON                                       400  -32700
 //	             not a JSON-RPC 2.0 message or batch; null id   400  -32600
-//	             server/discover (a 2026-07-28 client)          400  -32022, data {supported, requested}
+//	             server/discover on an older revision           400  -32022, data {supported, requested}
+//	             body _meta names a revision, header does not   400  -32020
 //	             a batch on 2025-06-18 or later; empty batch    400  -32600
 //	             initialize in a batch, or with a session id    400  -32600
 //	             initialize over MaxSessions                    503  -32603, Retry-After
@@ -46,6 +49,50 @@
 //	             otherwise                                      200  text/event-stream, ": ok" first
 //	DELETE       no session id / unknown session                400 / 404
 //	             live session                                   200  the worker is stopped first
+//
+// MCP-Protocol-Version: 2026-07-28 (stateless.go; testdata/transport/modern_*):
+//
+//	GET, DELETE  any                                            405  -32600, Allow: POST
+//	POST         a batch                                        400  -32600
+//	             a response                                     400  -32600
+//	             a notification                                 202  dropped (closing a stream cancels)
+//	             Mcp-Method missing or not the body's method    400  -32020
+//	             _meta duplicate keys; protocolVersion or       400  -32602
+//	             clientCapabilities missing
+//	             _meta protocolVersion not the header's         400  -32020
+//	             Mcp-Name missing or not params.name/uri        400  -32020 (=?base64?…?= decoded;
+//	             (tools/call, prompts/get, resources/read)           an ambiguous params.name refused)
+//	             Mcp-Param-* not matching an x-mcp-header       400  -32020 (required iff the argument
+//	             argument of the tool (tools/call)                   is present and not null)
+//	             initialize, ping, logging/setLevel,            404  -32601, no worker started
+//	             resources/subscribe, resources/unsubscribe
+//	             new per-user worker over MaxSessions           503  -32603, Retry-After
+//	             new per-user worker over MaxSessionsPerUser    429  -32603, Retry-After
+//	             worker cannot be started                       502  -32603
+//	             no handshake answer in WorkerStartTimeout      504  -32603 (the worker is stopped)
+//	             server/discover                                200  the worker's capabilities, the
+//	                                                                 gateway's supportedVersions
+//	             subscriptions/listen without SSE / filter      406 / 400 -32602
+//	             subscriptions/listen                           200  text/event-stream: the
+//	                                                                 acknowledgement, then changes;
+//	                                                                 the completion result when the
+//	                                                                 worker or the gateway stops
+//	             subscriptions/listen over 16 on one worker     429  -32603
+//	             read-only caller, gated tool or method         404  -32601 data.kind "readOnly"
+//	             a 2025 worker asks (sampling, elicitation,     200  resultType "input_required",
+//	             roots) during tools/call, prompts/get or            inputRequests, requestState
+//	             resources/read
+//	             ... and the client did not declare that        400  -32021 data.requiredCapabilities
+//	             capability
+//	             any other request                              200  the worker's answer, JSON or SSE;
+//	                                                                 a JSON error -32601 is 404,
+//	                                                                 -32602/-32020/-32021/-32022 400
+//
+// A 2026-07-28 request carries no session: MCP-Session-Id is ignored. Every
+// 2026-07-28 result gets resultType "complete" and _meta serverInfo when the
+// worker left them out, and the cacheable ones (the four lists,
+// resources/read, server/discover) cacheScope "private" and ttlMs (the
+// worker's, else 0): the answer comes from the caller's own worker.
 //
 // A request's answer is application/json while only answers arrive and the
 // client accepts JSON (a batch: an array, in request order). The first
@@ -81,6 +128,20 @@
 // on a read-write session may not undo that session's work: Options.UndoTools
 // are refused to it, its DELETE gets 403 insufficient_scope
 // (auth.WriteScopeRequired), and its cancellations are dropped.
+//
+// A 2026-07-28 request runs in the per-user worker of its (principal, user
+// id, read-only) key: started by the key's first request, shared by all of
+// the key's requests (ids rewritten as in a session), stopped after
+// SessionIdleTimeout without a request, and counted with sessions in
+// MaxSessions and MaxSessionsPerUser. Its handshake: server/discover with
+// 2026-07-28 _meta; a worker that answers it serves requests as they come,
+// any other answer makes the gateway initialize it once on 2025-11-25 and
+// translate (docs/gateway.md): results completed as above, per-request log
+// levels, list changes for listeners, and the worker's sampling, elicitation
+// and roots requests turned into input_required results whose requestState
+// parks the worker's call until the client's retry answers (mrtr.go), or
+// -32021 (HTTP 400) when the client did not declare the capability. A per-user worker that dies is removed first
+// too; the key's next request starts a fresh one.
 //
 // When a worker dies, the session is removed first, then every request in
 // flight gets -32603 with data.kind "workerExited" and the exit status, and

@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// connect opens a go-sdk client session to url.
+// connect opens a go-sdk client session to url on protocol 2025-11-25 (a
+// session; the SDK's default is 2026-07-28, see connectModern).
 func connect(t testing.TB, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	return connectWith(t, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, opts)
@@ -20,10 +21,26 @@ func connect(t testing.TB, url string, opts *mcp.ClientOptions) *mcp.ClientSessi
 
 func connectWith(t testing.TB, tr *mcp.StreamableClientTransport, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectVersion(t, tr, opts, "2025-11-25")
+}
+
+// connectModern opens a go-sdk client at its defaults: it negotiates
+// 2026-07-28 with server/discover.
+func connectModern(t testing.TB, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return connectVersion(t, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, opts, "")
+}
+
+func connectVersion(t testing.TB, tr *mcp.StreamableClientTransport, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, tr, nil)
+	var copts *mcp.ClientSessionOptions
+	if version != "" {
+		copts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := c.Connect(ctx, tr, copts)
 	require.NoError(t, err)
 	t.Cleanup(func() { cs.Close() })
 	return cs

@@ -45,17 +45,46 @@ var (
 	errWorkerTimeout   = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer initialize in time", nil}
 	errWorkerExited    = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker exited during initialize", nil}
 	errShuttingDown    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: shutting down", nil}
+
+	// MCP 2026-07-28 (no sessions; see modern.go and stateless.go).
+	errModernMethod       = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " uses POST only (GET streams and DELETE belong to sessions of 2025-11-25 and earlier)", nil}
+	errModernBatch        = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " takes one JSON-RPC message per POST, not a batch", nil}
+	errModernResponse     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " clients send no JSON-RPC responses; answer an input request by retrying the original request with inputResponses", nil}
+	errModernHeaderAbsent = failure{http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, "gateway: header mismatch: the body carries params._meta." + metaProtocolVersion + " but the MCP-Protocol-Version header does not name the same revision; send both, equal", nil}
+	errTooManyWorkers     = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: too many sessions and workers; try again later", nil}
+	errTooManyForUserW    = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many sessions and workers for this user; end a session (DELETE) or wait for idle ones to expire", nil}
+	errWorkerStartW       = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker process could not be started; try again", nil}
+	errWorkerExitedW      = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker has stopped; send the request again", nil}
+	errTooManyListeners   = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many subscriptions/listen streams open for this user; close one", nil}
+	errTooManyParked      = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many requests of this user wait for input; answer or abandon one", nil}
+	errWorkerTimeoutW     = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer its handshake in time; try again", nil}
 )
 
-// supportedVersions are the protocol revisions this transport speaks, newest
-// first.
-var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+// removedMethod answers a 2026-07-28 request for a method that revision
+// removed: -32601 with HTTP 404 (§Protocol Version Header).
+func removedMethod(method string) failure {
+	return failure{http.StatusNotFound, jsonrpc.CodeMethodNotFound, "gateway: " + quote(method) + " does not exist in MCP " + modernVersion, nil}
+}
 
-// unsupportedVersion is the refusal of a protocol revision. For a 2026-07-28
-// client it is that revision's UnsupportedProtocolVersionError (SEP-2575:
-// HTTP 400, code -32022, data {supported, requested}), on which the client
-// falls back to initialize on 2025-11-25; the go-sdk's stateful handler
-// answers the same.
+// discoverNeedsModern refuses server/discover on an older revision's
+// header with the UnsupportedProtocolVersionError, so that a dual-era client
+// retries on 2026-07-28.
+func discoverNeedsModern(requested string) failure {
+	f := unsupportedVersion(requested)
+	f.msg = "gateway: server/discover exists only in MCP " + modernVersion + "; send MCP-Protocol-Version: " + modernVersion + " and that revision's params._meta"
+	return f
+}
+
+// supportedVersions are the protocol revisions this transport speaks, newest
+// first: 2026-07-28 without sessions, the others with.
+var supportedVersions = []string{modernVersion, "2025-11-25", "2025-06-18", "2025-03-26"}
+
+// sessionVersions are the revisions that open a session with initialize.
+var sessionVersions = supportedVersions[1:]
+
+// unsupportedVersion is the refusal of a protocol revision: the 2026-07-28
+// UnsupportedProtocolVersionError (SEP-2575: HTTP 400, code -32022, data
+// {supported, requested}), which a client of any era can read.
 func unsupportedVersion(requested string) failure {
 	requested = clip(requested)
 	return failure{http.StatusBadRequest, jsonrpc.CodeUnsupportedProtocolVersion,
@@ -73,7 +102,9 @@ func (f failure) write(w http.ResponseWriter, id json.RawMessage) {
 	switch f.status {
 	case http.StatusMethodNotAllowed:
 		// RFC 9110 §15.5.6: a 405 lists the allowed methods.
-		h.Set("Allow", "GET, POST, DELETE")
+		if h.Get("Allow") == "" {
+			h.Set("Allow", "GET, POST, DELETE")
+		}
 	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		h.Set("Retry-After", "30")
 	}

@@ -32,10 +32,11 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	perUser  map[string]int     // live and starting sessions per user
-	userBufs map[string]*budget // bytes held for each user with a session
-	buffered *budget            // bytes held for every client
-	starting int                // sessions whose worker is starting
+	perUser  map[string]int          // live and starting sessions and per-user workers per user
+	workers  map[poolKey]*userWorker // 2026-07-28 per-user workers, starting ones included
+	userBufs map[string]*budget      // bytes held for each user with a session or per-user worker
+	buffered *budget                 // bytes held for every client
+	starting int                     // sessions whose worker is starting
 	closing  bool
 
 	shutdown   chan struct{}  // closed by Close; cuts initializes short
@@ -74,6 +75,7 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
+		workers:    make(map[poolKey]*userWorker),
 		userBufs:   make(map[string]*budget),
 		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
@@ -141,7 +143,8 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.shutdown)
 	}
 	<-g.reaperDone
-	err := g.endSessions(ctx, sessions, ExitShutdown, "gateway: the gateway is shutting down")
+	err := errors.Join(g.endSessions(ctx, sessions, ExitShutdown, "gateway: the gateway is shutting down"),
+		g.stopWorkers(ctx, g.readyWorkers(), ExitShutdown, "gateway: the gateway is shutting down"))
 	// An initialize in progress stops its own worker on shutdown.
 	done := make(chan struct{})
 	go func() { g.inits.Wait(); close(done) }()
@@ -179,8 +182,11 @@ func (g *Gateway) Sessions() int {
 // Workers returns the number of live worker processes of kind
 // (WorkerSession, WorkerUser).
 func (g *Gateway) Workers(kind string) int {
-	if kind == WorkerSession {
+	switch kind {
+	case WorkerSession:
 		return g.Sessions()
+	case WorkerUser:
+		return len(g.readyWorkers())
 	}
 	return 0
 }
@@ -271,6 +277,7 @@ func (g *Gateway) reaper() {
 			return
 		case <-t.C:
 			g.reapIdle()
+			g.reapIdleWorkers()
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // the challenge a client needs to start OAuth.
 const (
 	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
-	corsAllowHeaders  = "Authorization, Content-Type, Accept, MCP-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, MCP-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
 	corsExposeHeaders = "MCP-Session-Id, WWW-Authenticate"
 	corsMaxAge        = 10 * 60 // seconds a browser may cache a preflight
 )
@@ -43,7 +43,7 @@ func (g *Gateway) guard(next http.Handler) http.Handler {
 			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 				h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-				h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+				h.Set("Access-Control-Allow-Headers", corsAllowHeaders+paramHeadersRequested(r))
 				h.Set("Access-Control-Max-Age", strconv.Itoa(corsMaxAge))
 				w.WriteHeader(http.StatusNoContent)
 				return
@@ -68,4 +68,31 @@ func (g *Gateway) hostAllowed(host string) bool {
 		}
 	}
 	return false
+}
+
+// paramHeadersRequested returns, for a preflight, the Mcp-Param-* headers it
+// asks for (MCP 2026-07-28 x-mcp-header; CORS cannot allow a prefix), each
+// after ", ".
+func paramHeadersRequested(r *http.Request) string {
+	var b strings.Builder
+	for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+		for _, h := range strings.Split(v, ",") {
+			h = strings.TrimSpace(h)
+			if len(h) > len(paramHdr) && strings.EqualFold(h[:len(paramHdr)], paramHdr) && isToken(h) {
+				b.WriteString(", " + h)
+			}
+		}
+	}
+	return b.String()
+}
+
+// isToken reports whether s is an RFC 9110 token (a header name).
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -63,6 +63,14 @@ func TestCORS(t *testing.T) {
 		}
 	}
 
+	// A 2026-07-28 browser client mirrors x-mcp-header arguments in
+	// Mcp-Param-* headers, which CORS cannot allow by prefix.
+	resp, _ = rawDo(t, http.MethodOptions, url, "", "Origin", "https://app.example.com",
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "mcp-method, mcp-name, mcp-param-region, x-other, mcp-param-bad(")
+	if got, want := resp.Header.Get("Access-Control-Allow-Headers"), corsAllowHeaders+", mcp-param-region"; got != want {
+		t.Errorf("preflight with Mcp-Param-*: got %q, want %q", got, want)
+	}
+
 	resp, _ = rawDo(t, http.MethodPost, url, initBody, "Origin", "https://app.example.com")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("initialize from an allowed origin: got %d, want 200", resp.StatusCode)

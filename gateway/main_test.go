@@ -16,14 +16,19 @@ import (
 	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
-// stubWorker is the path of the stub stdio MCP server, built by TestMain.
-var stubWorker string
+// stubWorker is the path of the stub stdio MCP server (it speaks 2025-11-25
+// only), and sdkWorker that of a go-sdk server (every revision, 2026-07-28
+// included); TestMain builds both.
+var stubWorker, sdkWorker string
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts under testdata/")
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(workertest.Main(m, map[string]*string{workertest.Stub: &stubWorker}))
+	os.Exit(workertest.Main(m, map[string]*string{
+		workertest.Stub: &stubWorker,
+		"github.com/mcpgate/mcpgate/worker/internal/sdkworker": &sdkWorker,
+	}))
 }
 
 // testLogger sends the gateway's logs to the test log when -v, else nowhere.
@@ -42,8 +47,11 @@ func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 // stop grace of 2s unless opts says otherwise.
 func launcher(t testing.TB, command []string, opts worker.LauncherOptions) *worker.Launcher {
 	t.Helper()
-	if command == nil {
+	switch {
+	case command == nil:
 		command = []string{stubWorker}
+	case command[0] == "sdkworker": // in tables built before TestMain ran
+		command = []string{sdkWorker}
 	}
 	if opts.StopGrace == 0 {
 		opts.StopGrace = 2 * time.Second

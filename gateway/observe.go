@@ -142,6 +142,9 @@ func (s *session) callee() callee {
 // calleeOf is the callee of a request refused before its body was read:
 // its session, when it names one its principal owns.
 func (g *Gateway) calleeOf(r *http.Request) callee {
+	if r.Header.Get("MCP-Protocol-Version") == modernVersion {
+		return callee{kind: WorkerUser}
+	}
 	if sid := r.Header.Get("MCP-Session-Id"); sid != "" {
 		if s := g.lookup(r, sid); s != nil {
 			return s.callee()
@@ -162,6 +165,10 @@ func (x *exitReason) get() string {
 		return *r
 	}
 	return ExitCrashed
+}
+
+func (uw *userWorker) callee() callee {
+	return callee{workerKey: uw.id, kind: WorkerUser, pid: uw.conn.Pid()}
 }
 
 // newEvent starts the event of request m (nil: its body was not read) of r.

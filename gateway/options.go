@@ -57,17 +57,20 @@ type Options struct {
 	// BodyReadTimeout bounds the time to read one POST body (default 30s);
 	// a slower client gets 408.
 	BodyReadTimeout time.Duration
-	// SessionIdleTimeout ends a session idle this long (default 30 min).
+	// SessionIdleTimeout ends a session idle this long (default 30 min), and
+	// stops a 2026-07-28 per-user worker without a request this long.
 	SessionIdleTimeout time.Duration
 	// WorkerStartTimeout bounds the time from starting a worker to its
 	// answer to initialize (default 10s); a slower worker fails initialize
 	// with HTTP 504.
 	WorkerStartTimeout time.Duration
-	// MaxSessions bounds live sessions (default 1024); beyond it initialize
-	// gets 503.
+	// MaxSessions bounds live workers: sessions plus 2026-07-28 per-user
+	// workers (default 1024); beyond it initialize, or a 2026-07-28 request
+	// that needs a new worker, gets 503.
 	MaxSessions int
-	// MaxSessionsPerUser bounds one user's live sessions (default 256);
-	// beyond it initialize gets 429.
+	// MaxSessionsPerUser bounds one user's live sessions and per-user
+	// workers (default 256); beyond it initialize, or a 2026-07-28 request
+	// that needs a new worker, gets 429.
 	MaxSessionsPerUser int
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -40,15 +41,23 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	firstID := firstRequestID(msgs)
 
-	// A 2026-07-28 client probes with server/discover and that version's
-	// header; answer with that revision's refusal so it falls back to
-	// initialize on 2025-11-25 (SEP-2575).
+	// MCP 2026-07-28 §Versioning: the revision is chosen per request.
 	version, supported := protocolVersion(r)
-	if !supported || hasMethod(msgs, "server/discover") {
-		if supported {
-			version = "2026-07-28"
-		}
+	switch {
+	case version == modernVersion:
+		g.serveModern(w, r, msgs, batch, jsonOK, sseOK)
+		return
+	case !supported:
 		unsupportedVersion(version).write(w, firstID)
+		return
+	case bodyMetaVersion(msgs) != "" && bodyMetaVersion(msgs) != version:
+		// The body names another revision than the header (say 2026-07-28
+		// under a session's header): a header never says less than the body.
+		errModernHeaderAbsent.write(w, firstID)
+		return
+	case hasMethod(msgs, "server/discover"):
+		// server/discover exists only in 2026-07-28: tell the client so.
+		discoverNeedsModern(version).write(w, firstID)
 		return
 	}
 	if batch && version != "2025-03-26" {
@@ -138,19 +147,27 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // read-only rules on the way (DESIGN decision 4).
-// Every tools/call, and every refusal, is reported to the observers once
-// answered (observe.go).
 func (g *Gateway) forward(r *http.Request, s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
+	g.forwardTo(r, s.callee(), s.conn, s.log, m, st, acc, nil)
+}
+
+// forwardTo sends one client request to conn, applying the read-only rules
+// on the way (DESIGN decision 4), the same for sessions and per-user
+// workers: the body as a worker reads it decides, never a header. then,
+// when set, rewrites the result after the read-only filter. Every
+// tools/call, and every refusal, is reported to the observers once answered
+// (observe.go); c says which worker it went to.
+func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, then func(json.RawMessage) json.RawMessage) {
 	var e *CallEvent
 	if g.observed && isToolsCall(m) {
-		e = g.newEvent(r, m, s.callee(), acc != readWrite)
+		e = g.newEvent(r, m, c, acc != readWrite)
 		g.watchCall(e, m, st)
 	}
-	var rewrite func(json.RawMessage) json.RawMessage
+	rewrite := then
 	if acc != readWrite {
-		if refusal := g.refuse(s, m, acc); refusal != nil {
+		if refusal := g.refuse(log, m, acc); refusal != nil {
 			if g.observed && e == nil {
-				e = g.newEvent(r, m, s.callee(), true)
+				e = g.newEvent(r, m, c, true)
 				g.watchCall(e, m, st)
 			}
 			if e != nil {
@@ -161,10 +178,13 @@ func (g *Gateway) forward(r *http.Request, s *session, m *jsonrpc.Message, st *w
 		}
 		if strings.EqualFold(m.Method, "tools/list") {
 			rewrite = g.filterTools
+			if then != nil {
+				rewrite = func(res json.RawMessage) json.RawMessage { return then(g.filterTools(res)) }
+			}
 		}
 	}
 	m = g.traced(r, m, st)
-	s.conn.Call(m, progressToken(m), st, rewrite)
+	conn.Call(m, progressToken(m), st, rewrite)
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A

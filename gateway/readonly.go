@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -87,17 +88,17 @@ func ReadMethods() []string {
 
 // refuse decides one request m with access acc (not readWrite) and returns
 // its refusal, or nil when it may go to the worker.
-func (g *Gateway) refuse(s *session, m *jsonrpc.Message, acc access) []byte {
+func (g *Gateway) refuse(log *slog.Logger, m *jsonrpc.Message, acc access) []byte {
 	switch {
 	case strings.EqualFold(m.Method, "tools/call"):
 		// The name as a worker reads it; an ambiguous one is refused.
 		name, ok := toolName(m.Params)
 		if !ok || !g.safe[name] {
-			s.log.Info("gateway: refused a tool in a read-only session", "tool", clip(name), "unambiguous", ok)
+			log.Info("gateway: refused a tool in a read-only session", "tool", clip(name), "unambiguous", ok)
 			return readOnlyRefusal(m.ID, clip(name))
 		}
 		if acc == readOnlyRequest && g.undo[name] {
-			s.log.Info("gateway: refused a read-only token a tool that undoes a read-write session's work", "tool", name)
+			log.Info("gateway: refused a read-only token a tool that undoes a read-write session's work", "tool", name)
 			return undoRefusal(m.ID, name)
 		}
 		return nil
@@ -107,7 +108,7 @@ func (g *Gateway) refuse(s *session, m *jsonrpc.Message, acc access) []byte {
 		return nil
 	}
 	method := clip(m.Method)
-	s.log.Info("gateway: refused a method in a read-only session", "method", method)
+	log.Info("gateway: refused a method in a read-only session", "method", method)
 	return methodRefusal(m.ID, method)
 }
 

@@ -41,7 +41,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	defer release()
 
 	started := g.opts.Now()
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly},
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly, Scope: worker.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() {
 			g.removeSession(s)
 			g.observer.WorkerExited(WorkerSession, s.stop.get())
@@ -148,7 +148,7 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	switch {
 	case g.closing:
 		return errShuttingDown, false
-	case len(g.sessions)+g.starting >= g.opts.MaxSessions:
+	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
 		return errTooManyForUser, false

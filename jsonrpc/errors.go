@@ -9,13 +9,20 @@ const (
 	CodeParseError     = -32700
 	CodeInvalidRequest = -32600
 	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
 	CodeInternalError  = -32603
 
 	// CodeSessionNotFound is what the TypeScript SDK answers for an unknown
 	// session; MCP leaves the body of that 404 open.
 	CodeSessionNotFound = -32001
+	// CodeHeaderMismatch is the 2026-07-28 revision's HeaderMismatchError
+	// (§Server Validation; renumbered from -32001 in its changelog).
+	CodeHeaderMismatch = -32020
+	// CodeMissingRequiredClientCapability is the 2026-07-28 revision's
+	// MissingRequiredClientCapabilityError (renumbered from -32003).
+	CodeMissingRequiredClientCapability = -32021
 	// CodeUnsupportedProtocolVersion is the 2026-07-28 revision's
-	// UnsupportedProtocolVersionError (SEP-2575).
+	// UnsupportedProtocolVersionError (SEP-2575; renumbered from -32004).
 	CodeUnsupportedProtocolVersion = -32022
 )
 

@@ -133,28 +133,34 @@ func (c *client) call(sid, id, tool string) map[string]any {
 	return m
 }
 
-// TestScrapeAfterKnownTraffic (issue 11 §5): /metrics, parsed with the
-// Prometheus text parser, counts exactly the traffic sent.
-func TestScrapeAfterKnownTraffic(t *testing.T) {
-	m := metrics.New(metrics.Options{Tools: []string{"echo", "write", "crash"}})
-	g, err := gateway.New(stubLauncher(t), gateway.Options{
-		Logger:   quiet,
-		ReadOnly: true, SafeTools: []string{"echo", "crash"}, MaxSessionsPerUser: 2,
-		Observers: []gateway.Observer{m},
-	})
+// serve runs a gateway with opts on the stub worker, observed by m and
+// behind its HTTP middleware, and m's /metrics; it returns both URLs.
+func serve(t *testing.T, m *metrics.Metrics, opts gateway.Options) (g *gateway.Gateway, url, metricsURL string) {
+	t.Helper()
+	opts.Logger = quiet
+	opts.Observers = []gateway.Observer{m}
+	g, err := gateway.New(stubLauncher(t), opts)
 	require.NoError(t, err)
 	m.Live(g)
 	srv := httptest.NewServer(m.Middleware(g))
+	mx := httptest.NewServer(m.Handler())
 	t.Cleanup(func() {
+		mx.Close()
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		assert.NoError(t, g.Close(ctx))
 	})
-	mx := httptest.NewServer(m.Handler())
-	defer mx.Close()
+	return g, srv.URL, mx.URL
+}
 
-	c := &client{t: t, url: srv.URL, status: map[string]float64{}}
+// TestScrapeAfterKnownTraffic (issue 11 §5): /metrics, parsed with the
+// Prometheus text parser, counts exactly the traffic sent.
+func TestScrapeAfterKnownTraffic(t *testing.T) {
+	m := metrics.New(metrics.Options{Tools: []string{"echo", "write", "crash"}})
+	g, url, mx := serve(t, m, gateway.Options{ReadOnly: true, SafeTools: []string{"echo", "crash"}, MaxSessionsPerUser: 2})
+
+	c := &client{t: t, url: url, status: map[string]float64{}}
 	a, b := c.open(), c.open()
 	require.NotNil(t, c.call(a, "1", "echo")["result"])
 	require.NotNil(t, c.call(a, "2", "echo")["result"])
@@ -167,7 +173,7 @@ func TestScrapeAfterKnownTraffic(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Zero(t, g.Sessions(), "the crash and the DELETE have ended both sessions")
 
-	fams := scrape(t, mx.URL)
+	fams := scrape(t, mx)
 	assert.Equal(t, map[string]float64{
 		"outcome=ok,tool=echo":            2,
 		"outcome=readOnly,tool=write":     1,
@@ -200,22 +206,11 @@ func TestScrapeAfterKnownTraffic(t *testing.T) {
 // TestLiveGauges: live sessions and workers are read at each scrape.
 func TestLiveGauges(t *testing.T) {
 	m := metrics.New(metrics.Options{})
-	g, err := gateway.New(stubLauncher(t), gateway.Options{Logger: quiet})
-	require.NoError(t, err)
-	m.Live(g)
-	srv := httptest.NewServer(g)
-	defer func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		assert.NoError(t, g.Close(ctx))
-	}()
-	mx := httptest.NewServer(m.Handler())
-	defer mx.Close()
-	c := &client{t: t, url: srv.URL, status: map[string]float64{}}
+	_, url, mx := serve(t, m, gateway.Options{})
+	c := &client{t: t, url: url, status: map[string]float64{}}
 	c.open()
 	c.open()
-	fams := scrape(t, mx.URL)
+	fams := scrape(t, mx)
 	assert.Equal(t, map[string]float64{"": 2}, values(fams, "mcpgate_sessions"))
 	assert.Equal(t, map[string]float64{"kind=session": 2, "kind=user": 0}, values(fams, "mcpgate_workers"))
 }
@@ -332,3 +327,27 @@ func TestDocsAndAlertsNameRealMetrics(t *testing.T) {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestScrapeModern: 2026-07-28 calls count the same, their per-user worker
+// under kind user.
+func TestScrapeModern(t *testing.T) {
+	m := metrics.New(metrics.Options{Tools: []string{"echo"}})
+	_, url, mx := serve(t, m, gateway.Options{})
+	for _, id := range []string{"1", "2"} {
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json",
+			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	fams := scrape(t, mx)
+	assert.Equal(t, map[string]float64{"outcome=ok,tool=echo": 2}, values(fams, "mcpgate_tool_calls_total"))
+	assert.Equal(t, map[string]float64{"kind=user": 1}, values(fams, "mcpgate_worker_starts_total"))
+	assert.Equal(t, map[string]float64{"kind=session": 0, "kind=user": 1}, values(fams, "mcpgate_workers"))
+}

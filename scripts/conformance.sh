@@ -13,6 +13,9 @@
 #        CONFORMANCE_DIR    the suite's scripts (default <repo>/../shared/conformance)
 #        EVERYTHING_SERVER  the worker (default .bin/everything-server, installed when missing)
 #        KEEP_LOG=1         keep the gateway's log even when the suite passes
+#        LEGACY_WORKER=1    wrap the worker in worker/internal/legacyworker, so it speaks
+#                           only 2025-11-25 and the gateway translates for 2026-07-28 clients
+#        CONFORMANCE_VERSION  the suite's version (run-server.sh; default 0.1.16)
 # Exit:  the suite's status (0 = no failing scenario); 2 when it could not run.
 set -euo pipefail
 
@@ -37,6 +40,13 @@ if [ ! -x "$EVERYTHING" ]; then
   GOBIN="$(cd "$(dirname "$EVERYTHING")" && pwd)" go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$EVERYTHING_VERSION" ||
     die "go install of everything-server failed"
   [ -x "$EVERYTHING" ] || die "go install did not produce $EVERYTHING"
+fi
+
+WORKER_CMD="$EVERYTHING"
+if [ -n "${LEGACY_WORKER:-}" ]; then
+  LEGACY="$(dirname "$EVERYTHING")/legacyworker"
+  go build -o "$LEGACY" ./worker/internal/legacyworker || die "go build of legacyworker failed"
+  WORKER_CMD="$LEGACY $EVERYTHING"
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgate-conformance.XXXXXX")"
@@ -76,7 +86,7 @@ free_port() {
 start_gateway() {
   local port=$1
   # Metrics off: two runs (and other gateways) would share the default port.
-  MCPGATE_METRICS_LISTEN=off "$GATEWAY" serve --listen "127.0.0.1:$port" --worker-command "$EVERYTHING" >>"$LOG" 2>&1 &
+  MCPGATE_METRICS_LISTEN=off "$GATEWAY" serve --listen "127.0.0.1:$port" --worker-command "$WORKER_CMD" >>"$LOG" 2>&1 &
   GW_PID=$!
   for _ in $(seq 1 300); do
     if ! kill -0 "$GW_PID" 2>/dev/null; then
@@ -106,7 +116,7 @@ if [ -z "$PORT" ]; then
 fi
 
 URL="http://127.0.0.1:$PORT/mcp"
-echo "conformance: gateway $URL, worker $EVERYTHING"
+echo "conformance: gateway $URL, worker $WORKER_CMD"
 set +e
 "$CONFORMANCE_DIR/run-server.sh" "$URL" "$@"
 RC=$?

@@ -52,12 +52,18 @@ type Conn struct {
 
 	done   chan struct{}
 	onExit func()
+	onNote func(*jsonrpc.Message) bool
+
+	uniqueProgress bool
+
+	exitAdvice string
 }
 
 type call struct {
 	clientID json.RawMessage
-	key      string // jsonrpc.Key(clientID)
-	token    string // progress token key, if any
+	key      string          // jsonrpc.Key(clientID)
+	token    string          // progress token key, if any
+	orig     json.RawMessage // the client's progress token, when the worker was given a unique one
 	stream   *Stream
 	rewrite  func(result json.RawMessage) json.RawMessage
 }
@@ -67,6 +73,17 @@ type ConnConfig struct {
 	Logger    *slog.Logger  // protocol problems; nil means slog.Default()
 	StopGrace time.Duration // SIGTERM to SIGKILL; 0 means 5s
 	OnExit    func()        // called once, when the worker has gone, before its requests are settled
+	// OnNotification, when set, sees each notification of the worker's own
+	// first; true means it took the message, which is then not routed.
+	OnNotification func(*jsonrpc.Message) bool
+	// UniqueProgress gives each request's progress token a value unique on
+	// this worker on the way in, and restores the client's on the way out:
+	// for a worker shared by several clients, whose tokens may collide.
+	UniqueProgress bool
+	// ExitAdvice ends the message of the workerExited error: what the
+	// client should do. Empty means "the session has ended, initialize a
+	// new one".
+	ExitAdvice string
 }
 
 // NewConn starts reading p's messages. The Conn owns p from now on.
@@ -88,6 +105,14 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 		workerOut: make(map[string]string),
 		done:      make(chan struct{}),
 		onExit:    cfg.OnExit,
+		onNote:    cfg.OnNotification,
+
+		uniqueProgress: cfg.UniqueProgress,
+
+		exitAdvice: cfg.ExitAdvice,
+	}
+	if c.exitAdvice == "" {
+		c.exitAdvice = "the session has ended, initialize a new one"
 	}
 	go c.run()
 	return c
@@ -116,6 +141,13 @@ func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite
 	}
 	c.nextID++
 	gid := c.nextID
+	if progressToken != "" && c.uniqueProgress {
+		if out, orig, ok := uniqueProgressToken(m, gid); ok {
+			m, cl.orig = out, orig
+			cl.token = jsonrpc.Key(json.RawMessage(strconv.Quote(progressPrefix + strconv.FormatInt(gid, 10))))
+			progressToken = cl.token
+		}
+	}
 	c.calls[gid] = cl
 	c.byClient[cl.key] = gid
 	if progressToken != "" {
@@ -172,14 +204,7 @@ func (c *Conn) rewriteCancel(m *jsonrpc.Message) (*jsonrpc.Message, bool) {
 // Respond forwards a client's answer to a request the worker sent it
 // (sampling, elicitation, roots), with the worker's own id restored.
 func (c *Conn) Respond(m *jsonrpc.Message) error {
-	key := jsonrpc.Key(m.ID)
-	c.mu.Lock()
-	wid, ok := c.outReqs[key]
-	if ok {
-		delete(c.outReqs, key)
-		delete(c.workerOut, jsonrpc.Key(wid))
-	}
-	c.mu.Unlock()
+	wid, ok := c.takeOutReq(jsonrpc.Key(m.ID))
 	if !ok {
 		return ErrUnknownResponse
 	}
@@ -283,7 +308,7 @@ func (c *Conn) run() {
 	c.closed = true
 	if c.endKind == "" {
 		c.endKind = KindWorkerExited
-		c.endMsg = fmt.Sprintf("gateway: the worker process exited (%s) before answering; the session has ended, initialize a new one", ExitDescription(exit))
+		c.endMsg = fmt.Sprintf("gateway: the worker process exited (%s) before answering; %s", ExitDescription(exit), c.exitAdvice)
 	}
 	calls, standalone := c.calls, c.standalone
 	c.calls, c.byClient, c.progress, c.standalone = nil, nil, nil, nil
@@ -376,8 +401,11 @@ func (c *Conn) request(m *jsonrpc.Message) {
 	s := c.routeLocked("")
 	c.mu.Unlock()
 
+	if s != nil && s.NoRequests && s.OnRequest != nil && s.OnRequest(m, key) {
+		return // the stream's owner took it (MCP 2026-07-28: an input request)
+	}
 	data, err := m.EncodeWithID(json.RawMessage(key))
-	if err == nil && s != nil && s.push(Outgoing{Data: data}) {
+	if err == nil && s != nil && !s.NoRequests && s.push(Outgoing{Data: data}) {
 		return
 	}
 	// Nowhere to deliver it: tell the worker, rather than leave it waiting.
@@ -391,6 +419,9 @@ func (c *Conn) request(m *jsonrpc.Message) {
 
 // notification routes a notification the worker sends the client.
 func (c *Conn) notification(m *jsonrpc.Message) {
+	if c.onNote != nil && c.onNote(m) {
+		return
+	}
 	var token string
 	switch m.Method {
 	case "notifications/progress":
@@ -417,7 +448,17 @@ func (c *Conn) notification(m *jsonrpc.Message) {
 	}
 	c.mu.Lock()
 	s := c.routeLocked(token)
+	var orig json.RawMessage
+	if gid, ok := c.progress[token]; ok && token != "" && c.calls[gid] != nil {
+		orig = c.calls[gid].orig
+	}
 	c.mu.Unlock()
+	if orig != nil {
+		m = restoreProgressToken(m, orig)
+	}
+	if s != nil && s.Keep != nil && !s.Keep(m) {
+		return
+	}
 	data, err := m.Encode()
 	if err != nil || s == nil || !s.push(Outgoing{Data: data}) {
 		c.log.Debug("worker: dropped a notification with no stream to carry it", "pid", c.Pid(), "method", m.Method)

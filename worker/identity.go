@@ -5,6 +5,7 @@
 package worker
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,12 +23,24 @@ const (
 	EnvServerName    = "MCPGATE_WORKER_SERVER_NAME"
 	EnvServerVersion = "MCPGATE_WORKER_SERVER_VERSION"
 	EnvServerTitle   = "MCPGATE_WORKER_SERVER_TITLE"
+	// EnvScope tells a worker what it serves: ScopeSession (one MCP session
+	// of 2025-11-25 or earlier) or ScopeUser (every MCP 2026-07-28 request
+	// of one user and read-only flag, for as long as it is not idle). State
+	// that must span calls in a ScopeUser worker travels in handles the
+	// worker mints, which embed its EnvSessionID (its instance id).
+	EnvScope = "MCPGATE_WORKER_SCOPE"
+)
+
+// The values of EnvScope.
+const (
+	ScopeSession = "session"
+	ScopeUser    = "user"
 )
 
 // IsIdentityEnv reports whether name is one of the identity variables above.
 func IsIdentityEnv(name string) bool {
 	switch name {
-	case EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvServerName, EnvServerVersion, EnvServerTitle:
+	case EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope:
 		return true
 	}
 	return false
@@ -42,6 +55,7 @@ type Identity struct {
 	ServerName    string   // serverInfo.name
 	ServerVersion string   // serverInfo.version
 	ServerTitle   string   // serverInfo.title; left out of serverInfo when empty
+	Scope         string   // ScopeSession or ScopeUser; empty means ScopeSession
 }
 
 // Environ returns the identity as NAME=value pairs for a worker's environment.
@@ -54,6 +68,7 @@ func (id Identity) Environ() []string {
 		EnvServerName + "=" + id.ServerName,
 		EnvServerVersion + "=" + id.ServerVersion,
 		EnvServerTitle + "=" + id.ServerTitle,
+		EnvScope + "=" + cmp.Or(id.Scope, ScopeSession),
 	}
 }
 
@@ -72,6 +87,7 @@ func IdentityFromEnv(getenv func(string) string) (Identity, error) {
 		ServerName:    getenv(EnvServerName),
 		ServerVersion: getenv(EnvServerVersion),
 		ServerTitle:   getenv(EnvServerTitle),
+		Scope:         getenv(EnvScope),
 	}
 	for _, t := range strings.Split(getenv(EnvToolsets), ",") {
 		if t = strings.TrimSpace(t); t != "" {

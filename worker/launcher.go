@@ -96,6 +96,7 @@ type Session struct {
 	User     string // the user id the session runs as
 	ID       string // the MCP session id
 	ReadOnly bool   // the session may not change anything
+	Scope    string // ScopeSession (the default) or ScopeUser: what the worker serves
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -109,6 +110,7 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := Identity{
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
+		Scope: s.Scope,
 	}
 	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes})
 	if err != nil {

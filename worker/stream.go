@@ -55,6 +55,18 @@ type Stream struct {
 	// SSE says the client accepts text/event-stream, so the router may send
 	// this stream messages that are not answers.
 	SSE bool
+	// NoRequests says the stream must not carry requests of the worker's
+	// own (MCP 2026-07-28 §Receiving Messages); the router answers such a
+	// request to the worker with a noStream error instead.
+	NoRequests bool
+	// Keep, when set, decides whether a notification of the worker's own
+	// that the router picked this stream for is sent (false: dropped).
+	Keep func(*jsonrpc.Message) bool
+	// OnRequest, when set on a NoRequests stream, is offered a request of
+	// the worker's own that the router picked this stream for, with the id
+	// key the client must answer it by (Conn.Respond); true means it took
+	// the request, false that the worker gets the noStream error.
+	OnRequest func(m *jsonrpc.Message, key string) bool
 	// Budget, when set before the stream is used, is charged for every
 	// message queued (Outgoing.Charged); Detach gives back what is still
 	// queued, Take hands the charge to the caller.

@@ -34,7 +34,7 @@ func TestServeOversized(t *testing.T) {
 	}
 
 	alice := g.token(t, "alice", "mcp:use", "mcp:write")
-	a := g.connect(t, &alice)
+	a := g.connectSession(t, &alice)
 	long := strings.Repeat("d", 5<<20) // under the 8 MiB body limit
 	for _, step := range []struct{ tool, sql string }{
 		{"execute_sql", "CREATE TABLE big_default (a text DEFAULT '" + long + "')"},
@@ -50,7 +50,7 @@ func TestServeOversized(t *testing.T) {
 	}
 
 	bob := g.token(t, "bob", "mcp:use")
-	b := g.connect(t, &bob)
+	b := g.connectSession(t, &bob)
 	res, sc, err := call(b, "describe_table", map[string]any{"table": "big_default"})
 	require.NoError(t, err, "bob's describe_table")
 	require.False(t, res.IsError, "%v", res.Content)

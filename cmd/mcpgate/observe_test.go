@@ -44,9 +44,13 @@ func TestServeAuditAndMetrics(t *testing.T) {
 	}
 	require.Len(t, calls, 1, string(data))
 	e := calls[0]
+	// The go-sdk client at defaults speaks 2026-07-28: no session, the
+	// user's worker.
+	require.Empty(t, cs.ID())
+	assert.Regexp(t, `^u-[0-9a-f]{32}$`, e["worker_key"])
 	for k, want := range map[string]any{
 		"event": "tools/call", "user": "alice", "client_id": "mcp-client", "issuer": g.issuer.URL,
-		"session": cs.ID()[:8], "worker_key": "", "worker_kind": "session", "read_only": false,
+		"session": "", "worker_kind": "user", "read_only": false,
 		"decision": "allowed", "outcome": "ok",
 	} {
 		assert.Equal(t, want, e[k], "field %s", k)

@@ -158,12 +158,28 @@ func (g *tlsGateway) token(t *testing.T, user string, scopes ...string) string {
 	return tok
 }
 
-// connect opens an MCP session with the go-sdk client, sending token.
+// connect connects the go-sdk client at its defaults (it negotiates MCP
+// 2026-07-28: no session, the caller's per-user worker), sending token.
 func (g *tlsGateway) connect(t *testing.T, token *string) *mcp.ClientSession {
+	t.Helper()
+	return g.connectVersion(t, token, "")
+}
+
+// connectSession opens an MCP session on protocol 2025-11-25.
+func (g *tlsGateway) connectSession(t *testing.T, token *string) *mcp.ClientSession {
+	t.Helper()
+	return g.connectVersion(t, token, "2025-11-25")
+}
+
+func (g *tlsGateway) connectVersion(t *testing.T, token *string, version string) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{Transport: bearer{token: token, next: g.client.Transport}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.resource, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.resource, HTTPClient: hc, DisableStandaloneSSE: true}, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { cs.Close() })
 	return cs
@@ -244,6 +260,7 @@ func TestServeTLSAuth(t *testing.T) {
 	t.Run("a write token gets a read-write worker as its user", func(t *testing.T) {
 		tok := g.token(t, "alice", "mcp:use", "mcp:write")
 		cs := g.connect(t, &tok)
+		assert.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion, "the go-sdk client at its defaults")
 		st := statusOf(t, cs)
 		assert.Equal(t, "alice", st["user"])
 		assert.Equal(t, false, st["readOnly"])
@@ -267,9 +284,17 @@ func TestServeTLSAuth(t *testing.T) {
 		assert.JSONEq(t, `"readOnly"`, kindOf(t, werr.Data))
 	})
 
+	t.Run("a session on 2025-11-25 as before", func(t *testing.T) {
+		tok := g.token(t, "alice", "mcp:use")
+		cs := g.connectSession(t, &tok)
+		assert.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion)
+		assert.Equal(t, true, statusOf(t, cs)["readOnly"])
+		assert.False(t, toolNames(t, cs)["execute_sql"], "execute_sql listed in a read-only session")
+	})
+
 	t.Run("another user's token cannot reach a session", func(t *testing.T) {
 		alice := g.token(t, "alice", "mcp:use", "mcp:write")
-		cs := g.connect(t, &alice)
+		cs := g.connectSession(t, &alice)
 		bob := g.token(t, "bob", "mcp:use", "mcp:write")
 		code, _, _ := g.raw(t, bob, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
 		assert.Equal(t, http.StatusNotFound, code, "bob on alice's session")
@@ -278,7 +303,7 @@ func TestServeTLSAuth(t *testing.T) {
 
 	t.Run("a read-only token cannot undo a write session's work", func(t *testing.T) {
 		tok := g.token(t, "alice", "mcp:use", "mcp:write")
-		cs := g.connect(t, &tok)
+		cs := g.connectSession(t, &tok)
 		ro := g.token(t, "alice", "mcp:use")
 		_, _, body := g.raw(t, ro, cs.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"abort"}}`)
 		assert.Contains(t, body, `"kind":"readOnly"`, "the built-in abort is an undo tool")
@@ -288,7 +313,7 @@ func TestServeTLSAuth(t *testing.T) {
 
 	t.Run("an expired token gets 401 and the session survives a renewed one", func(t *testing.T) {
 		tok := g.token(t, "alice", "mcp:use", "mcp:write")
-		cs := g.connect(t, &tok)
+		cs := g.connectSession(t, &tok)
 		claims := g.issuer.KeycloakClaims("alice", g.resource, "mcp:use", "mcp:write")
 		claims["exp"] = time.Now().Add(-time.Minute).Unix()
 		expired, err := g.issuer.Sign(claims, authtest.SignOptions{})

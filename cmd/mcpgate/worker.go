@@ -59,8 +59,8 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch scope := m.Getenv(envScope); scope {
-	case scopeUser:
+	switch scope := m.Getenv(worker.EnvScope); scope {
+	case worker.ScopeUser:
 		txs, err := tools.NewTransactions(ctx, tools.TransactionOptions{
 			Instance: id.SessionID,
 			Open: func(ctx context.Context) (*db.Session, error) {
@@ -74,7 +74,7 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 		}
 		defer txs.Close()
 		opts.Transactions = txs
-	case "", scopeSession:
+	case "", worker.ScopeSession:
 		session, err := db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
 		if err != nil {
 			return err
@@ -82,7 +82,7 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 		defer session.Close()
 		opts.DB = session
 	default:
-		return fmt.Errorf("mcpgate worker: %s=%q: want %s or %s (the gateway sets it)", envScope, scope, scopeSession, scopeUser)
+		return fmt.Errorf("mcpgate worker: %s=%q: want %s or %s (the gateway sets it)", worker.EnvScope, scope, worker.ScopeSession, worker.ScopeUser)
 	}
 	srv, err := tools.NewServer(opts)
 	if err != nil {
@@ -93,17 +93,6 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	}
 	return nil
 }
-
-// What the worker serves (MCPGATE_WORKER_SCOPE): one legacy MCP session
-// (empty or "session"), or every MCP 2026-07-28 request of one user and
-// read-only flag ("user"), whose transactions are handles. The gateway's
-// constants are worker.EnvScope, ScopeSession and ScopeUser (branch
-// mcp2026); these match them.
-const (
-	envScope     = "MCPGATE_WORKER_SCOPE"
-	scopeSession = "session"
-	scopeUser    = "user"
-)
 
 // dbConfig reads the worker's database settings.
 func dbConfig(ctx context.Context, getenv func(string) string) (db.Config, error) {

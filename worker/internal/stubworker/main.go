@@ -212,6 +212,10 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		}
 		select {
 		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			if p.Meta.ProgressToken != nil && a.Steps > 0 { // and that it ends
+				s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+					"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 1}})
+			}
 			s.reply(m.ID, text("slept"))
 		case <-cancel: // MCP §Cancellation: no answer to a cancelled request
 		}

@@ -1,0 +1,429 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// poolKey names the worker that serves a 2026-07-28 request: one per
+// principal, user id and read-only flag (DESIGN decision 2). Two users never
+// share a worker, nor do a read-only and a read-write request of one user.
+//
+// The key is the principal's Owner without its client id: the clients of
+// one user share the user's worker (a session, by contrast, is one
+// client's), since its state is the user's, reached with the user's rights.
+type poolKey struct {
+	owner    auth.Owner // auth.Principal.Owner() without ClientID; zero in localhost mode
+	user     string
+	readOnly bool
+}
+
+// userWorker is the worker of one poolKey, shared by all of that key's
+// concurrent 2026-07-28 requests (multiplexed by rewritten ids).
+type userWorker struct {
+	key   poolKey
+	id    string // worker instance id, handed to the worker as its session id
+	log   *slog.Logger
+	conn  *worker.Conn
+	ready chan struct{} // closed when the handshake is over, either way
+
+	// Set before ready is closed, read-only after.
+	fail       failure         // why the start failed; zero when it did not
+	failed     bool            //
+	modern     bool            // the worker answers 2026-07-28 requests itself
+	serverInfo json.RawMessage // the worker's identity (Implementation)
+	discover   json.RawMessage // the worker's DiscoverResult (modern), or one built from initialize
+
+	buf *budget // bytes held for the worker's responses, under its user's
+
+	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
+	busy     atomic.Int32 // HTTP requests being served, listen streams included
+
+	headers headerTable // x-mcp-header bindings of the worker's tools
+	subs    subscriptions
+	parked  parking // 2025 worker: calls waiting for a client's inputResponses
+
+	stop exitReason // why the gateway stops the worker
+}
+
+// acquire returns the started worker of key, starting it on the key's first
+// request, and marks it busy; release ends that. On a refusal it returns the
+// failure to answer with.
+func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failure, bool) {
+	g.mu.Lock()
+	if g.closing {
+		g.mu.Unlock()
+		return nil, errShuttingDown, false
+	}
+	uw := g.workers[key]
+	if uw == nil {
+		switch {
+		case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
+			g.mu.Unlock()
+			return nil, errTooManyWorkers, false
+		case g.perUser[key.user] >= g.opts.MaxSessionsPerUser:
+			g.mu.Unlock()
+			return nil, errTooManyForUserW, false
+		}
+		uw = &userWorker{key: key, id: "u-" + newSessionID(), ready: make(chan struct{})}
+		uw.log = g.log.With("worker", uw.id[:10], "user", key.user, "read_only", key.readOnly)
+		g.workers[key] = uw
+		if g.perUser[key.user]++; g.userBufs[key.user] == nil {
+			g.userBufs[key.user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
+		}
+		// Like a session's: all of the worker's responses together.
+		uw.buf = newBudget("one worker's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[key.user])
+		g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
+		go g.startWorker(uw)
+	}
+	uw.busy.Add(1)
+	uw.lastUsed.Store(g.opts.Now().UnixNano())
+	g.mu.Unlock()
+	select {
+	case <-uw.ready:
+	case <-ctx.Done():
+		g.release(uw)
+		return nil, failure{}, false // the client has gone: nothing to answer
+	}
+	if uw.failed {
+		g.release(uw)
+		return nil, uw.fail, false
+	}
+	return uw, failure{}, true
+}
+
+// release ends one use of uw that acquire began.
+func (g *Gateway) release(uw *userWorker) {
+	uw.lastUsed.Store(g.opts.Now().UnixNano())
+	uw.busy.Add(-1)
+}
+
+// removeWorker takes uw out of the pool; it is idempotent. The key's next
+// request starts a fresh worker.
+func (g *Gateway) removeWorker(uw *userWorker) {
+	g.mu.Lock()
+	if g.workers[uw.key] == uw {
+		delete(g.workers, uw.key)
+		g.leaveLocked(uw.key.user)
+	}
+	g.mu.Unlock()
+}
+
+// startWorker starts uw's process and holds the handshake with it, then
+// closes uw.ready.
+func (g *Gateway) startWorker(uw *userWorker) {
+	defer g.inits.Done()
+	defer close(uw.ready)
+	fail := func(f failure) {
+		uw.fail, uw.failed = f, true
+		g.removeWorker(uw)
+	}
+	started := g.opts.Now()
+	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Scope: worker.ScopeUser},
+		worker.ConnConfig{
+			Logger: uw.log,
+			OnExit: func() {
+				g.removeWorker(uw)
+				uw.subs.closeAll()
+				uw.parked.clear()
+				g.observer.WorkerExited(WorkerUser, uw.stop.get())
+			},
+			OnNotification: uw.intercept,
+			ExitAdvice:     "send the request again: it starts a fresh worker",
+			UniqueProgress: true, // clients of one user share the worker
+		})
+	if err != nil {
+		uw.log.Error("gateway: starting a per-user worker", "err", err)
+		fail(errWorkerStartW)
+		return
+	}
+	uw.conn = conn
+	uw.log.Info("gateway: per-user worker started", "pid", conn.Pid())
+
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStartTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-g.shutdown:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = g.handshake(ctx, uw)
+	if err == nil {
+		err = uw.headers.load(ctx, uw)
+	}
+	if err != nil {
+		uw.log.Error("gateway: per-user worker handshake failed", "err", err)
+		f := errWorkerTimeoutW
+		select {
+		case <-g.shutdown:
+			f = errShuttingDown
+		default:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				f = errWorkerStartW
+			}
+		}
+		fail(f)
+		uw.stop.set(ExitStartFailed)
+		stopCtx, stop := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+		defer stop()
+		_ = uw.conn.Close(stopCtx, worker.KindSessionEnded, "gateway: the worker's handshake failed")
+		return
+	}
+	g.mu.Lock()
+	closing := g.closing
+	g.mu.Unlock()
+	if !closing {
+		g.observer.WorkerStarted(WorkerUser, g.opts.Now().Sub(started))
+	}
+	if closing {
+		fail(errShuttingDown)
+		uw.stop.set(ExitShutdown)
+		stopCtx, stop := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+		defer stop()
+		_ = uw.conn.Close(stopCtx, worker.KindSessionEnded, "gateway: shutting down")
+	}
+}
+
+// errRPC is a JSON-RPC error answer to one of the gateway's own requests.
+type errRPC struct{ raw json.RawMessage }
+
+func (e *errRPC) Error() string { return "gateway: the worker answered " + string(e.raw) }
+
+// call sends the gateway's own request to uw's worker and waits for the
+// answer's result, bounded by ctx.
+func (uw *userWorker) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	p, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	m := &jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(`"mcpgate"`), Method: method, Params: p}
+	st := worker.NewStream(false)
+	st.Expect(1)
+	defer st.Detach()
+	uw.conn.Call(m, "", st, nil)
+	for {
+		msgs, finished := st.Take(false)
+		for _, o := range msgs {
+			if !o.Response {
+				continue
+			}
+			ans, err := jsonrpc.Decode(o.Data)
+			if err != nil {
+				return nil, err
+			}
+			if ans.Error != nil {
+				return nil, &errRPC{ans.Error}
+			}
+			return ans.Result, nil
+		}
+		if finished {
+			return nil, fmt.Errorf("gateway: %s: no answer", method)
+		}
+		select {
+		case <-st.Ready():
+		case <-ctx.Done():
+			uw.conn.CancelStream(st)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// gatewayMeta is the _meta of the gateway's own 2026-07-28 requests.
+func (g *Gateway) gatewayMeta() map[string]any {
+	return map[string]any{
+		metaProtocolVersion:    modernVersion,
+		metaClientCapabilities: map[string]any{},
+		metaClientInfo:         gatewayClientInfo,
+	}
+}
+
+// handshake learns which revision uw's worker speaks (MCP 2026-07-28 stdio
+// §Backward Compatibility): server/discover first; a DiscoverResult that
+// lists 2026-07-28 makes it a modern worker, which serves each request as
+// it comes. Anything else makes it a 2025 worker: the gateway initializes it
+// once, on 2025-11-25, and translates (translate.go).
+func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
+	probe, cancel := context.WithTimeout(ctx, max(g.opts.WorkerStartTimeout/2, time.Second))
+	res, err := uw.call(probe, "server/discover", map[string]any{"_meta": g.gatewayMeta()})
+	cancel()
+	if err == nil {
+		var d struct {
+			SupportedVersions []string       `json:"supportedVersions"`
+			Meta              map[string]any `json:"_meta"`
+		}
+		if json.Unmarshal(res, &d) == nil && containsString(d.SupportedVersions, modernVersion) {
+			uw.modern = true
+			uw.discover = res
+			uw.serverInfo, _ = jsonrpc.Marshal(d.Meta[metaServerInfo])
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	uw.log.Info("gateway: the worker does not speak "+modernVersion+"; holding the 2025-11-25 handshake for it", "probe", errString(err))
+	res, err = uw.call(ctx, "initialize", map[string]any{
+		"protocolVersion": "2025-11-25",
+		// The worker may ask; the gateway turns each question into an
+		// input request of the 2026-07-28 client whose call it serves
+		// (mrtr.go), or refuses it when that client did not declare the
+		// capability.
+		"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "roots": map[string]any{}},
+		"clientInfo":   gatewayClientInfo,
+	})
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var init struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+		ServerInfo   json.RawMessage `json:"serverInfo"`
+		Instructions string          `json:"instructions,omitempty"`
+	}
+	if err := json.Unmarshal(res, &init); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if err := uw.conn.Notify(&jsonrpc.Message{JSONRPC: "2.0", Method: "notifications/initialized"}); err != nil {
+		return err
+	}
+	uw.serverInfo = init.ServerInfo
+	d := map[string]any{"supportedVersions": supportedVersions, "capabilities": init.Capabilities}
+	if init.Instructions != "" {
+		d["instructions"] = init.Instructions
+	}
+	uw.discover, _ = jsonrpc.Marshal(d)
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// keyOf returns the pool key of a request: its principal, user and
+// read-only flag, decided as for a session (DESIGN decision 4).
+func (g *Gateway) keyOf(r *http.Request) poolKey {
+	k := poolKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
+	if p := auth.PrincipalFrom(r.Context()); p != nil {
+		k.owner, k.user, k.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || p.ReadOnly
+		k.owner.ClientID = ""
+	}
+	return k
+}
+
+// PerUserWorkers returns the number of live per-user (2026-07-28) workers.
+func (g *Gateway) PerUserWorkers() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.workers)
+}
+
+// reapIdleWorkers stops every per-user worker that serves no HTTP request,
+// has no request in flight and has been idle for longer than
+// SessionIdleTimeout.
+func (g *Gateway) reapIdleWorkers() {
+	now := g.opts.Now().UnixNano()
+	limit := g.opts.SessionIdleTimeout.Nanoseconds()
+	var idle []*userWorker
+	g.mu.Lock()
+	for _, uw := range g.workers {
+		select {
+		case <-uw.ready:
+		default:
+			continue // starting
+		}
+		if uw.busy.Load() == 0 && now-uw.lastUsed.Load() > limit && uw.conn.InFlight() == 0 {
+			idle = append(idle, uw)
+		}
+	}
+	g.mu.Unlock()
+	for _, uw := range idle {
+		uw.log.Info("gateway: stopping an idle per-user worker", "idle_timeout", g.opts.SessionIdleTimeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+	defer cancel()
+	if err := g.stopWorkers(ctx, idle, ExitIdle, "gateway: the worker was idle too long; send the request again"); err != nil {
+		g.log.Error("gateway: reaping workers", "err", err)
+	}
+}
+
+// stopWorkers stops per-user workers concurrently and waits; reason is
+// why, for the metrics (Exit*).
+func (g *Gateway) stopWorkers(ctx context.Context, list []*userWorker, reason, why string) error {
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, uw := range list {
+		wg.Go(func() {
+			uw.stop.set(reason)
+			g.removeWorker(uw)
+			uw.subs.closeAll()
+			errs[i] = uw.conn.Close(ctx, worker.KindSessionEnded, why)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// readyWorkers returns the per-user workers whose start is over and that
+// have a process.
+func (g *Gateway) readyWorkers() []*userWorker {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	list := make([]*userWorker, 0, len(g.workers))
+	for _, uw := range g.workers {
+		select {
+		case <-uw.ready:
+			if !uw.failed {
+				list = append(list, uw)
+			}
+		default:
+		}
+	}
+	return list
+}
+
+// newStream returns the stream of one client request to uw: SSE when the
+// client accepts it, never a request of the worker's own (MCP 2026-07-28
+// §Receiving Messages), its bytes charged to uw's budget.
+func (g *Gateway) newStream(uw *userWorker, sseOK bool) *worker.Stream {
+	st := worker.NewStream(sseOK)
+	st.NoRequests = true
+	st.Budget = newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, uw.buf)
+	return st
+}
+
+// gatewayClientInfo is the clientInfo of the gateway's own requests to a
+// worker (its handshake, tools/list for the header table).
+var gatewayClientInfo = map[string]string{"name": "mcpgate-gateway", "version": buildVersion()}
+
+// buildVersion is the main module's version, "dev" for a development build.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,246 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// serveModern serves one POST of protocol revision 2026-07-28: no session;
+// the request runs in the caller's per-user worker (pool.go) after the
+// checks of MCP 2026-07-28 §Server Validation.
+func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch, jsonOK, sseOK bool) {
+	if batch {
+		errModernBatch.write(w, firstRequestID(msgs))
+		return
+	}
+	m := msgs[0]
+	switch {
+	case m.IsResponse():
+		errModernResponse.write(w, nil)
+		return
+	case m.IsNotification():
+		// 2026-07-28 defines no client notification on HTTP: closing a
+		// response stream is the cancellation (§Cancellation).
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	meta := readModernMeta(m.Params)
+	if f, ok := checkModernHeaders(r, m, meta); !ok {
+		g.log.Info("gateway: refused a "+modernVersion+" request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
+		f.write(w, m.ID)
+		return
+	}
+	if removedMethods[m.Method] {
+		removedMethod(m.Method).write(w, m.ID)
+		return
+	}
+	key := g.keyOf(r)
+	uw, f, ok := g.acquire(r.Context(), key)
+	if !ok {
+		if f.status != 0 {
+			g.log.Warn("gateway: refused a per-user worker", "user", key.user, "reason", f.msg)
+			if f.isLimit() {
+				g.refusedAtEdge(r, m, callee{kind: WorkerUser}, key.readOnly, f)
+			}
+			f.write(w, m.ID)
+		}
+		return
+	}
+	defer g.release(uw)
+
+	switch m.Method {
+	case "server/discover":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(resultResponse(m.ID, annotate(uw, m.Method, uw.discover)))
+		return
+	case "subscriptions/listen":
+		g.serveListen(w, r, uw, m, sseOK)
+		return
+	case "tools/call":
+		name, _ := toolName(m.Params)
+		binds, err := uw.headers.bindings(r.Context(), uw, name)
+		if err != nil {
+			errWorkerExitedW.write(w, m.ID)
+			return
+		}
+		if f, ok := checkParamHeaders(r, m.Params, binds); !ok {
+			uw.log.Info("gateway: refused a tools/call", "tool", name, "reason", f.msg)
+			f.write(w, m.ID)
+			return
+		}
+	}
+
+	caps, _ := exactMember(mustMeta(m.Params), metaClientCapabilities)
+	if !uw.modern && mrtrMethods[m.Method] {
+		if state, ok := exactString(m.Params, "requestState"); ok && g.resume(w, r, uw, m, meta, caps, state, jsonOK, sseOK) {
+			return
+		}
+	}
+	if !uw.modern {
+		// As a 2025-11-25 client would send it, on the session the
+		// gateway initialized.
+		if p, ok := worker.StripModernMeta(m.Params); ok {
+			m = m.WithParams(p)
+		}
+	}
+	st := g.newStream(uw, sseOK)
+	if !uw.modern {
+		st.Keep = logFilter(meta.logLevel)
+		if mrtrMethods[m.Method] {
+			st.OnRequest = g.inputRequester(uw, m, caps, st)
+		}
+	}
+	st.Expect(1)
+	acc := readWrite
+	if key.readOnly {
+		// The worker was started read-only: the read-only session rules.
+		acc = readOnlySession
+	}
+	g.forwardTo(r, uw.callee(), uw.conn, uw.log, m, st, acc, func(res json.RawMessage) json.RawMessage {
+		return annotate(uw, m.Method, res)
+	})
+	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)
+	if !st.Answered() {
+		// MCP 2026-07-28 §Cancellation: a closed stream cancels its request.
+		uw.conn.CancelStream(st)
+	}
+}
+
+// cacheable are the methods whose results carry ttlMs and cacheScope (MCP
+// 2026-07-28 CacheableResult).
+var cacheable = map[string]bool{
+	"tools/list": true, "prompts/list": true, "resources/list": true,
+	"resources/templates/list": true, "resources/read": true, "server/discover": true,
+}
+
+// annotate completes a 2026-07-28 result: resultType "complete" when the
+// worker left it out (a 2025 worker always does), the worker's serverInfo in
+// _meta, and on cacheable results ttlMs (the worker's, else 0: no freshness
+// promise) and cacheScope "private". Every answer comes from the caller's
+// own worker and may depend on the caller's token (read-only hides gated
+// tools), so no shared cache may keep it (issue 10 §5). server/discover
+// lists the gateway's revisions, not the worker's.
+func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMessage {
+	var res map[string]json.RawMessage
+	if json.Unmarshal(result, &res) != nil || res == nil {
+		return result
+	}
+	if _, ok := res["resultType"]; !ok {
+		res["resultType"] = json.RawMessage(`"complete"`)
+		if _, asks := res["inputRequests"]; asks && !uw.modern && mrtrMethods[method] {
+			// A 2025 server that already speaks the MRTR shape (its own
+			// inputRequests and requestState) only lacks the field.
+			res["resultType"] = json.RawMessage(`"input_required"`)
+		}
+	}
+	if len(uw.serverInfo) > 0 && !bytes.Equal(uw.serverInfo, []byte("null")) {
+		meta := map[string]json.RawMessage{}
+		if raw, ok := res["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+			meta = nil // not an object: leave it alone
+		}
+		if meta != nil {
+			if _, ok := meta[metaServerInfo]; !ok {
+				meta[metaServerInfo] = uw.serverInfo
+				res["_meta"], _ = jsonrpc.Marshal(meta)
+			}
+		}
+	}
+	if cacheable[method] {
+		res["cacheScope"] = json.RawMessage(`"private"`)
+		if _, ok := res["ttlMs"]; !ok {
+			res["ttlMs"] = json.RawMessage(`0`)
+		}
+	}
+	if method == "server/discover" {
+		res["supportedVersions"], _ = jsonrpc.Marshal(supportedVersions)
+	}
+	out, err := jsonrpc.Marshal(res)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// modernStatusWriter gives a 2026-07-28 JSON error answer its HTTP status,
+// as the go-sdk does (-32601: 404; -32602, -32020, jsonrpc.CodeMissingRequiredClientCapability, -32022: 400;
+// MCP 2026-07-28 §Protocol Version Header). An SSE stream is 200 from its
+// start.
+type modernStatusWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (s *modernStatusWriter) WriteHeader(code int) {
+	s.wrote = true
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *modernStatusWriter) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.wrote = true
+		if st := modernErrorStatus(b); st != 0 {
+			s.ResponseWriter.WriteHeader(st)
+		}
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *modernStatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func modernErrorStatus(data []byte) int {
+	m, err := jsonrpc.Decode(data)
+	if err != nil || m.Error == nil {
+		return 0
+	}
+	var e struct {
+		Code int `json:"code"`
+	}
+	if json.Unmarshal(m.Error, &e) != nil {
+		return 0
+	}
+	switch e.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, jsonrpc.CodeHeaderMismatch, jsonrpc.CodeMissingRequiredClientCapability, jsonrpc.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// logLevels orders the syslog levels of notifications/message (RFC 5424).
+var logLevels = map[string]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
+
+// logFilter keeps, on the stream of a request to a 2025 worker, the log
+// messages at or above the request's _meta logLevel, and none when the
+// request set none (MCP 2026-07-28 changelog §Major 5: no notifications/message
+// for a request without the field). Other messages pass.
+func logFilter(level string) func(*jsonrpc.Message) bool {
+	min, set := logLevels[strings.ToLower(level)]
+	return func(m *jsonrpc.Message) bool {
+		if m.Method != "notifications/message" {
+			return true
+		}
+		if !set {
+			return false
+		}
+		var p struct {
+			Level string `json:"level"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		l, ok := logLevels[p.Level]
+		return ok && l >= min
+	}
+}
+
+// mustMeta returns params._meta, read exactly (checkModernHeaders has
+// already refused an ambiguous one).
+func mustMeta(params json.RawMessage) json.RawMessage {
+	meta, _ := exactMember(params, "_meta")
+	return meta
+}

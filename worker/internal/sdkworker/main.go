@@ -1,0 +1,72 @@
+// Command sdkworker is a go-sdk MCP server over stdio for the gateway's
+// tests: a worker that speaks 2026-07-28 (and every older revision) the way
+// the built-in worker does, with tools a test can drive.
+//
+// Tools: echo {text}, pid, write (the "gated" tool), region {region (x-mcp-header
+// "Region"), text}, log {text} (a log message at info, then the answer),
+// addtool {name} (adds a tool: tools/list_changed), env.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log"
+	"os"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type textArgs struct {
+	Text string `json:"text,omitempty"`
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func main() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "sdkworker", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		},
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
+		return text(a.Text), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "pid"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return text(strconv.Itoa(os.Getpid())), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "write"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return text("written"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "env"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		b, _ := json.Marshal(os.Environ())
+		return text(string(b)), nil, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "region", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"text":{"type":"string"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Region string }
+			_ = json.Unmarshal(req.Params.Arguments, &a)
+			return text("region " + a.Region), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "log"}, func(ctx context.Context, req *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "sdkworker", Data: a.Text})
+		return text("logged"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "addtool"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
+		Name string `json:"name"`
+	}) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: a.Name}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return text(a.Name), nil, nil
+		})
+		return text("added " + a.Name), nil, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Print(err)
+	}
+}
