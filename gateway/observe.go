@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -222,7 +223,7 @@ func toolArguments(params json.RawMessage) json.RawMessage {
 func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream) {
 	st.Watch(m.ID, func(a *worker.Answer) {
 		e.Duration = g.opts.Now().Sub(e.Time)
-		e.Outcome, e.ErrorCode, e.ErrorKind = outcomeOf(a)
+		e.Outcome, e.ErrorCode, e.ErrorKind = Outcome(a)
 		g.observer.Call(e)
 	})
 }
@@ -260,42 +261,81 @@ func (f failure) isLimit() bool {
 	return false
 }
 
-// outcomeOf reads an answer: OutcomeOK, a tool error's kind (isError with
+// Outcome reads an answer as a CallEvent's Outcome, ErrorCode and
+// ErrorKind: OutcomeOK, a tool error's kind (isError with
 // structuredContent.error.kind; "toolError" without one), or the JSON-RPC
 // error code; the error's data.kind besides. nil is OutcomeCancelled.
-func outcomeOf(ans *worker.Answer) (outcome string, code int, kind string) {
+//
+// It runs on the worker's reader for every tools/call, so it reads only the
+// members it needs, by jsonrpc.PlainMember's scan (a 1 MB result costs a
+// skim, not a decode), and leaves to encoding/json only what that scan
+// cannot tell (escaped or case-folded keys) and the small error objects.
+func Outcome(ans *worker.Answer) (outcome string, code int, kind string) {
 	if ans == nil {
 		return OutcomeCancelled, 0, ""
 	}
-	var res *toolResult
-	if ans.Data == nil {
-		// A worker's result whose encoding waits for the client.
-		res = new(toolResult)
-		_ = json.Unmarshal(ans.Result, res)
-	} else {
-		var a struct {
-			Result *toolResult `json:"result"`
-			Error  *struct {
+	result := ans.Result
+	if ans.Data != nil {
+		v, ok := members(ans.Data, "result", "error")
+		if !ok {
+			return outcomeDecoded(ans)
+		}
+		if v[1] != nil {
+			var e struct {
 				Code int             `json:"code"`
 				Data json.RawMessage `json:"data"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(ans.Data, &a) // the gateway's own or a validated worker answer
-		if a.Error != nil {
+			}
+			_ = json.Unmarshal(v[1], &e)
 			var d struct {
 				Kind string `json:"kind"`
 			}
-			_ = json.Unmarshal(a.Error.Data, &d)
-			return strconv.Itoa(a.Error.Code), a.Error.Code, clip(d.Kind)
+			_ = json.Unmarshal(e.Data, &d)
+			return strconv.Itoa(e.Code), e.Code, clip(d.Kind)
 		}
-		res = a.Result
+		result = v[0]
 	}
-	if res != nil && res.ResultType == "input_required" {
+	v, ok := members(result, "isError", "resultType", "structuredContent")
+	if !ok {
+		res := new(toolResult)
+		_ = json.Unmarshal(result, res)
+		return resultOutcome(res)
+	}
+	res := &toolResult{IsError: string(v[0]) == "true", StructuredContent: v[2]}
+	_ = json.Unmarshal(v[1], &res.ResultType)
+	return resultOutcome(res)
+}
+
+// outcomeDecoded is Outcome by encoding/json, for an answer the plain scan
+// cannot read.
+func outcomeDecoded(ans *worker.Answer) (string, int, string) {
+	var a struct {
+		Result *toolResult `json:"result"`
+		Error  *struct {
+			Code int             `json:"code"`
+			Data json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(ans.Data, &a)
+	if a.Error != nil {
+		var d struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(a.Error.Data, &d)
+		return strconv.Itoa(a.Error.Code), a.Error.Code, clip(d.Kind)
+	}
+	return resultOutcome(a.Result)
+}
+
+// resultOutcome reads a result's outcome.
+func resultOutcome(res *toolResult) (string, int, string) {
+	switch {
+	case res == nil:
+		return OutcomeOK, 0, ""
+	case res.ResultType == "input_required":
 		// MCP 2026-07-28: the call goes on in the client's retry, which
 		// has an event of its own.
 		return OutcomeInputRequired, 0, ""
-	}
-	if res != nil && res.IsError {
+	case res.IsError:
 		var sc struct {
 			Error struct {
 				Kind string `json:"kind"`
@@ -309,7 +349,30 @@ func outcomeOf(ans *worker.Answer) (outcome string, code int, kind string) {
 	return OutcomeOK, 0, ""
 }
 
-// toolResult is what outcomeOf reads of a result.
+// members returns the values of the named members of the object obj (valid
+// JSON) in one scan, nil for those absent; false when the scan cannot tell
+// them as encoding/json would (see jsonrpc.PlainMember) or obj is not an
+// object.
+func members(obj []byte, names ...string) ([][]byte, bool) {
+	out := make([][]byte, len(names))
+	_, ok := jsonrpc.PlainMember(obj, names[0], func(key, val []byte) bool {
+		for i, n := range names {
+			switch {
+			case string(key) == n:
+				if out[i] != nil {
+					return false // a duplicate: encoding/json takes the last
+				}
+				out[i] = val
+			case bytes.EqualFold(key, []byte(n)):
+				return false
+			}
+		}
+		return true
+	})
+	return out, ok
+}
+
+// toolResult is what Outcome reads of a result.
 type toolResult struct {
 	ResultType        string          `json:"resultType"`
 	IsError           bool            `json:"isError"`

@@ -8,7 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate/worker"
 )
 
-func TestOutcomeOf(t *testing.T) {
+func TestOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name, answer string
 		outcome      string
@@ -22,13 +22,21 @@ func TestOutcomeOf(t *testing.T) {
 		{"rpc error with kind", `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x","data":{"kind":"workerExited"}}}`, "-32603", -32603, "workerExited"},
 		{"rpc error, data a string", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x","data":"no"}}`, "-32602", -32602, ""},
 		{"cancelled", "", "cancelled", 0, ""},
+		{"input required", `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}`, "inputRequired", 0, ""},
+		// What the plain scan cannot read goes to encoding/json, which a
+		// worker's answer is held to: no way to hide a tool error.
+		{"escaped key", `{"jsonrpc":"2.0","id":1,"result":{"is\u0045rror":true}}`, "toolError", 0, ""},
+		{"key in another case", `{"jsonrpc":"2.0","id":1,"result":{"IsError":true}}`, "toolError", 0, ""},
+		{"duplicate key, the last wins", `{"jsonrpc":"2.0","id":1,"result":{"isError":false,"isError":true}}`, "toolError", 0, ""},
+		{"error key in another case", `{"jsonrpc":"2.0","id":1,"Error":{"code":-32000,"message":"x"}}`, "-32000", -32000, ""},
+		{"result not an object", `{"jsonrpc":"2.0","id":1,"result":null}`, "ok", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var answer *worker.Answer
 			if tc.answer != "" {
 				answer = &worker.Answer{Data: []byte(tc.answer)}
 			}
-			outcome, code, kind := outcomeOf(answer)
+			outcome, code, kind := Outcome(answer)
 			assert.Equal(t, tc.outcome, outcome)
 			assert.Equal(t, tc.code, code)
 			assert.Equal(t, tc.kind, kind)
@@ -36,13 +44,13 @@ func TestOutcomeOf(t *testing.T) {
 	}
 }
 
-// TestOutcomeOfDeferred: a worker's result whose encoding waits (a rewrite)
+// TestOutcomeDeferred: a worker's result whose encoding waits (a rewrite)
 // is read from the result itself.
-func TestOutcomeOfDeferred(t *testing.T) {
-	outcome, _, _ := outcomeOf(&worker.Answer{Result: []byte(`{"isError":true,"structuredContent":{"error":{"kind":"conflict"}}}`)})
+func TestOutcomeDeferred(t *testing.T) {
+	outcome, _, _ := Outcome(&worker.Answer{Result: []byte(`{"isError":true,"structuredContent":{"error":{"kind":"conflict"}}}`)})
 	assert.Equal(t, "conflict", outcome)
-	outcome, _, _ = outcomeOf(&worker.Answer{Result: []byte(`{"content":[]}`)})
+	outcome, _, _ = Outcome(&worker.Answer{Result: []byte(`{"content":[]}`)})
 	assert.Equal(t, "ok", outcome)
-	outcome, _, _ = outcomeOf(&worker.Answer{Data: []byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}`)})
+	outcome, _, _ = Outcome(&worker.Answer{Data: []byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}`)})
 	assert.Equal(t, "inputRequired", outcome)
 }

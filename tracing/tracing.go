@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -157,31 +158,15 @@ func (t *Tracing) Call(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Messag
 // end records the answer's outcome on span and ends it.
 func end(span trace.Span, ans *worker.Answer) {
 	defer span.End()
-	if ans == nil {
-		span.SetStatus(codes.Error, "cancelled")
-		return
-	}
-	type result struct {
-		IsError bool `json:"isError"`
-	}
-	var a struct {
-		Error *struct {
-			Code int `json:"code"`
-		} `json:"error"`
-		Result *result `json:"result"`
-	}
-	if ans.Data == nil {
-		a.Result = new(result) // a worker's result, encoded later
-		_ = json.Unmarshal(ans.Result, a.Result)
-	} else {
-		_ = json.Unmarshal(ans.Data, &a)
-	}
+	outcome, code, _ := gateway.Outcome(ans)
 	switch {
-	case a.Error != nil:
-		span.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", a.Error.Code))
-		span.SetStatus(codes.Error, fmt.Sprintf("JSON-RPC error %d", a.Error.Code))
-	case a.Result != nil && a.Result.IsError:
-		span.SetAttributes(attribute.String("error.type", "tool_error"))
+	case ans == nil:
+		span.SetStatus(codes.Error, "cancelled")
+	case code != 0:
+		span.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", code))
+		span.SetStatus(codes.Error, fmt.Sprintf("JSON-RPC error %d", code))
+	case outcome != gateway.OutcomeOK && outcome != gateway.OutcomeInputRequired:
+		span.SetAttributes(attribute.String("error.type", outcome))
 		span.SetStatus(codes.Error, "tool error")
 	}
 }
