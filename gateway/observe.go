@@ -208,6 +208,9 @@ func isToolsCall(m *jsonrpc.Message) bool { return strings.EqualFold(m.Method, "
 
 // toolArguments returns params.arguments, nil when absent or unreadable.
 func toolArguments(params json.RawMessage) json.RawMessage {
+	if v, ok := jsonrpc.PlainMember(params, "arguments", nil); ok {
+		return v
+	}
 	var p struct {
 		Arguments json.RawMessage `json:"arguments"`
 	}
