@@ -3,7 +3,8 @@
 // shapes Keycloak and Ory Hydra issue. It can rotate its keys and go down
 // and come back, to test what a resource server does then. Its token
 // endpoint grants client credentials to anyone (golang.org/x/oauth2 clients
-// can use it); the advertised authorization endpoint is not served.
+// can use it); its authorization endpoint approves every request at once
+// (authorize.go), for interactive clients.
 package authtest
 
 import (
@@ -55,6 +56,12 @@ type Issuer struct {
 	// Audience is the aud of tokens from the token endpoint when the
 	// request names no RFC 8707 resource. Set it before use.
 	Audience string
+	// LoginUser is the user the authorization endpoint approves;
+	// default "alice".
+	LoginUser string
+	// AccessTokenTTL is the lifetime of tokens from the authorization
+	// code and refresh grants; default five minutes.
+	AccessTokenTTL time.Duration
 
 	addr    string
 	tlsConf *tls.Config
@@ -73,6 +80,7 @@ type Issuer struct {
 
 	fetches   atomic.Int64
 	discovers atomic.Int64
+	grants    grants
 }
 
 // New starts an issuer for a test on a free loopback port and stops it when
@@ -137,6 +145,8 @@ func (i *Issuer) serve(ln net.Listener) {
 	mux.HandleFunc("GET /.well-known/openid-configuration", i.discovery)
 	mux.HandleFunc("GET /jwks", i.keys)
 	mux.HandleFunc("POST /token", i.token)
+	mux.HandleFunc("GET /authorize", i.authorize)
+	mux.HandleFunc("POST /register", i.register)
 	i.srv = &http.Server{Handler: mux, TLSConfig: i.tlsConf, ReadHeaderTimeout: 10 * time.Second}
 	i.served = make(chan struct{})
 	srv, done := i.srv, i.served
@@ -197,11 +207,14 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"jwks_uri":                              i.JWKSURL(),
 		"authorization_endpoint":                i.URL + "/authorize",
 		"token_endpoint":                        i.URL + "/token",
-		"grant_types_supported":                 []string{"client_credentials"},
+		"registration_endpoint":                 i.URL + "/register",
+		"grant_types_supported":                 []string{"client_credentials", "authorization_code", "refresh_token"},
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
 		"code_challenge_methods_supported":      []string{"S256"},
+
+		"authorization_response_iss_parameter_supported": true,
 	})
 }
 
@@ -216,7 +229,16 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		json.NewEncoder(w).Encode(map[string]string{"error": code})
 	}
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+	if err := r.ParseForm(); err != nil {
+		fail("invalid_request")
+		return
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "client_credentials":
+	case "authorization_code", "refresh_token":
+		i.userGrant(w, r)
+		return
+	default:
 		fail("unsupported_grant_type")
 		return
 	}

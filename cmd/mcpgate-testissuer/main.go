@@ -49,7 +49,9 @@ localhost and ::1 and writes it to --ca-out (default DIR/issuer-ca.pem, or
 ./issuer-ca.pem): the gateway must trust that file to reach the issuer.
 It also grants client credentials to any client at ISSUER_URL/token (form
 fields scope, resource, and username to choose the user), for tools that
-fetch their own tokens. It prints "ready ISSUER_URL" when everything is
+fetch their own tokens; and, for "mcpgate login", registers clients at
+ISSUER_URL/register and approves every authorization request at once as
+USER (authorization code with PKCE S256, refresh tokens). It prints "ready ISSUER_URL" when everything is
 written and serves until SIGINT or SIGTERM.
 
 Flags:
@@ -120,6 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	}
 	defer iss.Close()
 	iss.Audience = *audience
+	iss.LoginUser = *user
 
 	if *certFile == "" {
 		if *caOut == "" {

@@ -18,6 +18,9 @@ type Main struct {
 	Stdout io.Writer           // command output; the protocol output of `mcpgate worker`
 	Stderr io.Writer           // logs and errors
 	Getenv func(string) string // the environment; required (os.Getenv in main)
+	// OpenBrowser sends the user to a login page; nil starts the system
+	// browser (tests follow the redirect with an HTTP client instead).
+	OpenBrowser func(url string) error
 }
 
 // errUsage marks a command-line mistake; the usage text has been printed.
@@ -30,6 +33,14 @@ Usage:
   mcpgate certs [flags]    write a self-signed development certificate into certs/
   mcpgate worker           the built-in worker; the gateway starts it, not people
   mcpgate version          print the version
+
+Client side (see docs/client.md):
+  mcpgate install [flags]    add the gateway to an MCP client's configuration
+  mcpgate uninstall [flags]  take it out again
+  mcpgate login --url URL    log in to a gateway (OAuth, in your browser)
+  mcpgate token --url URL    print a valid access token, for curl and scripts
+  mcpgate bridge --url URL   stdio to the gateway, for clients without OAuth
+  mcpgate doctor --url URL   check a gateway from outside (or --config FILE, from inside)
 `
 
 // Run runs one sub-command and returns when it is done or ctx is cancelled.

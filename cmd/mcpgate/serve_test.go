@@ -28,9 +28,10 @@ import (
 )
 
 // TestMain lets this test binary be the built-in worker: the gateway starts
-// os.Executable() with "worker", which here is the test binary itself.
+// os.Executable() with "worker", which here is the test binary itself; and
+// the bridge, which the bridge test starts as an MCP client would.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
+	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == "bridge") {
 		main()
 		return
 	}
@@ -43,6 +44,7 @@ type tlsGateway struct {
 	issuer   *authtest.Issuer
 	resource string
 	client   *http.Client // trusts the gateway's certificate
+	certPEM  []byte       // the gateway's certificate
 	log      *bytes.Buffer
 }
 
@@ -104,7 +106,7 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log}
+	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log, certPEM: pem}
 
 	// Wait until the gateway serves its metadata (it listens shortly after
 	// Run starts) or Run fails. net.Listen happens inside Run, so polling

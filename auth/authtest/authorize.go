@@ -1,0 +1,182 @@
+package authtest
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The interactive half of the test issuer, for OAuth clients such as
+// `mcpgate login`: dynamic client registration (RFC 7591), an authorization
+// endpoint that approves every request at once as LoginUser (no login page:
+// a test's "browser" just follows the redirect), authorization codes bound
+// to PKCE S256 (RFC 7636), the redirect's iss parameter (RFC 9207), and
+// refresh tokens. Only for tests.
+
+// grants holds the issuer's codes, refresh tokens and registered clients.
+type grants struct {
+	mu      sync.Mutex
+	codes   map[string]grant
+	refresh map[string]grant
+	clients map[string][]string // client_id → redirect URIs
+
+	refreshes atomic.Int64
+}
+
+type grant struct {
+	client, redirect, challenge, user, aud string
+	scopes                                 []string
+	expires                                time.Time
+}
+
+func (g *grants) init() {
+	if g.codes == nil {
+		g.codes, g.refresh, g.clients = map[string]grant{}, map[string]grant{}, map[string][]string{}
+	}
+}
+
+// Refreshes counts refresh-token grants served.
+func (i *Issuer) Refreshes() int { return int(i.grants.refreshes.Load()) }
+
+// register is RFC 7591 dynamic client registration for public clients.
+func (i *Issuer) register(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		RedirectURIs []string `json:"redirect_uris"`
+		ClientName   string   `json:"client_name"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil || len(req.RedirectURIs) == 0 {
+		oauthError(w, http.StatusBadRequest, "invalid_client_metadata")
+		return
+	}
+	id := "dyn-" + randomID()
+	i.grants.mu.Lock()
+	i.grants.init()
+	i.grants.clients[id] = req.RedirectURIs
+	i.grants.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(map[string]any{
+		"client_id": id, "client_name": req.ClientName, "redirect_uris": req.RedirectURIs,
+		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"},
+	})
+}
+
+// authorize approves at once and redirects with a code bound to the PKCE
+// challenge, the redirect URI, the scopes and the RFC 8707 resource.
+func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	client, redirect := q.Get("client_id"), q.Get("redirect_uri")
+	i.grants.mu.Lock()
+	i.grants.init()
+	uris, registered := i.grants.clients[client]
+	i.grants.mu.Unlock()
+	if client == "" || redirect == "" || (registered && !contains(uris, redirect)) {
+		http.Error(w, "authtest: unknown client or redirect_uri", http.StatusBadRequest)
+		return
+	}
+	back, err := url.Parse(redirect)
+	if err != nil {
+		http.Error(w, "authtest: bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	v := back.Query()
+	v.Set("iss", i.URL)
+	if s := q.Get("state"); s != "" {
+		v.Set("state", s)
+	}
+	if q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" {
+		v.Set("error", "invalid_request")
+		back.RawQuery = v.Encode()
+		http.Redirect(w, r, back.String(), http.StatusFound)
+		return
+	}
+	aud := q.Get("resource")
+	if aud == "" {
+		aud = i.Audience
+	}
+	user := i.LoginUser
+	if user == "" {
+		user = "alice"
+	}
+	code := randomID()
+	i.grants.mu.Lock()
+	i.grants.codes[code] = grant{client: client, redirect: redirect, challenge: q.Get("code_challenge"),
+		user: user, aud: aud, scopes: strings.Fields(q.Get("scope")), expires: time.Now().Add(time.Minute)}
+	i.grants.mu.Unlock()
+	v.Set("code", code)
+	back.RawQuery = v.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+// userGrant serves the authorization_code and refresh_token grants; ok
+// false means the request was answered with an error.
+func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
+	i.grants.mu.Lock()
+	i.grants.init()
+	var g grant
+	var found bool
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		g, found = i.grants.codes[f.Get("code")]
+		delete(i.grants.codes, f.Get("code")) // single use
+		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+		if found && (g.redirect != f.Get("redirect_uri") || g.client != f.Get("client_id") ||
+			base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge || time.Now().After(g.expires)) {
+			found = false
+		}
+	case "refresh_token":
+		g, found = i.grants.refresh[f.Get("refresh_token")]
+		delete(i.grants.refresh, f.Get("refresh_token")) // rotated
+		i.grants.refreshes.Add(1)
+	}
+	var rt string
+	if found {
+		rt = randomID()
+		i.grants.refresh[rt] = g
+	}
+	i.grants.mu.Unlock()
+	if !found {
+		oauthError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	}
+	c := i.KeycloakClaims(g.user, g.aud, g.scopes...)
+	c["azp"] = g.client
+	ttl := i.AccessTokenTTL
+	if ttl == 0 {
+		ttl = 5 * time.Minute
+	}
+	c["exp"] = i.Now().Add(ttl).Unix()
+	tok, err := i.Sign(c, SignOptions{})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]any{
+		"access_token": tok, "token_type": "Bearer", "expires_in": int(ttl.Seconds()),
+		"refresh_token": rt, "scope": strings.Join(g.scopes, " "),
+	})
+}
+
+func oauthError(w http.ResponseWriter, status int, code string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": code})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpgate/mcpgate/install"
+)
+
+func init() {
+	commands["install"] = func(ctx context.Context, m *Main, args []string) error {
+		return runInstall(ctx, m, args, false)
+	}
+	commands["uninstall"] = func(ctx context.Context, m *Main, args []string) error {
+		return runInstall(ctx, m, args, true)
+	}
+}
+
+func clientNames() string {
+	var names []string
+	for _, c := range install.Clients() {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// runInstall is `mcpgate install` and `mcpgate uninstall` (issue 14 §1).
+func runInstall(_ context.Context, m *Main, args []string, remove bool) error {
+	verb := "install"
+	if remove {
+		verb = "uninstall"
+	}
+	fs := pflag.NewFlagSet(verb, pflag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		if remove {
+			fmt.Fprintf(m.Stderr, `Usage: mcpgate uninstall --client NAME [--name mcpgate] [--url URL] [--scope user|project] [--dry-run]
+
+Removes the server entry NAME from the client's configuration file, and
+nothing else; with --url, only if the entry points at that URL. The previous
+contents are kept as FILE.bak.
+
+Clients: %s
+
+`, clientNames())
+		} else {
+			fmt.Fprintf(m.Stderr, `Usage: mcpgate install --client NAME --url URL [--name mcpgate] [--scope user|project] [--bridge] [--dry-run]
+       mcpgate install --list
+
+Writes an entry for the gateway at URL (its MCP endpoint, https://HOST/mcp)
+into the client's own configuration file, in the client's format. Clients
+that authorize with OAuth themselves get a remote (Streamable HTTP) entry;
+Claude Desktop, and any client with --bridge, gets a stdio entry that runs
+"mcpgate bridge --url URL" (log in first with "mcpgate login --url URL").
+A second run changes nothing; every other setting, server and comment of the
+file is kept; the previous contents are saved as FILE.bak and the file is
+replaced atomically.
+
+Clients: %s
+
+`, clientNames())
+		}
+		fs.PrintDefaults()
+	}
+	client := fs.String("client", "", "the MCP client: "+clientNames())
+	gw := fs.String("url", "", "the gateway's MCP endpoint, e.g. https://mcp.example.com/mcp")
+	name := fs.String("name", "mcpgate", "the server's name in the client's configuration")
+	scope := fs.String("scope", "user", "user (the user's own file) or project (the file in --project-dir, shared through version control)")
+	projectDir := fs.String("project-dir", "", "the project directory for --scope project (default: the working directory)")
+	dryRun := fs.Bool("dry-run", false, "print the change as a diff and write nothing")
+	var bridge, list *bool
+	if !remove {
+		bridge = fs.Bool("bridge", false, "write a stdio entry running mcpgate bridge even for a client that can reach the URL itself")
+		list = fs.Bool("list", false, "list the known clients, whether each is present, and its file")
+	}
+	switch err := fs.Parse(args); {
+	case errors.Is(err, pflag.ErrHelp):
+		return nil
+	case err != nil:
+		fmt.Fprintln(m.Stderr, err)
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(m.Stderr, "mcpgate %s: takes no arguments, got %q\n", verb, fs.Args())
+		return errUsage
+	}
+	env, err := clientEnv(m, *projectDir)
+	if err != nil {
+		return err
+	}
+	if list != nil && *list {
+		return listClients(m, env, *name)
+	}
+	c, ok := install.Lookup(*client)
+	if !ok {
+		fmt.Fprintf(m.Stderr, "mcpgate %s: --client must be one of %s\n", verb, clientNames())
+		return errUsage
+	}
+	if *scope != string(install.User) && *scope != string(install.Project) {
+		fmt.Fprintf(m.Stderr, "mcpgate %s: --scope must be user or project\n", verb)
+		return errUsage
+	}
+	entry := install.Entry{Name: *name, URL: *gw}
+	var ch *install.Change
+	if remove {
+		ch, err = install.PlanUninstall(c, env, install.Scope(*scope), entry)
+	} else {
+		if *gw == "" {
+			fmt.Fprintln(m.Stderr, "mcpgate install: --url is required (the gateway's MCP endpoint)")
+			return errUsage
+		}
+		entry.Bridge = *bridge
+		if entry.Command, err = executable(); err != nil {
+			return err
+		}
+		ch, err = install.Plan(c, env, install.Scope(*scope), entry)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case !ch.Changed():
+		fmt.Fprintf(m.Stdout, "%s: %s already %s; nothing to do\n", c.Title, ch.Path, map[bool]string{false: "has the entry", true: "lacks the entry"}[remove])
+	case *dryRun:
+		fmt.Fprint(m.Stdout, ch.Diff())
+	default:
+		if err := ch.Apply(); err != nil {
+			return err
+		}
+		done := "wrote"
+		if remove {
+			done = "removed"
+		}
+		fmt.Fprintf(m.Stdout, "%s: %s %q in %s (previous contents in %s.bak)\n", c.Title, done, entry.Name, ch.Path, ch.Path)
+		if !remove && (!c.Remote() || entry.Bridge) {
+			fmt.Fprintf(m.Stdout, "the entry runs mcpgate bridge: log in once with\n  %s login --url %s\n", entry.Command, *gw)
+		}
+	}
+	return nil
+}
+
+// clientEnv is where the clients' files are for this user.
+func clientEnv(m *Main, projectDir string) (install.Env, error) {
+	home := m.Getenv("HOME")
+	if runtime.GOOS == "windows" || home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return install.Env{}, fmt.Errorf("mcpgate: no home directory: %w", err)
+		}
+		home = h
+	}
+	if projectDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return install.Env{}, fmt.Errorf("mcpgate: %w", err)
+		}
+		projectDir = wd
+	}
+	abs, err := filepath.Abs(projectDir)
+	if err != nil {
+		return install.Env{}, fmt.Errorf("mcpgate: %w", err)
+	}
+	return install.Env{Home: home, ProjectDir: abs, GOOS: runtime.GOOS, Getenv: m.Getenv}, nil
+}
+
+// executable is this program's absolute path, which a bridge entry runs.
+func executable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("mcpgate: cannot find its own path for the bridge entry: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return exe, nil
+}
+
+func listClients(m *Main, env install.Env, name string) error {
+	fmt.Fprintf(m.Stdout, "%-15s %-8s %-9s %s\n", "CLIENT", "PRESENT", "ENTRY", "FILE (user scope)")
+	for _, c := range install.Clients() {
+		present := "no"
+		if c.Present(env) {
+			present = "yes"
+		}
+		state := "-"
+		if ch, err := install.PlanUninstall(c, env, install.User, install.Entry{Name: name}); err != nil {
+			state = "unreadable"
+		} else if ch.Changed() {
+			state = name
+		}
+		fmt.Fprintf(m.Stdout, "%-15s %-8s %-9s %s\n", c.Name, present, state, c.Path(env, install.User))
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runWithEnv(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}
+	err = m.Run(context.Background(), args)
+	require.NoError(t, m.Close())
+	return out.String(), errb.String(), err
+}
+
+func TestInstallCommand(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
+	const u = "https://mcp.example.com/mcp"
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".cursor"), 0o700))
+
+	out, _, err := runWithEnv(t, env, "install", "--list")
+	require.NoError(t, err)
+	assert.Regexp(t, `cursor\s+yes\s+-`, out)
+	assert.Regexp(t, `windsurf\s+no\s+-`, out)
+
+	out, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", u, "--dry-run")
+	require.NoError(t, err)
+	assert.Contains(t, out, `+    "mcpgate": {`)
+	_, err = os.Stat(filepath.Join(home, ".cursor", "mcp.json"))
+	require.ErrorIs(t, err, os.ErrNotExist, "--dry-run writes nothing")
+
+	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", u)
+	require.NoError(t, err)
+	var doc map[string]map[string]map[string]any
+	b, err := os.ReadFile(filepath.Join(home, ".cursor", "mcp.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &doc))
+	assert.Equal(t, u, doc["mcpServers"]["mcpgate"]["url"])
+	out, _, err = runWithEnv(t, env, "install", "--list")
+	require.NoError(t, err)
+	assert.Regexp(t, `cursor\s+yes\s+mcpgate`, out)
+	out, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", u)
+	require.NoError(t, err)
+	assert.Contains(t, out, "nothing to do")
+
+	// Claude Desktop gets the bridge, running this very executable.
+	out, _, err = runWithEnv(t, env, "install", "--client", "claude-desktop", "--url", u)
+	require.NoError(t, err)
+	assert.Contains(t, out, "login --url "+u)
+	b, err = os.ReadFile(filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &doc))
+	exe, _ := executable()
+	assert.Equal(t, exe, doc["mcpServers"]["mcpgate"]["command"])
+	assert.Equal(t, []any{"bridge", "--url", u}, doc["mcpServers"]["mcpgate"]["args"])
+
+	_, _, err = runWithEnv(t, env, "uninstall", "--client", "cursor", "--url", "https://other.example.com/mcp")
+	require.Error(t, err, "an entry for another URL is not ours to remove")
+	_, _, err = runWithEnv(t, env, "uninstall", "--client", "cursor")
+	require.NoError(t, err)
+	b, err = os.ReadFile(filepath.Join(home, ".cursor", "mcp.json"))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"mcpServers": {}}`, string(b))
+
+	for _, bad := range [][]string{
+		{"install", "--client", "emacs", "--url", u},
+		{"install", "--client", "cursor"},
+		{"install", "--client", "cursor", "--url", u, "--scope", "team"},
+		{"uninstall", "--client", "cursor", "extra"},
+	} {
+		_, errOut, err := runWithEnv(t, env, bad...)
+		assert.ErrorIs(t, err, errUsage, "%v: %s", bad, errOut)
+	}
+	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", "ftp://x/mcp")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not an http(s) URL")
+}
+
+func TestDoctorConfigCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(yaml string) string {
+		p := filepath.Join(dir, "mcpgate.yaml")
+		require.NoError(t, os.WriteFile(p, []byte(yaml), 0o600))
+		return p
+	}
+	base := "server:\n  listen: 127.0.0.1:0\ndatabase:\n  path: " + filepath.Join(dir, "data.db") + "\nlimits:\n  worker_start_timeout: 60s\n"
+	out, errOut, err := runWithEnv(t, nil, "doctor", "--config", write(base))
+	require.NoError(t, err, "%s\n%s", out, errOut)
+	assert.Regexp(t, `OK\s+worker\s+started and answered initialize`, out)
+	assert.Regexp(t, `OK\s+worker \(read-only\)`, out)
+	assert.Regexp(t, `WARN\s+auth`, out)
+
+	falseBin, err := exec.LookPath("false") // a worker that exits at once
+	require.NoError(t, err)
+	out, _, err = runWithEnv(t, nil, "doctor", "--config", write(base+"worker:\n  command: [\""+falseBin+"\"]\n"))
+	require.ErrorIs(t, err, errChecksFailed)
+	assert.Regexp(t, `FAIL\s+worker\s+`, out)
+
+	out, _, err = runWithEnv(t, nil, "doctor", "--config", write("bogus: 1\n"))
+	require.ErrorIs(t, err, errChecksFailed)
+	assert.Regexp(t, `FAIL\s+config`, out)
+}

@@ -1,0 +1,171 @@
+package oauthclient
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// Entry is one cached login: who the client is at which authorization
+// server, for which resource, and its current tokens.
+type Entry struct {
+	Issuer        string    `json:"issuer"`
+	Resource      string    `json:"resource"`
+	ClientID      string    `json:"client_id"`
+	ClientSecret  string    `json:"client_secret,omitempty"`
+	AuthURL       string    `json:"authorization_endpoint"`
+	TokenURL      string    `json:"token_endpoint"`
+	RedirectURI   string    `json:"redirect_uri,omitempty"`
+	Scopes        []string  `json:"scopes,omitempty"`
+	AccessToken   string    `json:"access_token"`
+	TokenType     string    `json:"token_type,omitempty"`
+	RefreshToken  string    `json:"refresh_token,omitempty"`
+	Expiry        time.Time `json:"expiry,omitempty"`
+	Saved         time.Time `json:"saved"`
+	Registered    bool      `json:"registered,omitempty"` // the client id came from dynamic registration
+	ResourceParam bool      `json:"resource_param"`       // RFC 8707 resource was sent
+}
+
+// Token is the entry's tokens in golang.org/x/oauth2's form.
+func (e *Entry) Token() *oauth2.Token {
+	return &oauth2.Token{AccessToken: e.AccessToken, TokenType: e.TokenType, RefreshToken: e.RefreshToken, Expiry: e.Expiry}
+}
+
+// Config is the oauth2 configuration the entry's tokens refresh with.
+func (e *Entry) Config() *oauth2.Config {
+	style := oauth2.AuthStyleInParams // public client: client_id in the form
+	if e.ClientSecret != "" {
+		style = oauth2.AuthStyleInHeader
+	}
+	return &oauth2.Config{
+		ClientID: e.ClientID, ClientSecret: e.ClientSecret, RedirectURL: e.RedirectURI, Scopes: e.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: e.AuthURL, TokenURL: e.TokenURL, AuthStyle: style},
+	}
+}
+
+// Cache is the per-user token cache: one JSON file, readable by its owner
+// only (0600, in a 0700 directory), keyed by issuer and resource.
+type Cache struct {
+	// Path is the file; DefaultCachePath unless set.
+	Path string
+}
+
+// DefaultCachePath is mcpgate/tokens.json in the user's configuration
+// directory (~/.config on Linux, ~/Library/Application Support on macOS,
+// %AppData% on Windows).
+func DefaultCachePath() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("oauthclient: no configuration directory for the token cache: %w", err)
+	}
+	return filepath.Join(d, "mcpgate", "tokens.json"), nil
+}
+
+// ErrNotLoggedIn is returned when the cache has no tokens for a resource.
+var ErrNotLoggedIn = errors.New("oauthclient: no cached login for this URL; run mcpgate login --url URL")
+
+type cacheFile struct {
+	Entries map[string]*Entry `json:"entries"`
+}
+
+func key(issuer, resource string) string { return issuer + " " + resource }
+
+func (c Cache) path() (string, error) {
+	if c.Path != "" {
+		return c.Path, nil
+	}
+	return DefaultCachePath()
+}
+
+func (c Cache) load() (*cacheFile, string, error) {
+	p, err := c.path()
+	if err != nil {
+		return nil, "", err
+	}
+	f := &cacheFile{Entries: map[string]*Entry{}}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, p, nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("oauthclient: %w", err)
+	}
+	if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, "", fmt.Errorf("oauthclient: %s is readable by others (mode %o); chmod 600 it", p, st.Mode().Perm())
+	}
+	if err := json.Unmarshal(b, f); err != nil {
+		return nil, "", fmt.Errorf("oauthclient: %s is damaged (%v); delete it and log in again", p, err)
+	}
+	if f.Entries == nil {
+		f.Entries = map[string]*Entry{}
+	}
+	return f, p, nil
+}
+
+// Lookup finds the newest entry for resource.
+func (c Cache) Lookup(resource string) (*Entry, error) {
+	f, _, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	var found []*Entry
+	for _, e := range f.Entries {
+		if e.Resource == resource {
+			found = append(found, e)
+		}
+	}
+	if len(found) == 0 {
+		return nil, ErrNotLoggedIn
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Saved.After(found[j].Saved) })
+	return found[0], nil
+}
+
+// Get finds the entry of issuer and resource; nil when there is none.
+func (c Cache) Get(issuer, resource string) (*Entry, error) {
+	f, _, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	return f.Entries[key(issuer, resource)], nil
+}
+
+// Put stores e (replacing the entry of the same issuer and resource).
+func (c Cache) Put(e *Entry) error {
+	f, p, err := c.load()
+	if err != nil {
+		return err
+	}
+	e.Saved = time.Now()
+	f.Entries[key(e.Issuer, e.Resource)] = e
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("oauthclient: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tokens.*.tmp") // 0600
+	if err != nil {
+		return fmt.Errorf("oauthclient: %w", err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), p)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("oauthclient: writing %s: %w", p, werr)
+	}
+	return nil
+}

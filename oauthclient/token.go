@@ -1,0 +1,164 @@
+package oauthclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// ErrRefresh means the cached tokens can no longer be refreshed (the
+// refresh token expired or was revoked): the user must log in again.
+var ErrRefresh = errors.New("oauthclient: the cached login has expired; run mcpgate login --url URL again")
+
+// TokenSource is an oauth2.TokenSource over a cached login: it returns the
+// cached access token while it is valid, refreshes it when it is not, and
+// writes the refreshed tokens back to the cache.
+type TokenSource struct {
+	cache Cache
+	hc    *http.Client
+
+	mu    sync.Mutex
+	entry *Entry
+}
+
+// NewTokenSource serves the tokens of the newest cached login for resource.
+func NewTokenSource(cache Cache, hc *http.Client, resource string) (*TokenSource, error) {
+	e, err := cache.Lookup(resource)
+	if err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &TokenSource{cache: cache, hc: hc, entry: e}, nil
+}
+
+// Entry is a copy of the current cache entry.
+func (s *TokenSource) Entry() Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.entry
+}
+
+// Set replaces the login the source serves (after a new Login), and
+// caches it.
+func (s *TokenSource) Set(e *Entry) error {
+	if err := s.cache.Put(e); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry = e
+	return nil
+}
+
+// Token returns a valid access token, refreshing it when it has expired
+// (golang.org/x/oauth2 treats a token as expired a little early).
+func (s *TokenSource) Token() (*oauth2.Token, error) {
+	return s.token(context.Background(), false)
+}
+
+// Refresh refreshes the token even though it has not expired yet (after
+// the server answered 401 to it).
+func (s *TokenSource) Refresh(ctx context.Context) (*oauth2.Token, error) {
+	return s.token(ctx, true)
+}
+
+func (s *TokenSource) token(ctx context.Context, force bool) (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	refused := s.entry.AccessToken
+	// Another process (a second bridge, mcpgate token) may have refreshed
+	// since: with rotating refresh tokens, ours is then spent, and the
+	// cache holds the live one.
+	s.reload()
+	cur := s.entry.Token()
+	if cur.Valid() && (!force || cur.AccessToken != refused) {
+		return cur, nil
+	}
+	var err error
+	for try := 0; try < 3; try++ {
+		used := s.entry.RefreshToken
+		if used == "" {
+			return nil, ErrRefresh
+		}
+		var tok *oauth2.Token
+		tok, err = s.refresh(ctx)
+		if err == nil {
+			return tok, nil
+		}
+		// A concurrent refresh elsewhere spent our refresh token first:
+		// take its result from the cache and go on from there.
+		if !errors.Is(err, ErrRefresh) || !s.reload() || s.entry.RefreshToken == used {
+			return nil, err
+		}
+		if cur := s.entry.Token(); cur.Valid() && cur.AccessToken != refused {
+			return cur, nil
+		}
+	}
+	return nil, err
+}
+
+// reload replaces the entry with the cache's when that is another one;
+// it reports whether it did.
+func (s *TokenSource) reload() bool {
+	e, err := s.cache.Get(s.entry.Issuer, s.entry.Resource)
+	if err != nil || e == nil || (e.AccessToken == s.entry.AccessToken && e.RefreshToken == s.entry.RefreshToken) {
+		return false
+	}
+	s.entry = e
+	return true
+}
+
+// refresh uses the refresh token and caches the result. The caller holds mu.
+func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
+	cur := s.entry.Token()
+	cur.Expiry = time.Unix(1, 0) // makes oauth2 refresh
+	tok, err := s.entry.Config().TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cur).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
+			return nil, ErrRefresh
+		}
+		return nil, fmt.Errorf("oauthclient: refreshing the token at %s: %w", s.entry.TokenURL, err)
+	}
+	e := *s.entry
+	e.AccessToken, e.TokenType, e.Expiry = tok.AccessToken, tok.Type(), tok.Expiry
+	if tok.RefreshToken != "" {
+		e.RefreshToken = tok.RefreshToken // rotated
+	}
+	if err := s.cache.Put(&e); err != nil {
+		return nil, err
+	}
+	s.entry = &e
+	return e.Token(), nil
+}
+
+// ClientCredentials gets a token for resource with a client id and secret
+// (RFC 6749 §4.4), sending the RFC 8707 resource; the token endpoint comes
+// from discovery.
+func ClientCredentials(ctx context.Context, hc *http.Client, resource, clientID, secret string, scopes []string) (*oauth2.Token, error) {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	d, err := Discover(ctx, hc, resource)
+	if err != nil {
+		return nil, err
+	}
+	if len(scopes) == 0 {
+		scopes = d.Resource.ScopesSupported
+	}
+	cfg := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: d.Server.TokenEndpoint,
+		Scopes: scopes, EndpointParams: map[string][]string{"resource": {resource}}}
+	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: client credentials at %s: %v", ErrAuthorization, d.Server.TokenEndpoint, err)
+	}
+	return tok, nil
+}
