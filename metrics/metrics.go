@@ -91,7 +91,7 @@ func New(opts Options) *Metrics {
 		}, []string{"tool", "outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_refusals_total",
-			Help: "Requests the gateway refused, by reason: readOnly, bufferFull, or the HTTP status of a limit (408, 413, 429, 503).",
+			Help: "Requests the gateway refused, by reason: readOnly, bufferFull, the HTTP status of a limit (408, 413, 429, 503), or a connection limit (maxConnections, maxUnauthenticatedPerAddress).",
 		}, []string{"reason"}),
 		authRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_auth_refusals_total",
@@ -191,6 +191,17 @@ func (m *Metrics) WorkerExited(kind, reason string) {
 		reason = Other
 	}
 	m.workerExits.WithLabelValues(kindLabel(kind), reason).Inc()
+}
+
+// ConnectionRefused counts a connection refused by a listener limit
+// (gateway.ListenerOptions.OnRefused).
+func (m *Metrics) ConnectionRefused(limit string) {
+	switch limit {
+	case gateway.RefusedConnections, gateway.RefusedUnauthenticated:
+	default:
+		limit = Other
+	}
+	m.refusals.WithLabelValues(limit).Inc()
 }
 
 // AuthRefused counts a request the token check refused; check is

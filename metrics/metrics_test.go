@@ -1,11 +1,13 @@
 package metrics_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -350,4 +352,36 @@ func TestScrapeModern(t *testing.T) {
 	assert.Equal(t, map[string]float64{"outcome=ok,tool=echo": 2}, values(fams, "mcpgate_tool_calls_total"))
 	assert.Equal(t, map[string]float64{"kind=user": 1}, values(fams, "mcpgate_worker_starts_total"))
 	assert.Equal(t, map[string]float64{"kind=session": 0, "kind=user": 1}, values(fams, "mcpgate_workers"))
+}
+
+// TestConnectionRefusals: connections a listener limit refuses are
+// counted by the limit.
+func TestConnectionRefusals(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ll := gateway.LimitListener(ln, gateway.ListenerOptions{MaxConnections: 1, OnRefused: m.ConnectionRefused})
+	defer ll.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ll.Accept() // the first; Accept refuses the second itself
+		if err == nil {
+			accepted <- c
+		}
+		_, _ = ll.Accept()
+	}()
+	first, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer first.Close()
+	defer func() { (<-accepted).Close() }()
+	second, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer second.Close()
+	status, err := bufio.NewReader(second).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "HTTP/1.1 503 Service Unavailable\r\n", status)
+
+	mx := httptest.NewServer(m.Handler())
+	defer mx.Close()
+	assert.Equal(t, map[string]float64{"reason=maxConnections": 1}, values(scrape(t, mx.URL), "mcpgate_refusals_total"))
 }

@@ -230,6 +230,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
 		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
 		TLS:                          cfg.TLSEnabled(),
+		OnRefused:                    obs.metrics.ConnectionRefused,
 	})
 	scheme := "http"
 	srv := &http.Server{
