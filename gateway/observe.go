@@ -227,6 +227,9 @@ func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream)
 	st.Watch(m.ID, func(a *worker.Answer) {
 		e.Duration = g.opts.Now().Sub(e.Time)
 		e.Outcome, e.ErrorCode, e.ErrorKind = Outcome(a)
+		if e.Decision == DecisionLimit {
+			e.Outcome = OutcomeRefused // a limit stopped it on its way
+		}
 		g.observer.Call(e)
 	})
 }
