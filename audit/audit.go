@@ -174,6 +174,9 @@ func (l *Log) attrs(e *gateway.CallEvent) []slog.Attr {
 	if e.ErrorKind != "" {
 		as = append(as, slog.String("error_kind", e.ErrorKind))
 	}
+	if e.ErrorLimit != "" {
+		as = append(as, slog.String("error_limit", e.ErrorLimit))
+	}
 	if l.opts.Arguments && e.Arguments != nil {
 		as = append(as, slog.Any("arguments", l.arguments(e.Arguments)))
 	}

@@ -1,6 +1,10 @@
 package auth_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -367,15 +371,31 @@ func TestSupportedScopes(t *testing.T) {
 	}
 }
 
+// BenchmarkAuthenticate is one request's token check: cold (the cache
+// off: a full verification every time), miss (the cache on, two tokens
+// taking turns in a one-entry cache, so every request verifies and
+// inserts) and cached (a hit).
 func BenchmarkAuthenticate(b *testing.B) {
-	e := setup(b, nil)
-	tok := mint(b)(e.iss.Keycloak("alice", resource, full...))
-	r := request("Bearer " + tok)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.a.Authenticate(r); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name   string
+		size   int
+		tokens int
+	}{{"cold", -1, 1}, {"miss", 1, 2}, {"cached", 0, 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := setup(b, func(o *auth.Options) { o.TokenCacheSize = bc.size })
+			var reqs []*http.Request
+			for range bc.tokens {
+				reqs = append(reqs, request("Bearer "+mint(b)(e.iss.Keycloak("alice", resource, full...))))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := e.a.Authenticate(reqs[i%len(reqs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
 
@@ -426,4 +446,31 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestUnsupportedHeaders: a correctly signed token whose header asks for
+// what this resource does not implement, a critical extension (RFC 7515
+// §4.1.11) or an unencoded payload (RFC 7797 b64), is refused: ignoring
+// either would read the token otherwise than its issuer meant.
+func TestUnsupportedHeaders(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	e := setup(t, func(o *auth.Options) { o.HMACSecret = secret })
+	payload, err := json.Marshal(e.iss.KeycloakClaims("alice", resource, full...))
+	require.NoError(t, err)
+	sign := func(hdr string) string {
+		in := base64.RawURLEncoding.EncodeToString([]byte(hdr)) + "." + base64.RawURLEncoding.EncodeToString(payload)
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte(in))
+		return in + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	}
+	_, err = e.a.Authenticate(request("Bearer " + sign(`{"alg":"HS256","typ":"JWT"}`)))
+	require.NoError(t, err, "the same token without the header")
+	for _, hdr := range []string{
+		`{"alg":"HS256","typ":"JWT","crit":["exp"],"exp":1}`,
+		`{"alg":"HS256","typ":"JWT","b64":true}`,
+		`{"alg":"HS256","typ":"JWT","b64":false,"crit":["b64"]}`,
+	} {
+		_, err := e.a.Authenticate(request("Bearer " + sign(hdr)))
+		require.ErrorIs(t, err, auth.ErrInvalidToken, hdr)
+	}
 }

@@ -3,7 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
-	"mime"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +20,9 @@ type Authenticator struct {
 	scopeParam  string
 	metadataURL string
 	metadata    []byte
+	cache       *tokenCache   // nil when TokenCacheSize is negative
+	icache      *tokenCache   // introspection answers; nil likewise
+	isem        chan struct{} // introspection slots
 }
 
 // New returns an Authenticator for opts. It refuses incomplete or unsafe
@@ -32,7 +35,11 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Authenticator{opts: opts, algs: map[string]jwa.SignatureAlgorithm{}}
+	a := &Authenticator{opts: opts, algs: map[string]jwa.SignatureAlgorithm{}, cache: newTokenCache(opts.TokenCacheSize)}
+	if opts.Introspection != nil {
+		a.icache = newTokenCache(opts.TokenCacheSize)
+		a.isem = make(chan struct{}, opts.Introspection.MaxConcurrent)
+	}
 	for _, name := range opts.Algorithms {
 		alg, _ := jwa.LookupSignatureAlgorithm(name)
 		a.algs[name] = alg
@@ -43,7 +50,7 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	if a.metadata, err = a.buildMetadata(); err != nil {
 		return nil, err
 	}
-	if opts.hasAsymmetric() {
+	if opts.hasAsymmetric() || opts.Introspection != nil {
 		if a.keys, err = startKeys(ctx, &a.opts); err != nil {
 			return nil, err
 		}
@@ -51,7 +58,7 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	return a, nil
 }
 
-// Close stops the background key work and waits for it to end.
+// Close stops the background key and discovery work and waits for it to end.
 func (a *Authenticator) Close() error {
 	if a.keys == nil {
 		return nil
@@ -109,14 +116,18 @@ func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
 		}
 		return nil, err
 	}
-	p := &Principal{TokenTag: tokenTag(token)}
-	if err := a.verify(r.Context(), token, p); err != nil {
+	p, err := a.check(r.Context(), token)
+	if err != nil {
 		a.opts.Logger.Info("auth: token refused", "reason", description(err), "err", err,
 			"user", p.UserID, "client_id", p.ClientID, "kid", p.KeyID, "token", p.TokenTag, "remote", r.RemoteAddr)
 		return nil, err
 	}
-	a.opts.Logger.Debug("auth: token accepted", "user", p.UserID, "client_id", p.ClientID,
-		"kid", p.KeyID, "token", p.TokenTag, "read_only", p.ReadOnly)
+	// Enabled first: boxing the arguments costs allocations on every
+	// request even when debug is off.
+	if a.opts.Logger.Enabled(r.Context(), slog.LevelDebug) {
+		a.opts.Logger.Debug("auth: token accepted", "user", p.UserID, "client_id", p.ClientID,
+			"kid", p.KeyID, "token", p.TokenTag, "read_only", p.ReadOnly)
+	}
 	return p, nil
 }
 
@@ -129,8 +140,10 @@ func bearerToken(r *http.Request) (string, error) {
 	}
 	// Reading a form body to look for a token would consume it; MCP never
 	// sends forms, so any form-encoded request is refused outright.
+	// The media type is compared by hand: mime.ParseMediaType allocates a
+	// map of parameters on every request.
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, _ := mime.ParseMediaType(ct); mt == "application/x-www-form-urlencoded" {
+		if mt, _, _ := strings.Cut(ct, ";"); strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded") {
 			return "", ErrFormBody
 		}
 	}

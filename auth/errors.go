@@ -48,6 +48,7 @@ var (
 	ErrMalformed         = check(ErrInvalidToken, "token is not a well-formed JWS compact serialization")
 	ErrAlgorithm         = check(ErrInvalidToken, "token algorithm is not allowed")
 	ErrType              = check(ErrInvalidToken, "token type (typ header) is not accepted")
+	ErrUnsupportedHeader = check(ErrInvalidToken, "token header asks for a critical extension (crit) or an unencoded payload (b64), which this resource does not support")
 	ErrUnknownKey        = check(ErrInvalidToken, "token signing key is unknown")
 	ErrSignature         = check(ErrInvalidToken, "token signature is invalid")
 	ErrClaims            = check(ErrInvalidToken, "token claims are malformed")
@@ -136,7 +137,10 @@ func (a *Authenticator) writeError(w http.ResponseWriter, err error, desc, scope
 		h.Set("WWW-Authenticate", a.challenge(ans.code, desc, scope))
 	case http.StatusServiceUnavailable:
 		retry := 1
-		if a.keys != nil {
+		switch {
+		case errors.Is(err, ErrIntrospection):
+			retry = introspectionRetryAfter
+		case a.keys != nil:
 			retry = a.keys.retryAfterSeconds()
 		}
 		h.Set("Retry-After", strconv.Itoa(retry))

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -33,8 +34,11 @@ type keySource struct {
 
 	res     atomic.Pointer[httprc.ResourceBase[jwk.Set]] // set once keys are loaded
 	index   atomic.Pointer[keyIndex]
-	jwksURI string        // written by the bootstrap loop only
-	ready   chan struct{} // closed when the first key set is loaded
+	jwksURI string // written by the bootstrap loop only
+	// introspectionURI is discovery's introspection_endpoint, written by
+	// the bootstrap loop before res, and read only once res is set.
+	introspectionURI string
+	ready            chan struct{} // closed when the first key set is loaded
 
 	nextAttempt atomic.Int64 // unix nanos of the next start-up attempt
 
@@ -111,13 +115,23 @@ func (k *keySource) load(ctx context.Context) error {
 			return fmt.Errorf("auth: discovery: %w", err)
 		}
 		var meta struct {
-			JWKSURI string `json:"jwks_uri"`
+			JWKSURI               string `json:"jwks_uri"`
+			IntrospectionEndpoint string `json:"introspection_endpoint"`
 		}
 		if err := p.Claims(&meta); err != nil {
 			return fmt.Errorf("auth: discovery document: %w", err)
 		}
 		if err := checkURL(meta.JWKSURI, true); err != nil {
 			return fmt.Errorf("auth: discovery document's jwks_uri: %w", err)
+		}
+		if k.opts.Introspection != nil {
+			if meta.IntrospectionEndpoint == "" {
+				return fmt.Errorf("auth: discovery document names no introspection_endpoint, which auth introspection needs (RFC 7662, RFC 8414)")
+			}
+			if err := checkURL(meta.IntrospectionEndpoint, true); err != nil {
+				return fmt.Errorf("auth: discovery document's introspection_endpoint: %w", err)
+			}
+			k.introspectionURI = meta.IntrospectionEndpoint
 		}
 		if err := k.cache.Register(ctx, meta.JWKSURI,
 			jwk.WithHTTPClient(k.opts.HTTPClient), jwk.WithWaitReady(false),
@@ -164,6 +178,15 @@ func (k *keySource) retryAfterSeconds() int {
 	return max(1, min(int(math.Ceil(d.Seconds())), int(k.opts.RetryInterval/time.Second)))
 }
 
+// introspectionEndpoint is discovery's introspection_endpoint, or
+// ErrUnavailable before discovery succeeded.
+func (k *keySource) introspectionEndpoint() (string, error) {
+	if k.res.Load() == nil {
+		return "", fmt.Errorf("%w (%w)", ErrUnavailable, errNoIntrospectionEndpoint)
+	}
+	return k.introspectionURI, nil
+}
+
 // verificationKey is one public key in usable form.
 type verificationKey struct {
 	kid string
@@ -177,6 +200,30 @@ type keyIndex struct {
 	set   jwk.Set
 	byKid map[string][]verificationKey
 	all   []verificationKey
+	// gen names the keys: a rebuilt index with the same keys (a refetch
+	// that found no change) keeps its predecessor's, so the verified-token
+	// cache, which is emptied when gen changes, survives it.
+	gen *keyGeneration
+}
+
+// keyGeneration is compared by address only; it is not empty, so that
+// two of them never share one.
+type keyGeneration struct{ _ byte }
+
+// sameKeys reports whether idx and o hold the same keys, in the same
+// order, with the same kid, type and alg.
+func (idx *keyIndex) sameKeys(o *keyIndex) bool {
+	if len(idx.all) != len(o.all) {
+		return false
+	}
+	for i, a := range idx.all {
+		b := o.all[i]
+		pub, ok := a.raw.(interface{ Equal(crypto.PublicKey) bool })
+		if a.kid != b.kid || a.kty != b.kty || a.alg != b.alg || !ok || !pub.Equal(b.raw) {
+			return false
+		}
+	}
+	return true
 }
 
 func newKeyIndex(set jwk.Set, log func(msg string, args ...any)) *keyIndex {
@@ -247,28 +294,35 @@ func (k *keySource) current() *keyIndex {
 		return idx
 	}
 	idx := newKeyIndex(set, k.opts.Logger.Warn)
+	if old := k.index.Load(); old != nil && old.sameKeys(idx) {
+		idx.gen = old.gen
+	} else {
+		idx.gen = new(keyGeneration)
+	}
 	k.index.Store(idx)
 	return idx
 }
 
-// keys returns the candidate keys for kid and alg. An unknown kid triggers
+// keys returns the candidate keys for kid and alg, and the index they
+// are from. An unknown kid triggers
 // one refetch of the JWKS, at most once per MinRefetchInterval across all
 // requests (RFC 7517 leaves rotation to the issuer; this is how a new key
 // is found between scheduled refreshes). A failed refetch keeps the cached
 // keys.
-func (k *keySource) keys(ctx context.Context, kid string, alg jwa.SignatureAlgorithm) ([]verificationKey, error) {
+func (k *keySource) keys(ctx context.Context, kid string, alg jwa.SignatureAlgorithm) (*keyIndex, []verificationKey, error) {
 	idx := k.current()
 	if idx == nil {
-		return nil, ErrUnavailable
+		return nil, nil, ErrUnavailable
 	}
 	if c := idx.candidates(kid, alg); len(c) > 0 {
-		return c, nil
+		return idx, c, nil
 	}
 	k.refetch(ctx)
-	if c := k.current().candidates(kid, alg); len(c) > 0 {
-		return c, nil
+	idx = k.current()
+	if c := idx.candidates(kid, alg); len(c) > 0 {
+		return idx, c, nil
 	}
-	return nil, ErrUnknownKey
+	return nil, nil, ErrUnknownKey
 }
 
 func (k *keySource) refetch(ctx context.Context) {

@@ -67,6 +67,14 @@ type Options struct {
 	// OnRefused, when set, is told of each request Authenticate refuses,
 	// with Reason's name of the failed check (a metric).
 	OnRefused func(reason string)
+	// TokenCacheSize bounds the cache of verified tokens (keyed by a hash
+	// of the token, each kept until its exp at most, emptied when the
+	// issuer's keys change); default DefaultTokenCacheSize. Negative turns
+	// the cache off.
+	TokenCacheSize int
+	// Introspection, when set, checks opaque tokens (or all tokens) with
+	// the issuer's RFC 7662 introspection endpoint. Nil: JWTs only.
+	Introspection *Introspection
 	// Logger receives refusals and key events; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock for token times and the refetch bound; default
@@ -154,6 +162,11 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.Introspection != nil {
+		in := *o.Introspection // the caller's struct stays untouched
+		in.normalize(bad)
+		o.Introspection = &in
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -13,8 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 )
 
 // header is the part of the JOSE header we decide on before verifying.
@@ -22,21 +23,25 @@ type header struct {
 	Alg string  `json:"alg"`
 	Kid string  `json:"kid"`
 	Typ *string `json:"typ"`
+	// Crit (RFC 7515 §4.1.11) and b64 (RFC 7797) change how a token is
+	// to be read; none is supported, so their presence refuses it.
+	Crit json.RawMessage `json:"crit"`
+	B64  json.RawMessage `json:"b64"`
 }
 
 // claims are the registered and well-known claims we read. Unknown claims
 // are ignored; a known claim of the wrong JSON type fails the token.
 type claims struct {
-	Iss      string       `json:"iss"`
-	Sub      string       `json:"sub"`
-	Aud      audience     `json:"aud"`
-	Exp      *numericDate `json:"exp"`
-	Nbf      *numericDate `json:"nbf"`
-	Iat      *numericDate `json:"iat"`
-	Azp      string       `json:"azp"`
-	ClientID string       `json:"client_id"`
-	Scope    scopeList    `json:"scope"`
-	Scp      scopeList    `json:"scp"`
+	Iss      string      `json:"iss"`
+	Sub      string      `json:"sub"`
+	Aud      audience    `json:"aud"`
+	Exp      numericDate `json:"exp"`
+	Nbf      numericDate `json:"nbf"`
+	Iat      numericDate `json:"iat"`
+	Azp      string      `json:"azp"`
+	ClientID string      `json:"client_id"`
+	Scope    scopeList   `json:"scope"`
+	Scp      scopeList   `json:"scp"`
 	// Cnf binds the token to a key (RFC 7800 §3.1): a JSON object whose
 	// members name the confirmation method.
 	Cnf map[string]json.RawMessage `json:"cnf"`
@@ -50,9 +55,9 @@ type claims struct {
 type audience []string
 
 func (l *audience) UnmarshalJSON(b []byte) error {
-	s, a, err := stringOrArray(b)
-	if s != nil {
-		a = []string{*s}
+	s, isString, a, err := stringOrArray(b)
+	if isString {
+		a = []string{s}
 	}
 	*l = a
 	return err
@@ -67,43 +72,65 @@ type scopeList struct {
 }
 
 func (l *scopeList) UnmarshalJSON(b []byte) error {
-	s, a, err := stringOrArray(b)
-	if s != nil {
-		a = strings.Fields(*s)
+	s, isString, a, err := stringOrArray(b)
+	if isString {
+		a = strings.Fields(s)
 	}
 	*l = scopeList{present: !bytes.Equal(b, []byte("null")), scopes: a}
 	return err
 }
 
-func stringOrArray(b []byte) (*string, []string, error) {
+// stringOrArray decodes b, one JSON value already validated by the
+// decoder that called UnmarshalJSON, as a string or an array of strings.
+// A string without escapes, in valid UTF-8, is its bytes between the
+// quotes, exactly what encoding/json would decode, and is taken without a
+// second decoder (which costs several allocations per claim); anything
+// else goes to encoding/json.
+func stringOrArray(b []byte) (string, bool, []string, error) {
 	if len(b) > 0 && b[0] == '"' {
-		var s string
-		err := json.Unmarshal(b, &s)
-		return &s, nil, err
+		if len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+			return string(b[1 : len(b)-1]), true, nil, nil
+		}
+		return slowString(b)
 	}
+	return slowArray(b)
+}
+
+// slowString and slowArray keep the variables encoding/json needs a
+// pointer to, which then live on the heap, out of stringOrArray's fast
+// path.
+func slowString(b []byte) (string, bool, []string, error) {
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, true, nil, err
+}
+
+func slowArray(b []byte) (string, bool, []string, error) {
 	var a []string
 	err := json.Unmarshal(b, &a)
-	return nil, a, err
+	return "", false, a, err
 }
 
 // numericDate is seconds since the epoch, possibly fractional (RFC 7519 §2).
-type numericDate struct{ time.Time }
+// set tells a present claim from an absent (or null) one; a value rather
+// than a pointer in claims, it costs no allocation.
+type numericDate struct {
+	time.Time
+	set bool
+}
 
 func (d *numericDate) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*d = numericDate{} // as absent, as a nil pointer was
+		return nil
+	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e11 {
 		return fmt.Errorf("auth: bad NumericDate %.20q", b)
 	}
 	sec, frac := math.Modf(f)
-	d.Time = time.Unix(int64(sec), int64(frac*1e9))
+	d.Time, d.set = time.Unix(int64(sec), int64(frac*1e9)), true
 	return nil
-}
-
-// tokenTag is a short hash of the token that lets logs correlate requests
-// without holding anything that could be replayed.
-func tokenTag(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:6])
 }
 
 // isB64Token reports whether s has the RFC 6750 §2.1 b64token syntax.
@@ -124,16 +151,67 @@ func isB64Token(s string) bool {
 // returns its principal. Authenticate calls it after finding the token in
 // the request; it is exported for callers that hold a token some other way.
 func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Principal, error) {
-	p := &Principal{TokenTag: tokenTag(token)}
-	if err := a.verify(ctx, token, p); err != nil {
+	p, err := a.check(ctx, token)
+	if err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// verify fills p, which carries what is known so far even on failure, for
-// the log line.
-func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) error {
+// check answers from the cache of verified tokens when it can, and
+// verifies otherwise, caching a success. The principal it returns carries
+// what is known even on failure, for the log line.
+func (a *Authenticator) check(ctx context.Context, token string) (*Principal, error) {
+	if len(token) > a.opts.MaxTokenBytes {
+		return &Principal{}, ErrTokenTooLarge
+	}
+	sum := sha256.Sum256([]byte(token))
+	if a.introspects(token) {
+		return a.checkIntrospected(ctx, token, &sum)
+	}
+	gen := a.keyGen()
+	if e := a.cache.get(&sum, gen, a.opts.Now(), a.opts.Leeway); e != nil {
+		return e.principal(), nil
+	}
+	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}, gen: gen}
+	if err := a.verify(ctx, token, &e); err != nil {
+		return &e.p, err
+	}
+	a.cache.put(&sum, e)
+	return &e.p, nil
+}
+
+// checkIntrospected is check for a token the endpoint decides on. Its
+// answers are cached apart from JWTs, and not emptied by a key rotation,
+// which does not change them.
+func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum *[32]byte) (*Principal, error) {
+	if e := a.icache.get(sum, nil, a.opts.Now(), a.opts.Leeway); e != nil {
+		return e.principal(), nil
+	}
+	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}}
+	if err := a.introspect(ctx, token, &e); err != nil {
+		return &e.p, err
+	}
+	a.icache.put(sum, e)
+	return &e.p, nil
+}
+
+// keyGen names the keys tokens are verified with now.
+func (a *Authenticator) keyGen() any {
+	if a.keys == nil {
+		return nil
+	}
+	if idx := a.keys.current(); idx != nil {
+		return idx.gen
+	}
+	return nil
+}
+
+// verify fills e, whose principal carries what is known so far even on
+// failure, for the log line. e.gen names the keys when it is called; verify
+// replaces it with the generation of the keys a JWKS key came from.
+func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken) error {
+	p := &e.p
 	if len(token) > a.opts.MaxTokenBytes {
 		return ErrTokenTooLarge
 	}
@@ -158,18 +236,30 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 		return ErrType
 	}
 
-	var payload []byte
-	raw := []byte(token)
+	if h.Crit != nil || h.B64 != nil {
+		return ErrUnsupportedHeader
+	}
+
+	// The signature is checked here rather than by jws.VerifyCompactFast,
+	// which parses the header a second time and builds a verifier per
+	// call: about half the allocations of a verification (issue 13).
+	dot := strings.LastIndexByte(token, '.')
+	input := []byte(token[:dot])
+	sig, err := base64.RawURLEncoding.DecodeString(token[dot+1:])
+	if err != nil {
+		return ErrMalformed
+	}
 	if alg.IsSymmetric() {
 		// Only the configured secret: never a JWKS key, whatever kid says.
-		payload, err = jws.VerifyCompactFast(a.opts.HMACSecret, raw, alg)
+		err = jwsbb.Verify(a.opts.HMACSecret, h.Alg, input, sig)
 	} else {
-		keys, kerr := a.keys.keys(ctx, h.Kid, alg)
+		idx, keys, kerr := a.keys.keys(ctx, h.Kid, alg)
 		if kerr != nil {
 			return kerr
 		}
+		e.gen = idx.gen
 		for _, k := range keys {
-			if payload, err = jws.VerifyCompactFast(k.raw, raw, alg); err == nil {
+			if err = jwsbb.Verify(k.raw, h.Alg, input, sig); err == nil {
 				p.KeyID = k.kid
 				break
 			}
@@ -178,11 +268,23 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	if err != nil {
 		return fmt.Errorf("%w (%v)", ErrSignature, err)
 	}
+	payload, err := base64.RawURLEncoding.DecodeString(token[strings.IndexByte(token, '.')+1 : dot])
+	if err != nil {
+		return ErrMalformed
+	}
 
 	var c claims
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return ErrClaims
 	}
+	return a.checkClaims(&c, payload, e)
+}
+
+// checkClaims applies the checks on authentic claims, from a verified JWT
+// or an introspection answer, and fills e. payload is the JSON they were
+// decoded from, for a user claim outside claims.
+func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) error {
+	p := &e.p
 	// The claims are authentic from here on, so the log line of a refusal
 	// may name the user even when a later check fails.
 	p.Issuer, p.Subject = c.Iss, c.Sub
@@ -190,7 +292,7 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	if p.ClientID == "" {
 		p.ClientID = c.ClientID
 	}
-	user, userErr := a.userID(&c, payload)
+	user, userErr := a.userID(c, payload)
 	if userErr == nil {
 		p.UserID = user
 	}
@@ -202,16 +304,23 @@ func (a *Authenticator) verify(ctx context.Context, token string, p *Principal) 
 	}
 	now := a.opts.Now()
 	switch {
-	case c.Exp == nil:
+	case !c.Exp.set:
 		return ErrNoExpiry
 	case !now.Before(c.Exp.Time):
 		return ErrExpired
-	case c.Nbf != nil && c.Nbf.After(now.Add(a.opts.Leeway)):
+	case c.Nbf.set && c.Nbf.After(now.Add(a.opts.Leeway)):
 		return ErrNotYetValid
-	case c.Iat != nil && c.Iat.After(now.Add(a.opts.Leeway)):
+	case c.Iat.set && c.Iat.After(now.Add(a.opts.Leeway)):
 		return ErrIssuedInFuture
 	}
 	p.Expiry = c.Exp.Time
+	e.until = c.Exp.Time
+	if c.Nbf.set {
+		e.nbf = c.Nbf.Time
+	}
+	if c.Iat.set {
+		e.iat = c.Iat.Time
+	}
 	if c.Sub == "" {
 		return ErrNoSubject
 	}

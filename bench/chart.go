@@ -26,11 +26,12 @@ var seriesColor = map[string]color.RGBA{
 	sysMCPGate:      {44, 160, 44, 255},
 	sysMCPGateTLS:   {255, 127, 14, 255},
 	sysSupergateway: {214, 39, 40, 255},
+	sysSDKStateless: {23, 190, 207, 255},
 }
 
 // extraColors are for variants (-variant), in the order they appear.
 var extraColors = []color.RGBA{
-	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {23, 190, 207, 255}, {188, 189, 34, 255},
+	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {188, 189, 34, 255},
 }
 
 const (
@@ -106,18 +107,58 @@ func sign(v int) int {
 	return 0
 }
 
+// A panel is one chart: latency of each system at each x.
+type panel struct {
+	title, xTitle string
+	xs            []int
+	get           func(s *SystemResult, x int) *Summary // nil: nothing measured
+}
+
 // Chart draws tools/call latency (p50 solid, p99 dashed, log scale) against
-// concurrent sessions, one panel per tool, one line per system.
+// concurrent sessions, one panel per tool, one line per system; then, when
+// the stateless phase ran, its latency against the users its clients act
+// as, one panel per tool.
 func Chart(r *Run) ([]byte, error) {
 	tools := []Tool{r.Config.Trivial}
 	if r.Config.Realistic != nil {
 		tools = append(tools, *r.Config.Realistic)
 	}
-	img := image.NewRGBA(image.Rect(0, 0, chartW, panelH*len(tools)))
+	var panels []panel
+	for _, tool := range tools {
+		panels = append(panels, panel{
+			title:  fmt.Sprintf("tools/call %s latency vs concurrent sessions (p50 solid, p99 dashed; log scale)", tool.Name),
+			xTitle: "concurrent sessions", xs: r.Config.Concurrency,
+			get: func(s *SystemResult, n int) *Summary {
+				if l := s.load(tool.Label, n); l != nil {
+					return &l.Latency
+				}
+				return nil
+			}})
+	}
+	modern := false
+	for _, s := range r.Systems {
+		modern = modern || len(s.Modern) > 0
+	}
+	for _, tool := range tools {
+		if !modern {
+			break
+		}
+		panels = append(panels, panel{
+			title: fmt.Sprintf("MCP 2026-07-28: %s latency, %d stateless clients, vs users (p50 solid, p99 dashed; log scale)",
+				tool.Name, r.Config.ModernClients),
+			xTitle: "users", xs: r.Config.ModernUsers,
+			get: func(s *SystemResult, u int) *Summary {
+				if m := s.modern(tool.Label, u); m != nil {
+					return &m.Latency
+				}
+				return nil
+			}})
+	}
+	img := image.NewRGBA(image.Rect(0, 0, chartW, panelH*len(panels)))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	c := canvas{img}
-	for i, tool := range tools {
-		drawPanel(c, r, tool, i*panelH)
+	for i, p := range panels {
+		drawPanel(c, r, p, i*panelH)
 	}
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {
@@ -126,8 +167,8 @@ func Chart(r *Run) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func drawPanel(c canvas, r *Run, tool Tool, top int) {
-	conc := r.Config.Concurrency
+func drawPanel(c canvas, r *Run, p panel, top int) {
+	conc := p.xs
 	black := color.RGBA{0, 0, 0, 255}
 	grey := color.RGBA{225, 225, 225, 255}
 	x0, x1 := marginL, chartW-marginR
@@ -135,17 +176,17 @@ func drawPanel(c canvas, r *Run, tool Tool, top int) {
 
 	// Y range: decades that cover every p50 and p99 drawn.
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, s := range r.Systems {
-		for _, l := range s.Load {
-			if l.Tool != tool.Label || l.Latency.Count == 0 {
+	for i := range r.Systems {
+		for _, x := range conc {
+			l := p.get(&r.Systems[i], x)
+			if l == nil || l.Count == 0 {
 				continue
 			}
-			lo = math.Min(lo, us(l.Latency.P50))
-			hi = math.Max(hi, us(l.Latency.P99))
+			lo = math.Min(lo, us(l.P50))
+			hi = math.Max(hi, us(l.P99))
 		}
 	}
-	title := fmt.Sprintf("tools/call %s latency vs concurrent sessions (p50 solid, p99 dashed; log scale)", tool.Name)
-	c.text(x0, top+22, title, black)
+	c.text(x0, top+22, p.title, black)
 	if math.IsInf(lo, 1) {
 		c.text(x0, (y0+y1)/2, "no measurements", black)
 		return
@@ -185,13 +226,14 @@ func drawPanel(c canvas, r *Run, tool Tool, top int) {
 		l := fmt.Sprint(n)
 		c.text(x-c.textWidth(l)/2, y1+18, l, black)
 	}
-	c.text((x0+x1)/2-c.textWidth("concurrent sessions")/2, y1+38, "concurrent sessions", black)
+	c.text((x0+x1)/2-c.textWidth(p.xTitle)/2, y1+38, p.xTitle, black)
 	c.text(8, y0-8, "latency", black)
 
 	legendY := y0 + 10
 	extra := 0 // variants take the next of extraColors
-	for _, s := range r.Systems {
-		if s.Skipped != "" || len(s.Load) == 0 {
+	for i := range r.Systems {
+		s := &r.Systems[i]
+		if s.Skipped != "" {
 			continue
 		}
 		col, ok := seriesColor[s.Name]
@@ -206,12 +248,12 @@ func drawPanel(c canvas, r *Run, tool Tool, top int) {
 		}{{func(s Summary) time.Duration { return s.P50 }, 3, 0}, {func(s Summary) time.Duration { return s.P99 }, 1, 6}} {
 			px, py := -1, -1
 			for i, n := range conc {
-				l := s.load(tool.Label, n)
-				if l == nil || l.Latency.Count == 0 {
+				l := p.get(s, n)
+				if l == nil || l.Count == 0 {
 					px = -1
 					continue
 				}
-				x, y := xOf(i), yOf(us(q.get(l.Latency)))
+				x, y := xOf(i), yOf(us(q.get(*l)))
 				if px >= 0 {
 					c.line(px, py, x, y, q.thick, q.dash, col)
 				}

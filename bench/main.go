@@ -4,7 +4,7 @@
 // floor (the worker driven directly over stdio) measured in the same run.
 //
 //	mcpbench run [flags]          run the benchmark (see mcpbench run -h)
-//	mcpbench sdk-server [flags]   the go-sdk's StreamableHTTPHandler serving the tools
+//	mcpbench sdk-server [flags]   the go-sdk's StreamableHTTPHandler serving the tools (-stateless: its stateless mode)
 //	mcpbench stdio-server         the tools over stdio: a stand-in worker
 package main
 
@@ -24,6 +24,7 @@ const usage = `mcpbench — load generator for mcpgate and its peers
 Usage:
   mcpbench run [flags]          run every system and write bench/results/ (run -h for flags)
   mcpbench sdk-server [flags]   serve the benchmark tools with the go-sdk StreamableHTTPHandler
+                                (-stateless: its stateless mode, which serves MCP 2026-07-28)
   mcpbench stdio-server         serve the benchmark tools over stdio (a stand-in worker)
 `
 

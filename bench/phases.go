@@ -163,11 +163,19 @@ func (b *bench) cpu(pids []int) (cpuSample, error) {
 	return cpuSample{server: server, client: client}, err
 }
 
+// An opener opens the i-th client of a phase: a session, or (MCP
+// 2026-07-28) a stateless client.
+type opener func(ctx context.Context, i int) (*session, error)
+
+// openSession is the opener of every phase but the stateless one: a new
+// session of the system's one user.
+func (b *bench) openSession(ctx context.Context, _ int) (*session, error) { return b.t.open(ctx) }
+
 // openAnswered opens a session and makes its first call of the trivial
 // tool: a session counts as started only once a call is answered.
-func (b *bench) openAnswered(ctx context.Context) (*session, error) {
+func (b *bench) openAnswered(ctx context.Context, open opener, i int) (*session, error) {
 	octx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
-	s, err := b.t.open(octx)
+	s, err := open(octx, i)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
@@ -182,7 +190,7 @@ func (b *bench) openAnswered(ctx context.Context) (*session, error) {
 // openMany opens n sessions, par at a time; each answers one call of the
 // trivial tool before it counts as open. Sessions that fail are not
 // returned; the first error is.
-func (b *bench) openMany(ctx context.Context, n, par int) ([]*session, *errOnce) {
+func (b *bench) openMany(ctx context.Context, n, par int, open opener) ([]*session, *errOnce) {
 	out := make([]*session, n)
 	var errs errOnce
 	var next atomic.Int64
@@ -194,7 +202,7 @@ func (b *bench) openMany(ctx context.Context, n, par int) ([]*session, *errOnce)
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				s, err := b.openAnswered(ctx)
+				s, err := b.openAnswered(ctx, open, i)
 				if err != nil {
 					errs.add(err)
 					continue
@@ -253,8 +261,14 @@ type loadRun struct {
 // startLoad opens the n sessions of a closed loop. When some fail to open
 // the run is over before it starts, with the error in its result.
 func (b *bench) startLoad(ctx context.Context, tool Tool, n int) *loadRun {
+	return b.startLoadWith(ctx, tool, n, b.openSession, tool)
+}
+
+// startLoadWith is startLoad with the clients that open opens; a profile,
+// if any, is named after profiled's label.
+func (b *bench) startLoadWith(ctx context.Context, tool Tool, n int, open opener, profiled Tool) *loadRun {
 	lr := &loadRun{tool: tool, res: LoadResult{Tool: tool.Label, Sessions: n}, lat: make([]Latencies, n)}
-	sessions, errs := b.openMany(ctx, n, 16)
+	sessions, errs := b.openMany(ctx, n, 16, open)
 	lr.sessions = sessions
 	if len(sessions) < n {
 		lr.res.Errors = n - len(sessions)
@@ -263,7 +277,7 @@ func (b *bench) startLoad(ctx context.Context, tool Tool, n int) *loadRun {
 	}
 	lr.pids, lr.cpuErr = b.t.pids()
 	if b.profile != nil && lr.cpuErr == nil {
-		lr.stop = b.profile(tool, n, lr.pids)
+		lr.stop = b.profile(profiled, n, lr.pids)
 	}
 	return lr
 }
@@ -369,7 +383,7 @@ func (b *bench) starts(ctx context.Context, count int) StartResult {
 			break
 		}
 		t0 := time.Now()
-		s, err := b.openAnswered(ctx)
+		s, err := b.openAnswered(ctx, b.openSession, 0)
 		d := time.Since(t0)
 		if err != nil {
 			errs.add(err)
@@ -391,7 +405,7 @@ func (b *bench) idle(ctx context.Context, n int) (IdleResult, error) {
 	if err != nil {
 		return res, err
 	}
-	sessions, errs := b.openMany(ctx, n, 8)
+	sessions, errs := b.openMany(ctx, n, 8, b.openSession)
 	defer closeAll(sessions, 32)
 	res.Opened = len(sessions)
 	res.FirstError = errs.String()
@@ -420,7 +434,7 @@ func (b *bench) idle(ctx context.Context, n int) (IdleResult, error) {
 func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
 	res := HoldResult{Sessions: n}
 	t0 := time.Now()
-	sessions, errs := b.openMany(ctx, n, 16)
+	sessions, errs := b.openMany(ctx, n, 16, b.openSession)
 	res.OpenTime = time.Since(t0)
 	defer closeAll(sessions, 32)
 	res.Opened = len(sessions)

@@ -202,3 +202,25 @@ func (p ProcFS) CPUTime(pids []int) (time.Duration, error) {
 	}
 	return total, nil
 }
+
+// parseEnviron reads /proc/<pid>/environ: NAME=value entries, each ended
+// by a NUL byte.
+func parseEnviron(data []byte) map[string]string {
+	env := make(map[string]string)
+	for _, kv := range bytes.Split(data, []byte{0}) {
+		if k, v, ok := bytes.Cut(kv, []byte("=")); ok && len(k) > 0 {
+			env[string(k)] = string(v)
+		}
+	}
+	return env
+}
+
+// Environ is the environment a process started with. A process of another
+// user, or one that has exited, is an error.
+func (p ProcFS) Environ(pid int) (map[string]string, error) {
+	data, err := os.ReadFile(filepath.Join(p.Root, strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return nil, err
+	}
+	return parseEnviron(data), nil
+}

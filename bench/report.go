@@ -83,7 +83,8 @@ func withRatio(value string, a, base float64, isBase bool) string {
 func Table(r *Run) string {
 	var cols []*SystemResult
 	for i := range r.Systems {
-		if r.Systems[i].Skipped == "" {
+		// The stateless-only system has a column in the 2026-07-28 table only.
+		if r.Systems[i].Skipped == "" && r.Config.kind(r.Systems[i].Name) != sysSDKStateless {
 			cols = append(cols, &r.Systems[i])
 		}
 	}
@@ -258,7 +259,95 @@ func Table(r *Run) string {
 		header = append(header, s.Name)
 	}
 	writeMarkdown(&b, header, rows)
+	b.WriteString(modernTable(r, tools))
 	b.WriteString(tableNotes(r))
+	return b.String()
+}
+
+// modernTable renders the stateless phase (MCP 2026-07-28) as a table of
+// its own, a column per system it ran on; ratios are against the go-sdk
+// server in its stateless mode, measured in the same run. Empty when the
+// phase did not run.
+func modernTable(r *Run, tools []Tool) string {
+	var cols []*SystemResult
+	for i := range r.Systems {
+		if len(r.Systems[i].Modern) > 0 {
+			cols = append(cols, &r.Systems[i])
+		}
+	}
+	if len(cols) == 0 {
+		return ""
+	}
+	base := r.system(sysSDKStateless)
+	var rows [][]string
+	add := func(label string, cell func(s *SystemResult) string) {
+		row := []string{label}
+		for _, s := range cols {
+			row = append(row, cell(s))
+		}
+		rows = append(rows, row)
+	}
+	n := r.Config.ModernClients
+	users := func(u int) string {
+		if u == 1 {
+			return "1 user"
+		}
+		return fmt.Sprintf("%d users", u)
+	}
+	for _, tool := range tools {
+		for _, u := range r.Config.ModernUsers {
+			fig := func(get func(m *ModernResult) float64, format func(float64) string) func(s *SystemResult) string {
+				return func(s *SystemResult) string {
+					m := s.modern(tool.Label, u)
+					if m == nil || m.Latency.Count == 0 {
+						return "—"
+					}
+					var b float64
+					if base != nil {
+						if bm := base.modern(tool.Label, u); bm != nil && bm.Latency.Count > 0 {
+							b = get(bm)
+						}
+					}
+					v := get(m)
+					return withRatio(format(v), v, b, s == base)
+				}
+			}
+			add(fmt.Sprintf("%s p50 @%d, %s (µs)", tool.Name, n, users(u)), fig(
+				func(m *ModernResult) float64 { return float64(m.Latency.P50) },
+				func(v float64) string { return fmtMicros0(time.Duration(v)) }))
+			add(fmt.Sprintf("%s calls/s @%d, %s", tool.Name, n, users(u)), fig(
+				func(m *ModernResult) float64 { return m.CallsPerSec },
+				func(v float64) string { return thousands(int64(v + 0.5)) }))
+		}
+	}
+	// Per-user workers, after the first tool's loops.
+	for _, u := range r.Config.ModernUsers {
+		census := func(f func(c *WorkerCensus) string) func(s *SystemResult) string {
+			return func(s *SystemResult) string {
+				m := s.modern(tools[0].Label, u)
+				if m == nil || m.Workers == nil {
+					return "—"
+				}
+				return f(m.Workers)
+			}
+		}
+		add(fmt.Sprintf("per-user worker processes, %s", users(u)), census(func(c *WorkerCensus) string {
+			return strconv.Itoa(c.Workers)
+		}))
+		add(fmt.Sprintf("worker RSS / PSS per active user, %s (MiB)", users(u)), census(func(c *WorkerCensus) string {
+			if c.Users == 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.2f / %.2f", mib(c.PerUserRSS), mib(c.PerUserPSS))
+		}))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nMCP 2026-07-28, %d stateless clients (no session; the go-sdk client at its defaults):\n\n", n)
+	header := []string{"figure"}
+	for _, s := range cols {
+		header = append(header, s.Name)
+	}
+	writeMarkdown(&b, header, rows)
 	return b.String()
 }
 
@@ -332,6 +421,18 @@ func tableNotes(r *Run) string {
 		if s.Hold != nil && s.Hold.FirstError != "" {
 			notes = append(notes, fmt.Sprintf("%s: hold: first error: %s", s.Name, s.Hold.FirstError))
 		}
+		for _, m := range s.Modern {
+			if m.Errors > 0 || m.FirstError != "" {
+				notes = append(notes, fmt.Sprintf("%s: 2026-07-28 %s @%d, %d users: %d errors; first: %s", s.Name, m.Tool, m.Sessions, m.Users, m.Errors, m.FirstError))
+			}
+		}
+		if s.ModernUsers > 0 && r.Config.ModernClients > 0 {
+			for _, u := range r.Config.ModernUsers {
+				if u > s.ModernUsers {
+					notes = append(notes, fmt.Sprintf("%s: 2026-07-28 with %d users: not run; its clients can act as %d user(s) (only mcpgate-tls, given per-user tokens with -user-tokens, has more)", s.Name, u, s.ModernUsers))
+				}
+			}
+		}
 	}
 	notes = append(notes, r.Config.Notes...)
 	if len(notes) == 0 {
@@ -375,6 +476,21 @@ func CSVRecords(r *Run) [][]string {
 		if i := s.Idle; i != nil {
 			rec(s.Name, "", "idle_session_rss", i.Opened, strconv.FormatInt(i.PerSessionRSS, 10), "bytes")
 			rec(s.Name, "", "idle_session_pss", i.Opened, strconv.FormatInt(i.PerSessionPSS, 10), "bytes")
+		}
+		for _, m := range s.Modern {
+			fig := func(f string) string { return fmt.Sprintf("mcp2026_users%d_%s", m.Users, f) }
+			rec(s.Name, m.Tool, fig("p50"), m.Sessions, us(m.Latency.P50), "us")
+			rec(s.Name, m.Tool, fig("p90"), m.Sessions, us(m.Latency.P90), "us")
+			rec(s.Name, m.Tool, fig("p99"), m.Sessions, us(m.Latency.P99), "us")
+			rec(s.Name, m.Tool, fig("calls_per_sec"), m.Sessions, strconv.FormatFloat(m.CallsPerSec, 'f', 1, 64), "1/s")
+			rec(s.Name, m.Tool, fig("errors"), m.Sessions, strconv.Itoa(m.Errors), "count")
+			rec(s.Name, m.Tool, fig("server_cpu_per_call"), m.Sessions, us(m.ServerCPU), "us")
+			rec(s.Name, m.Tool, fig("client_cpu_per_call"), m.Sessions, us(m.ClientCPU), "us")
+			if c := m.Workers; c != nil {
+				rec(s.Name, m.Tool, fig("user_workers"), m.Sessions, strconv.Itoa(c.Workers), "count")
+				rec(s.Name, m.Tool, fig("worker_rss_per_user"), m.Sessions, strconv.FormatInt(c.PerUserRSS, 10), "bytes")
+				rec(s.Name, m.Tool, fig("worker_pss_per_user"), m.Sessions, strconv.FormatInt(c.PerUserPSS, 10), "bytes")
+			}
 		}
 		if h := s.Hold; h != nil {
 			rec(s.Name, "", "held_answered", h.Sessions, strconv.Itoa(h.Answered), "count")

@@ -213,3 +213,108 @@ func TestChart(t *testing.T) {
 		t.Error("no pixel in the floor's colour in the first panel")
 	}
 }
+
+func modernRun() *Run {
+	r := testRun()
+	us := time.Microsecond
+	r.Config.ModernClients = 64
+	r.Config.ModernUsers = []int{1, 16}
+	mr := func(users int, p50 time.Duration, cps float64, c *WorkerCensus) ModernResult {
+		return ModernResult{LoadResult: load("trivial", 64, p50, 2*p50, cps), Users: users, Workers: c}
+	}
+	r.Systems = append(r.Systems,
+		SystemResult{Name: sysSDKStateless, ModernUsers: 1, Modern: []ModernResult{mr(1, 2000*us, 20000, nil)}})
+	gw := r.system(sysMCPGate)
+	gw.ModernUsers = 1
+	gw.Modern = []ModernResult{mr(1, 4000*us, 10000, &WorkerCensus{Workers: 1, Users: 1, PerUserRSS: 20 << 20, PerUserPSS: 5 << 20})}
+	r.Systems = append(r.Systems, SystemResult{Name: sysMCPGateTLS, ModernUsers: 16, Modern: []ModernResult{
+		mr(1, 5000*us, 8000, &WorkerCensus{Workers: 1, Users: 1, PerUserRSS: 20 << 20, PerUserPSS: 5 << 20}),
+		mr(16, 8000*us, 5000, &WorkerCensus{Workers: 16, Users: 16, PerUserRSS: 18 << 20, PerUserPSS: 4 << 20}),
+	}})
+	return r
+}
+
+func TestModernTable(t *testing.T) {
+	out := Table(modernRun())
+	_, modern, ok := strings.Cut(out, "MCP 2026-07-28, 64 stateless clients")
+	if !ok {
+		t.Fatalf("no 2026-07-28 table in\n%s", out)
+	}
+	lines := strings.Split(modern, "\n")
+	if !strings.Contains(lines[2], "sdk-stateless") || !strings.Contains(lines[2], "mcpgate-tls") || strings.Contains(lines[2], "floor") {
+		t.Errorf("header: got %q, want the systems of the stateless phase only", lines[2])
+	}
+	for _, want := range []string{
+		"echo p50 @64, 1 user (µs)", "2,000", "4,000 (2.00×)",
+		"echo calls/s @64, 1 user", "10,000 (0.50×)",
+		"echo p50 @64, 16 users (µs)", "8,000",
+		"per-user worker processes, 16 users", "worker RSS / PSS per active user, 16 users (MiB)", "18.00 / 4.00",
+		"mcpgate: 2026-07-28 with 16 users: not run; its clients can act as 1 user(s)",
+	} {
+		if !strings.Contains(modern, want) {
+			t.Errorf("2026-07-28 table lacks %q:\n%s", want, modern)
+		}
+	}
+	// The sessions' table is unchanged by the phase: no sdk-stateless column.
+	sessions, _, _ := strings.Cut(out, "MCP 2026-07-28")
+	if first := strings.SplitN(sessions, "\n", 2)[0]; strings.Contains(first, "sdk-stateless") {
+		t.Errorf("sessions' table header %q has the stateless-only system", first)
+	}
+	if plain := Table(testRun()); strings.Contains(plain, "2026-07-28") {
+		t.Errorf("a run without the phase printed its table:\n%s", plain)
+	}
+}
+
+func TestModernCSVRecords(t *testing.T) {
+	recs := CSVRecords(modernRun())
+	want := map[string]bool{
+		"mcpgate-tls,trivial,mcp2026_users16_p50,64,8000.0,us":                     false,
+		"mcpgate-tls,trivial,mcp2026_users16_user_workers,64,16,count":             false,
+		"mcpgate-tls,trivial,mcp2026_users16_worker_pss_per_user,64,4194304,bytes": false,
+		"sdk-stateless,trivial,mcp2026_users1_calls_per_sec,64,20000.0,1/s":        false,
+	}
+	for _, r := range recs {
+		k := strings.Join(r, ",")
+		if _, ok := want[k]; ok {
+			want[k] = true
+		}
+		if r[0] == sysSDKStateless && strings.HasSuffix(r[2], "_user_workers") {
+			t.Errorf("a census row for a system without per-user workers: %q", r)
+		}
+	}
+	for k, found := range want {
+		if !found {
+			t.Errorf("no CSV row %q", k)
+		}
+	}
+}
+
+func TestModernChart(t *testing.T) {
+	b, err := Chart(modernRun())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if got, want := img.Bounds().Dy(), 2*panelH; got != want {
+		t.Fatalf("got height %d, want %d (the sessions' panel and the 2026-07-28 one)", got, want)
+	}
+	// sdk-stateless ran only the stateless phase: its colour is in the
+	// second panel and not in the first.
+	sc := seriesColor[sysSDKStateless]
+	in := func(y0, y1 int) bool {
+		for y := y0; y < y1; y++ {
+			for x := 0; x < chartW; x++ {
+				if r, g, b, _ := img.At(x, y).RGBA(); r>>8 == uint32(sc.R) && g>>8 == uint32(sc.G) && b>>8 == uint32(sc.B) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if in(0, panelH) || !in(panelH, 2*panelH) {
+		t.Errorf("sdk-stateless colour: in the sessions' panel %v, in the 2026-07-28 panel %v; want false, true", in(0, panelH), in(panelH, 2*panelH))
+	}
+}

@@ -29,9 +29,16 @@ const (
 	sysMCPGate      = "mcpgate"
 	sysMCPGateTLS   = "mcpgate-tls"
 	sysSupergateway = "supergateway"
+	// sysSDKStateless is the go-sdk server in its stateless mode: it runs
+	// only the stateless phase (MCP 2026-07-28), the others being about
+	// sessions.
+	sysSDKStateless = "sdk-stateless"
 )
 
-var allSystems = []string{sysFloor, sysSDK, sysMCPGate, sysMCPGateTLS, sysSupergateway}
+var allSystems = []string{sysFloor, sysSDK, sysMCPGate, sysMCPGateTLS, sysSupergateway, sysSDKStateless}
+
+// modernSystems are the kinds of system the stateless phase runs on.
+var modernSystems = []string{sysSDKStateless, sysMCPGate, sysMCPGateTLS}
 
 // Config is one benchmark run's settings. Commands are argv lists; {addr},
 // {host} and {port} in a server's arguments become the loopback address the
@@ -50,10 +57,15 @@ type Config struct {
 	HoldSystems []string      `json:"hold_systems"` // systems the hold phase runs on
 	Trivial     Tool          `json:"trivial"`
 	Realistic   *Tool         `json:"realistic,omitempty"`
+	// The stateless phase (MCP 2026-07-28): ModernClients clients at once,
+	// acting as each of ModernUsers users in turn.
+	ModernClients int   `json:"modern_clients"`
+	ModernUsers   []int `json:"modern_users"`
 
 	Worker       []string           `json:"worker"`             // the stdio worker
 	WorkerEnv    []string           `json:"worker_env"`         // added to the worker's environment
 	SDKServer    []string           `json:"sdk_server"`         // the sdk system
+	SDKStateless []string           `json:"sdk_stateless"`      // the sdk-stateless system
 	MCPGate      []string           `json:"mcpgate"`            // localhost mode
 	MCPGateEnv   []string           `json:"mcpgate_env"`        // added to mcpgate's environment (config: MCPGATE_SECTION_KEY)
 	MCPGateTLS   []string           `json:"mcpgate_tls"`        // TLS and JWT
@@ -61,6 +73,7 @@ type Config struct {
 	TLSIssuer    []string           `json:"tls_issuer"`         // the test issuer, started before the TLS system
 	TLSCA        string             `json:"tls_ca"`             // PEM file the TLS system's certificate chains to
 	TokenFile    string             `json:"token_file"`         // the bearer token the issuer writes
+	UserTokens   string             `json:"user_tokens"`        // directory of NAME.jwt tokens, one per user, for the stateless phase
 	Supergateway []string           `json:"supergateway"`       // the supergateway program
 	Variants     map[string]Variant `json:"variants,omitempty"` // extra systems: a known one with more environment
 	Skip         map[string]string  `json:"skip"`               // system → why it is skipped
@@ -152,14 +165,15 @@ func parseTool(label, v string) (Tool, error) {
 
 func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	cfg := Config{
-		Systems:     slices.Clone(allSystems),
-		Concurrency: []int{1, 16, 64},
-		HoldSystems: []string{sysSDK, sysMCPGate},
-		Worker:      []string{self, "stdio-server"},
-		SDKServer:   []string{self, "sdk-server", "--listen", "{addr}"},
-		MCPGate:     []string{"bin/mcpgate", "serve", "--listen", "{addr}"},
-		Skip:        map[string]string{},
-		Variants:    map[string]Variant{},
+		Systems:      slices.Clone(allSystems),
+		Concurrency:  []int{1, 16, 64},
+		HoldSystems:  []string{sysSDK, sysMCPGate},
+		Worker:       []string{self, "stdio-server"},
+		SDKServer:    []string{self, "sdk-server", "--listen", "{addr}"},
+		SDKStateless: []string{self, "sdk-server", "--stateless", "--listen", "{addr}"},
+		MCPGate:      []string{"bin/mcpgate", "serve", "--listen", "{addr}"},
+		Skip:         map[string]string{},
+		Variants:     map[string]Variant{},
 	}
 	fs := flag.NewFlagSet("mcpbench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -182,6 +196,11 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	fs.Var(stringList{&cfg.Worker, " "}, "worker", "the stdio worker command (floor, and behind supergateway)")
 	fs.Var(stringList{&cfg.WorkerEnv, " "}, "worker-env", "KEY=value pairs added to the environment of the workers the harness or supergateway start")
 	fs.Var(stringList{&cfg.SDKServer, " "}, "sdk-server", "the sdk system's command")
+	fs.Var(stringList{&cfg.SDKStateless, " "}, "sdk-stateless", "the sdk-stateless system's command (the go-sdk server in its stateless mode)")
+	fs.IntVar(&cfg.ModernClients, "modern-clients", 64, "stateless MCP 2026-07-28 clients at once in the stateless phase (0: skip the phase)")
+	modernUsers := "1,16"
+	fs.StringVar(&modernUsers, "modern-users", modernUsers, "users the stateless phase's clients act as, one closed loop each")
+	fs.StringVar(&cfg.UserTokens, "user-tokens", "", "directory of NAME.jwt bearer tokens, one per user NAME, for the TLS system's stateless clients (written by the issuer, waited for with its ready line)")
 	fs.Var(stringList{&cfg.MCPGate, " "}, "mcpgate", "mcpgate in localhost mode")
 	fs.Var(stringList{&cfg.MCPGateEnv, " "}, "mcpgate-env", "KEY=value pairs added to mcpgate's environment ({addr} etc. expanded)")
 	fs.Var(stringList{&cfg.MCPGateTLS, " "}, "mcpgate-tls", "mcpgate with TLS and JWT; {issuer} is the issuer's address (empty: skipped)")
@@ -220,21 +239,16 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		return cfg, fmt.Errorf("mcpbench: unexpected argument %q", fs.Arg(0))
 	}
 	var errs []error
-	cfg.Concurrency = nil
-	for _, f := range strings.Split(conc, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("mcpbench: -concurrency: %q is not a positive number", f))
-			continue
-		}
-		cfg.Concurrency = append(cfg.Concurrency, n)
-	}
+	cfg.Concurrency, errs = positiveList("-concurrency", conc)
+	var more []error
+	cfg.ModernUsers, more = positiveList("-modern-users", modernUsers)
+	errs = append(errs, more...)
+	var err error
 	for _, s := range cfg.Systems {
 		if _, ok := cfg.Variants[s]; !ok && !slices.Contains(allSystems, s) {
 			errs = append(errs, fmt.Errorf("mcpbench: -systems: unknown system %q (known: %s)", s, strings.Join(allSystems, ",")))
 		}
 	}
-	var err error
 	if cfg.Trivial, err = parseTool("trivial", trivial); err != nil {
 		errs = append(errs, err)
 	}
@@ -248,10 +262,36 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	if cfg.Duration <= 0 || cfg.CallTimeout <= 0 || cfg.Rounds < 1 {
 		errs = append(errs, errors.New("mcpbench: -duration, -call-timeout and -rounds must be positive"))
 	}
+	if cfg.ModernClients < 0 {
+		errs = append(errs, errors.New("mcpbench: -modern-clients must not be negative"))
+	}
 	if len(cfg.Worker) == 0 {
 		errs = append(errs, errors.New("mcpbench: -worker is empty"))
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// positiveList reads a comma-separated list of positive numbers.
+func positiveList(flag, v string) ([]int, []error) {
+	var out []int
+	var errs []error
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("mcpbench: %s: %q is not a positive number", flag, f))
+			continue
+		}
+		out = append(out, n)
+	}
+	return out, errs
+}
+
+// kind is the system a name runs: itself, or a variant's base.
+func (cfg Config) kind(name string) string {
+	if v, ok := cfg.Variants[name]; ok {
+		return v.Base
+	}
+	return name
 }
 
 // SystemResult is everything measured on one system.
@@ -263,6 +303,20 @@ type SystemResult struct {
 	Start   *StartResult `json:"start,omitempty"`
 	Load    []LoadResult `json:"load,omitempty"`
 	Hold    *HoldResult  `json:"hold,omitempty"`
+	// Modern is the stateless phase; ModernUsers is how many distinct
+	// users the system's clients could act as (runs of more are not made).
+	Modern      []ModernResult `json:"modern,omitempty"`
+	ModernUsers int            `json:"modern_users,omitempty"`
+}
+
+// modern returns the stateless result for a tool label and user count.
+func (r *SystemResult) modern(tool string, users int) *ModernResult {
+	for i := range r.Modern {
+		if r.Modern[i].Tool == tool && r.Modern[i].Users == users {
+			return &r.Modern[i]
+		}
+	}
+	return nil
 }
 
 // load returns the closed-loop result for a tool label and concurrency.
@@ -337,9 +391,8 @@ func progress(w io.Writer, system, format string, args ...any) {
 
 // startTarget starts one system and returns it ready for sessions.
 func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logDir string) (target, error) {
-	kind, sdkEnv := name, []string(nil)
+	kind, sdkEnv := cfg.kind(name), []string(nil)
 	if v, ok := cfg.Variants[name]; ok {
-		kind = v.Base
 		switch kind {
 		case sysFloor, sysSupergateway:
 			cfg.WorkerEnv = append(slices.Clone(cfg.WorkerEnv), v.Env...)
@@ -347,7 +400,7 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 			cfg.MCPGateEnv = append(slices.Clone(cfg.MCPGateEnv), v.Env...)
 		case sysMCPGateTLS:
 			cfg.TLSEnv = append(slices.Clone(cfg.TLSEnv), v.Env...)
-		case sysSDK:
+		case sysSDK, sysSDKStateless:
 			sdkEnv = v.Env
 		}
 	}
@@ -361,9 +414,12 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		// The log file stays open for the run; the process exit closes it.
 		return &stdioTarget{client: client, argv: cfg.Worker, env: sessionEnv(env, cfg.WorkerEnv),
 			stderr: logf, procfs: pfs()}, nil
-	case sysSDK, sysMCPGate:
+	case sysSDK, sysSDKStateless, sysMCPGate:
 		argv, extra := cfg.SDKServer, sdkEnv
-		if kind == sysMCPGate {
+		switch kind {
+		case sysSDKStateless:
+			argv = cfg.SDKStateless
+		case sysMCPGate:
 			argv, extra = cfg.MCPGate, cfg.MCPGateEnv
 		}
 		if len(argv) == 0 {
@@ -375,7 +431,7 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 		if err != nil {
 			return nil, err
 		}
-		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs()}, nil
+		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs(), perUserWorkers: kind == sysMCPGate}, nil
 	case sysMCPGateTLS:
 		return startTLS(ctx, cfg, client, name, env, logDir)
 	case sysSupergateway:
@@ -424,6 +480,18 @@ func startTLS(ctx context.Context, cfg Config, client *mcp.Client, name string, 
 		_ = iss.stop(time.Second)
 		return nil, err
 	}
+	var users, userTokens []string
+	if cfg.UserTokens != "" {
+		// The issuer says "ready" once every token is written.
+		if _, err := waitLog(ctx, iss, "ready ", 30*time.Second); err != nil {
+			_ = iss.stop(time.Second)
+			return nil, err
+		}
+		if users, userTokens, err = readUserTokens(v.expand([]string{cfg.UserTokens})[0]); err != nil {
+			_ = iss.stop(time.Second)
+			return nil, err
+		}
+	}
 	pem, err := os.ReadFile(cfg.TLSCA)
 	if err != nil {
 		_ = iss.stop(time.Second)
@@ -440,7 +508,8 @@ func startTLS(ctx context.Context, cfg Config, client *mcp.Client, name string, 
 		return nil, err
 	}
 	return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, helpers: []*proc{iss}, procfs: pfs(),
-		tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, token: string(tok)}, nil
+		tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, token: string(tok),
+		users: users, userTokens: userTokens, perUserWorkers: true}, nil
 }
 
 func pfs() ProcFS { return ProcFS{Root: "/proc"} }
@@ -458,7 +527,7 @@ type live struct {
 func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stderr io.Writer) {
 	cfg := r.Config
 	r.Systems = make([]SystemResult, len(cfg.Systems))
-	var systems []live
+	var systems, modern []live // sessions' phases, the stateless phase
 	for i, name := range cfg.Systems {
 		res := &r.Systems[i]
 		*res = SystemResult{Name: name, Skipped: cfg.Skip[name]}
@@ -478,7 +547,13 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 		if slices.Contains(cfg.Perf, name) {
 			b.profile = perfRecorder(filepath.Join(cfg.Out, "perf"), name, stderr)
 		}
-		systems = append(systems, live{res: res, b: b})
+		if mt, ok := t.(modernTarget); ok && slices.Contains(modernSystems, cfg.kind(name)) {
+			res.ModernUsers = len(mt.modernUsers())
+			modern = append(modern, live{res: res, b: b})
+		}
+		if cfg.kind(name) != sysSDKStateless {
+			systems = append(systems, live{res: res, b: b})
+		}
 	}
 	fail := func(res *SystemResult, err error) {
 		if err != nil && res.Error == "" {
@@ -544,6 +619,61 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 			progress(stderr, s.res.Name, "hold: %d opened, %d answered of %d in %s; %.0f MiB RSS, %.0f MiB PSS; call p50 %s %s",
 				h.Opened, h.Answered, h.Sessions, h.OpenTime.Round(time.Millisecond), mib(h.Memory.RSS), mib(h.Memory.PSS),
 				fmtDur(h.Call.P50), errNote(h.FirstError))
+		}
+	}
+	// Last: the per-user workers it starts outlive it (until their idle
+	// timeout), and would count in the memory figures of the phases above.
+	if cfg.ModernClients > 0 {
+		runModern(ctx, cfg, modern, tools, per, stderr)
+	}
+}
+
+// runModern is the stateless phase: for each tool and user count, a closed
+// loop of cfg.ModernClients stateless 2026-07-28 clients on every system
+// that can act as that many users, in rounds taken in turn as in the load
+// phase.
+func runModern(ctx context.Context, cfg Config, systems []live, tools []Tool, per time.Duration, stderr io.Writer) {
+	n := cfg.ModernClients
+	for _, tool := range tools {
+		for _, users := range cfg.ModernUsers {
+			runs := make([]*loadRun, len(systems))
+			for i, s := range systems {
+				mt := s.b.t.(modernTarget)
+				if modernUsersOf(mt, users) == nil {
+					continue
+				}
+				runs[i] = s.b.startModern(ctx, mt, tool, n, users)
+			}
+			for r := range cfg.Rounds {
+				warm := cfg.Warmup
+				if r > 0 {
+					warm = min(warm, 100*time.Millisecond)
+				}
+				for i, s := range systems {
+					if runs[i] != nil {
+						s.b.round(ctx, runs[i], warm, per)
+					}
+				}
+			}
+			for i, s := range systems {
+				if runs[i] == nil {
+					continue
+				}
+				census := false
+				if ht, ok := s.b.t.(*httpTarget); ok {
+					census = ht.perUserWorkers
+				}
+				mr := s.b.finishModern(runs[i], s.b.t.(modernTarget), users, census)
+				s.res.Modern = append(s.res.Modern, mr)
+				workers := ""
+				if c := mr.Workers; c != nil {
+					workers = fmt.Sprintf("; %d per-user workers of %d users, %.2f MiB RSS (%.2f MiB PSS) per user",
+						c.Workers, c.Users, mib(c.PerUserRSS), mib(c.PerUserPSS))
+				}
+				progress(stderr, s.res.Name, "2026-07-28 %s %s @%d, %d users: p50 %s p99 %s, %.0f calls/s (%d errors)%s %s",
+					tool.Label, tool.Name, n, users, fmtDur(mr.Latency.P50), fmtDur(mr.Latency.P99), mr.CallsPerSec, mr.Errors,
+					workers, errNote(mr.FirstError))
+			}
 		}
 	}
 }

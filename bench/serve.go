@@ -64,21 +64,40 @@ func runStdioServer(ctx context.Context, args []string) error {
 // With -db it serves mcpgate's built-in toolsets exactly as `mcpgate worker`
 // does, one tools server and one database session per MCP session, but all
 // in this one process; without it, the echo tool.
+//
+// With -stateless the handler runs in the go-sdk's stateless mode
+// (StreamableHTTPOptions.Stateless), the only one in which it answers MCP
+// 2026-07-28 requests: no sessions, one tools server for every request. With
+// -db that server is the built-in toolsets as a per-user worker serves them
+// (`mcpgate worker` with MCPGATE_WORKER_SCOPE=user: a transaction of its own
+// per call unless the call names a handle), the one user being -user.
 func runSDKServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sdk-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	dsn := fs.String("db", "", "SQLite database for the built-in toolsets (empty: serve the echo tool)")
 	user := fs.String("user", "bench", "the user every session runs as")
+	stateless := fs.Bool("stateless", false, "the go-sdk's stateless mode: no sessions, MCP 2026-07-28 served, one tools server for all requests")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var getServer func(*http.Request) *mcp.Server
-	if *dsn == "" {
+	switch {
+	case *dsn == "":
 		srv := newToolServer("mcpbench-sdk")
 		getServer = func(*http.Request) *mcp.Server { return srv }
-	} else {
+	case *stateless:
+		if _, err := sqlite.Ensure(ctx, *dsn); err != nil {
+			return err
+		}
+		srv, closeDB, err := newPerUserServer(ctx, *dsn, *user, log)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		getServer = func(*http.Request) *mcp.Server { return srv }
+	default:
 		if _, err := sqlite.Ensure(ctx, *dsn); err != nil {
 			return err
 		}
@@ -87,7 +106,7 @@ func runSDKServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}, log)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(getServer, nil))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: *stateless}))
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("mcpbench: sdk server: %w", err)
@@ -175,4 +194,27 @@ func newBuiltinServer(ctx context.Context, dsn, user string, log *slog.Logger) (
 		}
 	})
 	return srv, nil
+}
+
+// newPerUserServer is the built-in toolsets' server as a per-user worker
+// runs it (`mcpgate worker` with MCPGATE_WORKER_SCOPE=user): one server for
+// every request of user, each call in a transaction of its own on a
+// connection from a small pool, or in a handle's. closeDB ends the
+// connections.
+func newPerUserServer(ctx context.Context, dsn, user string, log *slog.Logger) (*mcp.Server, func(), error) {
+	txs, err := tools.NewTransactions(ctx, tools.TransactionOptions{
+		Instance: "mcpbench-sdk",
+		Open: func(ctx context.Context) (*db.Session, error) {
+			return db.Open(ctx, sqlite.Engine{}, db.Config{DSN: dsn}, user, false)
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := tools.NewServer(tools.Options{User: user, SessionID: "mcpbench-sdk", ServerName: "mcpbench-sdk", Transactions: txs, Logger: log})
+	if err != nil {
+		_ = txs.Close()
+		return nil, nil, err
+	}
+	return srv, func() { _ = txs.Close() }, nil
 }

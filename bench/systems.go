@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,10 @@ import (
 // would otherwise try 2026-07-28's server/discover first and fall back, an
 // extra round trip that only some systems would pay.
 const protocolVersion = "2025-11-25"
+
+// protocolModern is the revision the stateless phase's clients negotiate,
+// the go-sdk client's default.
+const protocolModern = "2026-07-28"
 
 // A session is one MCP client session with its own connection.
 type session struct {
@@ -211,9 +216,53 @@ type httpTarget struct {
 	procs    []*proc     // the system: measured
 	helpers  []*proc     // what the system needs but is not (a test issuer): not measured
 	procfs   ProcFS
+
+	// users are the users stateless clients act as, by their bearer
+	// tokens (userTokens, one each); empty: one user, token's or the
+	// localhost mode's, whose name the harness does not know.
+	users      []string
+	userTokens []string
+	// perUserWorkers: the system runs a worker process per user for MCP
+	// 2026-07-28 requests (mcpgate), counted after each stateless run.
+	perUserWorkers bool
 }
 
 func (t *httpTarget) open(ctx context.Context) (*session, error) {
+	return t.connect(ctx, t.token, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+}
+
+// openModern starts a stateless client of user u (an index into
+// modernUsers) with the go-sdk client at its defaults, which asks for
+// 2026-07-28 first (server/discover). A client that fell back to a
+// session is an error: it would measure the wrong protocol.
+func (t *httpTarget) openModern(ctx context.Context, u int) (*session, error) {
+	token := t.token
+	if len(t.userTokens) > 0 {
+		token = t.userTokens[u%len(t.userTokens)]
+	}
+	s, err := t.connect(ctx, token, nil)
+	if err != nil {
+		return nil, err
+	}
+	if v := s.InitializeResult().ProtocolVersion; v != protocolModern {
+		_ = s.Close()
+		return nil, fmt.Errorf("mcpbench: negotiated %s, not %s (the system fell back to a session)", v, protocolModern)
+	}
+	return s, nil
+}
+
+// modernUsers names the users openModern can act as; "" is the one user
+// of a system whose user the harness does not name.
+func (t *httpTarget) modernUsers() []string {
+	if len(t.users) == 0 {
+		return []string{""}
+	}
+	return t.users
+}
+
+// connect opens a client with its own http.Transport and opts (nil: the
+// go-sdk client's defaults).
+func (t *httpTarget) connect(ctx context.Context, token string, opts *mcp.ClientSessionOptions) (*session, error) {
 	// Each session gets its own http.Transport, hence its own connections,
 	// as separate clients would have.
 	tr := &http.Transport{
@@ -223,14 +272,14 @@ func (t *httpTarget) open(ctx context.Context) (*session, error) {
 		DisableCompression:  true,
 	}
 	var rt http.RoundTripper = tr
-	if t.token != "" {
-		rt = bearer{next: tr, value: "Bearer " + t.token}
+	if token != "" {
+		rt = bearer{next: tr, value: "Bearer " + token}
 	}
-	cs, err := connect(ctx, t.client, &mcp.StreamableClientTransport{
+	cs, err := t.client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   t.endpoint,
 		HTTPClient: &http.Client{Transport: rt},
 		MaxRetries: -1, // a failure is a result, not something to hide by retrying
-	})
+	}, opts)
 	if err != nil {
 		tr.CloseIdleConnections()
 		return nil, err
@@ -360,4 +409,53 @@ func waitFile(ctx context.Context, p *proc, path string, timeout time.Duration) 
 // bridge: the harness's own plus the identity contract of worker.Identity.
 func sessionEnv(base []string, extra []string) []string {
 	return append(append([]string(nil), base...), extra...)
+}
+
+// waitLog waits until p's log holds line (a prefix of one of its lines)
+// while p runs: how the test issuer says every token is written.
+func waitLog(ctx context.Context, p *proc, line string, timeout time.Duration) ([]byte, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if b, err := os.ReadFile(p.log.Name()); err == nil {
+			for l := range bytes.Lines(b) {
+				if bytes.HasPrefix(l, []byte(line)) {
+					return b, nil
+				}
+			}
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("mcpbench: %s exited before saying %q (%v); see %s", p.name, line, p.err, p.log.Name())
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("mcpbench: %s did not say %q within %v; see %s", p.name, line, timeout, p.log.Name())
+		}
+	}
+}
+
+// readUserTokens reads dir's NAME.jwt files, in name order: the users
+// NAME and their bearer tokens (mcpgate-testissuer --users).
+func readUserTokens(dir string) (users, tokens []string, err error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.jwt"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpbench: -user-tokens: %w", err)
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcpbench: -user-tokens: %w", err)
+		}
+		if tok := strings.TrimSpace(string(b)); tok != "" {
+			users = append(users, strings.TrimSuffix(filepath.Base(f), ".jwt"))
+			tokens = append(tokens, tok)
+		}
+	}
+	if len(users) == 0 {
+		return nil, nil, fmt.Errorf("mcpbench: -user-tokens %s holds no NAME.jwt token", dir)
+	}
+	return users, tokens, nil
 }

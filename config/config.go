@@ -125,6 +125,12 @@ type Limits struct {
 	// handshake, request head, keep-alive idle) until a request on it has
 	// passed the token check. Default 10s.
 	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
+	// DrainTimeout bounds the drain on SIGTERM: /readyz fails and new
+	// sessions and per-user workers get 503 at once, and the calls in
+	// flight have this long to finish before the workers are stopped. A
+	// second SIGTERM cuts it short. Default 30s; keep the service
+	// manager's stop timeout above it plus worker_stop_grace.
+	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
 	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
 	// answer over it fails its own request (-32603, error.data.kind
 	// "messageTooLarge") and the session goes on; any other message over
@@ -158,6 +164,36 @@ type Worker struct {
 	// methods (gateway.ReadMethods), that a read-only request may send.
 	// Empty means none: fail-closed, as for tools.
 	SafeMethods []string `mapstructure:"safe_methods"`
+	// Limits bound each worker process (worker.limits.*).
+	Limits WorkerLimits `mapstructure:"limits"`
+}
+
+// WorkerLimits bound each worker process, so that one runaway worker cannot
+// take the machine. Zero means not set. The rlimits (address_space,
+// cpu_time, open_files) hold everywhere; memory, cpu and processes need a
+// delegated cgroup v2 (the shipped systemd unit's Delegate=) and are
+// skipped, with a warning at start, without one.
+type WorkerLimits struct {
+	// AddressSpace is RLIMIT_AS: the most virtual memory a worker may map.
+	// An allocation beyond it fails and the worker usually exits. Go
+	// programs map more than they use: keep it at 1GiB or more.
+	AddressSpace ByteSize `mapstructure:"address_space"`
+	// CPUTime is RLIMIT_CPU: the CPU time a worker may use over its life;
+	// then SIGXCPU, and SIGKILL a second later.
+	CPUTime time.Duration `mapstructure:"cpu_time"`
+	// OpenFiles is RLIMIT_NOFILE: the most files and sockets a worker may
+	// hold open.
+	OpenFiles int `mapstructure:"open_files"`
+	// Memory is the worker's cgroup memory.max (memory.swap.max is 0):
+	// resident memory and page cache; beyond it the kernel kills the
+	// worker.
+	Memory ByteSize `mapstructure:"memory"`
+	// CPU is the worker's cgroup cpu.max in cores (0.5 is half a core):
+	// a throttle, not a kill.
+	CPU float64 `mapstructure:"cpu"`
+	// Processes is the worker's cgroup pids.max: its processes and threads
+	// together; beyond it fork and thread creation fail.
+	Processes int `mapstructure:"processes"`
 }
 
 // Database is the built-in worker's database.
@@ -246,7 +282,37 @@ type Auth struct {
 	// the system roots, when fetching the issuer's discovery document and
 	// keys: for an issuer behind a private CA (or the test issuer).
 	IssuerCAFile string `mapstructure:"issuer_ca_file"`
+	// TokenCacheSize bounds the cache of verified tokens (and of
+	// introspection answers): each kept until its exp at most, emptied
+	// when the issuer's keys change. Default 10000; -1 turns it off.
+	TokenCacheSize int `mapstructure:"token_cache_size"`
+	// Introspection checks tokens with the issuer's RFC 7662 endpoint
+	// (discovery's introspection_endpoint): "off" (default), "opaque"
+	// (tokens that are not JWTs; JWTs stay verified locally) or "all"
+	// (every token, for Keycloak lightweight access tokens).
+	Introspection string `mapstructure:"introspection"`
+	// IntrospectionClientID is the client this gateway authenticates as
+	// at the introspection endpoint. Required with Introspection.
+	IntrospectionClientID string `mapstructure:"introspection_client_id"`
+	// IntrospectionClientSecretFile is the path of that client's secret
+	// (one trailing newline ignored). Never the secret.
+	IntrospectionClientSecretFile string `mapstructure:"introspection_client_secret_file"`
+	// IntrospectionMaxCacheTTL bounds how long an introspection answer is
+	// reused (never past the token's exp): the longest a revoked token
+	// keeps working. Default 1m; at most 1h.
+	IntrospectionMaxCacheTTL time.Duration `mapstructure:"introspection_max_cache_ttl"`
+	// IntrospectionMaxConcurrent bounds the introspection requests in
+	// flight; one that waits longer than 5s for a slot is answered 503.
+	// Default 32; at most 1024.
+	IntrospectionMaxConcurrent int `mapstructure:"introspection_max_concurrent"`
 }
+
+// Introspection modes (Auth.Introspection).
+const (
+	IntrospectionOff    = "off"
+	IntrospectionOpaque = "opaque"
+	IntrospectionAll    = "all"
+)
 
 // TLS is the server certificate. Both files or neither.
 type TLS struct {
@@ -320,6 +386,7 @@ const (
 	DefaultMaxUserBuffer      = 128 << 20
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
+	DefaultDrainTimeout       = 30 * time.Second
 	DefaultMaxWorkerMessage   = 64 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
@@ -331,6 +398,10 @@ const (
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
+	DefaultTokenCacheSize     = auth.DefaultTokenCacheSize
+	DefaultIntrospection      = IntrospectionOff
+	DefaultIntrospectionTTL   = auth.DefaultIntrospectionMaxCacheTTL
+	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultMaxArgumentBytes   = 256
@@ -367,6 +438,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
+	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
 	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)
@@ -390,6 +462,10 @@ func (c *Config) applyDefaults() {
 	}
 	setNumber(&c.Auth.Leeway, DefaultLeeway)
 	setNumber(&c.Auth.MaxTokenBytes, DefaultMaxTokenBytes)
+	setNumber(&c.Auth.TokenCacheSize, DefaultTokenCacheSize)
+	setString(&c.Auth.Introspection, DefaultIntrospection)
+	setNumber(&c.Auth.IntrospectionMaxCacheTTL, DefaultIntrospectionTTL)
+	setNumber(&c.Auth.IntrospectionMaxConcurrent, DefaultIntrospectionSlots)
 
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
@@ -40,6 +41,8 @@ func TestDeployAuthServer(t *testing.T) {
 	assert.Equal(t, []string{"profile", "offline_access"}, c.Auth.ExtraScopes)
 	assert.Equal(t, "preferred_username", c.Auth.UserClaim)
 	assert.False(t, c.Loopback())
+
+	assert.Equal(t, WorkerLimits{AddressSpace: 4 << 30, CPUTime: time.Hour, OpenFiles: 1024, Memory: 512 << 20, CPU: 1, Processes: 64}, c.Worker.Limits)
 
 	// Without the override the file names the paths `mcpgate certs` writes.
 	raw, err := Loader{Getenv: env(nil)}.Load("../deploy/auth-server.yaml", nil)
@@ -262,4 +265,23 @@ func TestDocsListEveryKey(t *testing.T) {
 	for _, legacy := range LegacyEnv {
 		assert.Contains(t, doc, legacy)
 	}
+}
+
+// TestUnitStopTimeoutCoversDrain: systemd must not SIGKILL the gateway
+// while it drains and stops its workers with the shipped settings.
+func TestUnitStopTimeoutCoversDrain(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "mcpgate.service"))
+	require.NoError(t, err)
+	var stop time.Duration
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "TimeoutStopSec="); ok {
+			stop, err = time.ParseDuration(v)
+			require.NoError(t, err)
+		}
+	}
+	c, err := Loader{Getenv: env(nil)}.Load("../deploy/auth-server.yaml", nil)
+	require.NoError(t, err)
+	assert.Greater(t, stop, c.Limits.DrainTimeout+c.Limits.WorkerStopGrace, "TimeoutStopSec")
+	assert.Greater(t, stop, DefaultDrainTimeout+DefaultWorkerStopGrace, "TimeoutStopSec")
+	assert.Contains(t, string(data), "\nDelegate=memory cpu pids\n")
 }

@@ -99,12 +99,37 @@ func originHost(entry string) (string, error) {
 // trailing newline (as editors and `echo` leave) is dropped. The secret is
 // never part of an error.
 func (c *Config) HMACSecret() ([]byte, error) {
-	if c.Auth.HMACSecretFile == "" {
-		return nil, fmt.Errorf("config: auth.hmac_secret_file is not set")
+	return secretFile("auth.hmac_secret_file", c.Auth.HMACSecretFile, readSecret)
+}
+
+// IntrospectionSecret reads the client secret named by
+// auth.introspection_client_secret_file, likewise.
+func (c *Config) IntrospectionSecret() ([]byte, error) {
+	return secretFile("auth.introspection_client_secret_file", c.Auth.IntrospectionClientSecretFile, readClientSecret)
+}
+
+// secretFile reads the file a key names with read, its errors naming the
+// key.
+func secretFile(key, path string, read func(string) ([]byte, error)) ([]byte, error) {
+	if path == "" {
+		return nil, fmt.Errorf("config: %s is not set", key)
 	}
-	b, err := readSecret(c.Auth.HMACSecretFile)
+	b, err := read(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: auth.hmac_secret_file: %w", err)
+		return nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// readClientSecret reads a client secret file: any length, not empty.
+func readClientSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b = trimNewline(b)
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s is empty; put the client's secret in it", path)
 	}
 	return b, nil
 }

@@ -71,6 +71,7 @@ func (c *Config) Validate() error {
 	v := &validator{}
 	c.validateServer(v)
 	c.validateLimits(v)
+	c.validateWorkerLimits(v)
 	c.validateWorker(v)
 	c.validateDatabase(v)
 	c.validateAuth(v)
@@ -164,6 +165,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.worker_stop_grace", l.WorkerStopGrace},
 		{"limits.write_timeout", l.WriteTimeout},
 		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
+		{"limits.drain_timeout", l.DrainTimeout},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -368,6 +370,9 @@ func (c *Config) validateAuth(v *validator) {
 			{"auth.write_scope", a.WriteScope != ""},
 			{"auth.extra_scopes", len(a.ExtraScopes) > 0},
 			{"auth.hmac_secret_file", a.HMACSecretFile != ""},
+			{"auth.introspection", a.Introspection != "" && a.Introspection != IntrospectionOff},
+			{"auth.introspection_client_id", a.IntrospectionClientID != ""},
+			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
 		} {
 			if k.set {
 				v.add(k.key, "is set but auth.issuer is empty, so tokens are not checked at all; set auth.issuer or remove %s", k.key)
@@ -433,6 +438,45 @@ func (c *Config) validateAuth(v *validator) {
 	}
 	if a.MaxTokenBytes < 0 || (a.MaxTokenBytes > 0 && a.MaxTokenBytes < 1<<10) || a.MaxTokenBytes > 1<<20 {
 		v.add("auth.max_token_bytes", "%d is outside 1KiB to 1MiB; use a size such as 16KiB", int64(a.MaxTokenBytes))
+	}
+	if a.TokenCacheSize < -1 || a.TokenCacheSize > 1_000_000 {
+		v.add("auth.token_cache_size", "%d is outside -1 (off) to 1000000", a.TokenCacheSize)
+	}
+	c.validateIntrospection(v)
+}
+
+func (c *Config) validateIntrospection(v *validator) {
+	a := c.Auth
+	switch a.Introspection {
+	case "", IntrospectionOff:
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"auth.introspection_client_id", a.IntrospectionClientID != ""},
+			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
+		} {
+			if k.set {
+				v.add(k.key, "is set but auth.introspection is off; set auth.introspection to opaque or all, or remove %s", k.key)
+			}
+		}
+	case IntrospectionOpaque, IntrospectionAll:
+		if a.IntrospectionClientID == "" {
+			v.add("auth.introspection_client_id", "is required with auth.introspection %s: the client this gateway authenticates as at the issuer's introspection endpoint", a.Introspection)
+		}
+		if a.IntrospectionClientSecretFile == "" {
+			v.add("auth.introspection_client_secret_file", "is required with auth.introspection %s: a file holding that client's secret", a.Introspection)
+		} else if _, err := readClientSecret(a.IntrospectionClientSecretFile); err != nil {
+			v.add("auth.introspection_client_secret_file", "%v", err)
+		}
+	default:
+		v.add("auth.introspection", "%q is not a mode; use off, opaque or all", a.Introspection)
+	}
+	if ttl := a.IntrospectionMaxCacheTTL; (ttl != 0 && ttl < time.Second) || ttl > time.Hour {
+		v.add("auth.introspection_max_cache_ttl", "%v is outside 1s to 1h; it is how long a revoked token may keep working", a.IntrospectionMaxCacheTTL)
+	}
+	if a.IntrospectionMaxConcurrent < 0 || a.IntrospectionMaxConcurrent > 1024 {
+		v.add("auth.introspection_max_concurrent", "%d is outside 1 to 1024", a.IntrospectionMaxConcurrent)
 	}
 }
 
@@ -559,5 +603,27 @@ func (c *Config) validateTracing(v *validator) {
 	}
 	if u.User != nil {
 		v.add("tracing.otlp_endpoint", "must not carry user info; give credentials with OTEL_EXPORTER_OTLP_HEADERS")
+	}
+}
+
+func (c *Config) validateWorkerLimits(v *validator) {
+	l := c.Worker.Limits
+	if l.AddressSpace < 0 || (l.AddressSpace > 0 && l.AddressSpace < 64<<20) {
+		v.add("worker.limits.address_space", "%d is below 64MiB, too little for a worker to start; use a size such as 4GiB (0 or no key means no limit)", int64(l.AddressSpace))
+	}
+	if l.Memory < 0 || (l.Memory > 0 && l.Memory < 16<<20) {
+		v.add("worker.limits.memory", "%d is below 16MiB, too little for a worker to start; use a size such as 512MiB (0 or no key means no limit)", int64(l.Memory))
+	}
+	if l.CPUTime < 0 || (l.CPUTime > 0 && l.CPUTime < time.Second) {
+		v.add("worker.limits.cpu_time", "%v is below 1s, the unit of RLIMIT_CPU; use a duration such as 10m (0 or no key means no limit)", l.CPUTime)
+	}
+	if l.OpenFiles < 0 || (l.OpenFiles > 0 && l.OpenFiles < 16) {
+		v.add("worker.limits.open_files", "%d is below 16; a worker needs its pipes, its database and its libraries (0 or no key means no limit)", l.OpenFiles)
+	}
+	if l.CPU < 0 || (l.CPU > 0 && l.CPU < 0.01) || l.CPU > 4096 {
+		v.add("worker.limits.cpu", "%v is outside 0.01 to 4096 cores; use a number of cores such as 0.5 or 2 (0 or no key means no limit)", l.CPU)
+	}
+	if l.Processes < 0 || (l.Processes > 0 && l.Processes < 8) {
+		v.add("worker.limits.processes", "%d is below 8; a worker's runtime needs a few threads (a Go worker about 8) (0 or no key means no limit)", l.Processes)
 	}
 }

@@ -272,6 +272,28 @@ func TestValidateProblems(t *testing.T) {
 		{"leeway negative", func(c *Config) { c.Auth.Leeway = -1 }, "auth.leeway", "is outside"},
 		{"token cap too small", func(c *Config) { c.Auth.MaxTokenBytes = 100 }, "auth.max_token_bytes", "outside 1KiB to 1MiB"},
 		{"token cap too large", func(c *Config) { c.Auth.MaxTokenBytes = 2 << 20 }, "auth.max_token_bytes", "outside"},
+		{"token cache size below -1", func(c *Config) { c.Auth.TokenCacheSize = -2 }, "auth.token_cache_size", "outside -1 (off) to 1000000"},
+		{"introspection without issuer", func(c *Config) {
+			localhost(c)
+			c.Auth.Introspection = "opaque"
+		}, "auth.introspection", "is set but auth.issuer is empty"},
+		{"unknown introspection mode", func(c *Config) { c.Auth.Introspection = "yes" }, "auth.introspection", `"yes" is not a mode; use off, opaque or all`},
+		{"introspection without client id", func(c *Config) {
+			c.Auth.Introspection = "all"
+			c.Auth.IntrospectionClientSecretFile = f.secret
+		}, "auth.introspection_client_id", "is required with auth.introspection all"},
+		{"introspection without secret", func(c *Config) {
+			c.Auth.Introspection = "opaque"
+			c.Auth.IntrospectionClientID = "mcpgate"
+		}, "auth.introspection_client_secret_file", "is required with auth.introspection opaque"},
+		{"introspection secret missing", func(c *Config) {
+			c.Auth.Introspection = "opaque"
+			c.Auth.IntrospectionClientID = "mcpgate"
+			c.Auth.IntrospectionClientSecretFile = filepath.Join(f.dir, "nope")
+		}, "auth.introspection_client_secret_file", "no such file or directory"},
+		{"introspection client while off", func(c *Config) { c.Auth.IntrospectionClientID = "mcpgate" }, "auth.introspection_client_id", "is set but auth.introspection is off"},
+		{"introspection cache TTL too long", func(c *Config) { c.Auth.IntrospectionMaxCacheTTL = 2 * 3600e9 }, "auth.introspection_max_cache_ttl", "is outside 1s to 1h"},
+		{"introspection slots too many", func(c *Config) { c.Auth.IntrospectionMaxConcurrent = 5000 }, "auth.introspection_max_concurrent", "is outside 1 to 1024"},
 
 		{"cert without key", func(c *Config) { c.TLS.KeyFile = "" }, "tls.key_file", "give both files or neither"},
 		{"key without cert", func(c *Config) { c.TLS.CertFile = "" }, "tls.cert_file", "give both files or neither"},

@@ -45,6 +45,7 @@ var (
 	errWorkerTimeout   = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer initialize in time", nil}
 	errWorkerExited    = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker exited during initialize", nil}
 	errShuttingDown    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: shutting down", nil}
+	errDraining        = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: draining before a restart, no new sessions or workers; try again shortly (another replica may take it)", nil}
 
 	// MCP 2026-07-28 (no sessions; see modern.go and stateless.go).
 	errModernMethod       = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " uses POST only (GET streams and DELETE belong to sessions of 2025-11-25 and earlier)", nil}

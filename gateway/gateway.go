@@ -38,6 +38,13 @@ type Gateway struct {
 	buffered *budget                 // bytes held for every client
 	starting int                     // sessions whose worker is starting
 	closing  bool
+	draining bool // Drain has begun: no new session or per-user worker
+
+	calls *inFlight // requests a drain waits for
+
+	readyMu  sync.Mutex // one run of Options.Ready at a time
+	readyAt  time.Time  // when readyErr was found; zero: never
+	readyErr error
 
 	shutdown   chan struct{}  // closed by Close; cuts initializes short
 	inits      sync.WaitGroup // initializes in progress
@@ -80,6 +87,7 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
+		calls:      newInFlight(),
 	}
 	g.safeMethods = set(opts.SafeMethods)
 	g.observer, g.observed = observers(opts.Observers), len(opts.Observers) > 0

@@ -45,6 +45,7 @@ const (
 // Reasons a worker exited, for Observer.WorkerExited.
 const (
 	ExitCrashed     = "crashed"     // it exited or was killed on its own
+	ExitLimit       = "limit"       // a worker limit (worker.limits.*) stopped it
 	ExitDeleted     = "deleted"     // the client ended the session (DELETE)
 	ExitIdle        = "idle"        // idle reaping
 	ExitShutdown    = "shutdown"    // the gateway stopped
@@ -74,10 +75,13 @@ type CallEvent struct {
 	// JSON-RPC error code in decimal ("-32603"), OutcomeCancelled or
 	// OutcomeRefused.
 	Outcome   string
-	ErrorCode int             // the JSON-RPC error code; 0 when none
-	ErrorKind string          // the JSON-RPC error's data.kind (workerExited, readOnly, bufferFull…)
-	RequestID string          // the client's request id: a string id's value, a number's digits; clipped
-	Arguments json.RawMessage // params.arguments; nil when none
+	ErrorCode int    // the JSON-RPC error code; 0 when none
+	ErrorKind string // the JSON-RPC error's data.kind (workerExited, readOnly, bufferFull…)
+	// ErrorLimit is a workerExited error's data.limit: the worker limit
+	// (worker.limits.<name>) that stopped the worker, when one did.
+	ErrorLimit string
+	RequestID  string          // the client's request id: a string id's value, a number's digits; clipped
+	Arguments  json.RawMessage // params.arguments; nil when none
 }
 
 // Observer hears what the gateway does: the audit trail and the metrics.
@@ -154,9 +158,13 @@ func (g *Gateway) calleeOf(r *http.Request) callee {
 	return callee{kind: WorkerSession}
 }
 
-// exitReason is why the gateway stopped a worker (Exit*), for
-// WorkerExited; a worker that exits with none recorded crashed.
-type exitReason struct{ p atomic.Pointer[string] }
+// exitReason is why a worker ended (Exit*), for WorkerExited: the
+// reason the gateway recorded when it stopped it, else ExitLimit when a
+// worker limit stopped it, else ExitCrashed.
+type exitReason struct {
+	p    atomic.Pointer[string]
+	conn atomic.Pointer[worker.Conn] // set once started, for its Limit
+}
 
 // set records reason unless one is recorded already.
 func (x *exitReason) set(reason string) { x.p.CompareAndSwap(nil, &reason) }
@@ -164,6 +172,9 @@ func (x *exitReason) set(reason string) { x.p.CompareAndSwap(nil, &reason) }
 func (x *exitReason) get() string {
 	if r := x.p.Load(); r != nil {
 		return *r
+	}
+	if c := x.conn.Load(); c != nil && c.ExitLimit() != "" {
+		return ExitLimit
 	}
 	return ExitCrashed
 }
@@ -227,6 +238,9 @@ func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream)
 	st.Watch(m.ID, func(a *worker.Answer) {
 		e.Duration = g.opts.Now().Sub(e.Time)
 		e.Outcome, e.ErrorCode, e.ErrorKind = Outcome(a)
+		if e.ErrorKind == worker.KindWorkerExited {
+			e.ErrorLimit = errorLimit(a)
+		}
 		if e.Decision == DecisionLimit {
 			e.Outcome = OutcomeRefused // a limit stopped it on its way
 		}
@@ -330,6 +344,21 @@ func outcomeDecoded(ans *worker.Answer) (string, int, string) {
 		return strconv.Itoa(a.Error.Code), a.Error.Code, clip(d.Kind)
 	}
 	return resultOutcome(a.Result)
+}
+
+// errorLimit reads a JSON-RPC error answer's data.limit.
+func errorLimit(a *worker.Answer) string {
+	var e struct {
+		Error struct {
+			Data struct {
+				Limit string `json:"limit"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if a == nil || json.Unmarshal(a.Data, &e) != nil {
+		return ""
+	}
+	return clip(e.Error.Data.Limit)
 }
 
 // resultOutcome reads a result's outcome.

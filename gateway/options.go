@@ -115,6 +115,14 @@ type Options struct {
 	// must stay. Nil means no tracing.
 	Trace func(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Message, func(*worker.Answer))
 
+	// Ready checks what the gateway needs beyond itself before it should
+	// be sent new clients (the issuer's keys loaded, the worker command
+	// present, the database answering); Gateway.Ready and /readyz call it,
+	// at most every 2s and with a 3s deadline. A non-nil error means not
+	// ready; it is logged, never shown to the prober. Nil means nothing to
+	// check.
+	Ready func(ctx context.Context) error
+
 	// Logger receives the gateway's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Now tells the time, for idle reaping; nil means time.Now.

@@ -70,6 +70,9 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 	uw := g.workers[key]
 	if uw == nil {
 		switch {
+		case g.draining:
+			g.mu.Unlock()
+			return nil, errDraining, false
 		case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 			g.mu.Unlock()
 			return nil, errTooManyWorkers, false
@@ -150,6 +153,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		return
 	}
 	uw.conn = conn
+	uw.stop.conn.Store(conn)
 	uw.log.Info("gateway: per-user worker started", "pid", conn.Pid())
 
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStartTimeout)

@@ -91,6 +91,9 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			calls++
 		}
 	}
+	if calls > 0 {
+		defer g.calls.enter()() // a drain waits for the answers
+	}
 	// Read-only is decided per request as well as per session: a token
 	// without the write scope gets read-only treatment even on a session a
 	// write-scoped token of the same owner opened (DESIGN decision 4).

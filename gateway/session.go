@@ -28,6 +28,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		return
 	}
 	defer g.inits.Done() // added by reserve
+	defer g.calls.enter()()
 	g.mu.Lock()
 	s.buf = newBudget("one session's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[s.user])
 	g.mu.Unlock()
@@ -52,6 +53,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		return
 	}
 	s.conn = conn
+	s.stop.conn.Store(conn)
 	s.log.Info("gateway: worker started", "pid", conn.Pid(), "read_only", s.readOnly)
 
 	st := worker.NewStream(sseOK)
@@ -148,6 +150,8 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	switch {
 	case g.closing:
 		return errShuttingDown, false
+	case g.draining:
+		return errDraining, false
 	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:

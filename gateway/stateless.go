@@ -75,6 +75,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		}
 	}
 
+	defer g.calls.enter()() // a drain waits for the answer (not for listen streams)
 	caps, _ := exactMember(mustMeta(m.Params), metaClientCapabilities)
 	if !uw.modern && mrtrMethods[m.Method] {
 		if state, ok := exactString(m.Params, "requestState"); ok && g.resume(w, r, uw, m, meta, caps, state, jsonOK, sseOK) {

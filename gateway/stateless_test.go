@@ -115,7 +115,7 @@ func TestModernSDKClientThroughA2025Worker(t *testing.T) {
 	assert.Equal(t, "hello", callText(t, cs, "echo", map[string]any{"text": "hello"}))
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Len(t, res.Tools, 13) // the stub's tools
+	assert.Len(t, res.Tools, 15) // the stub's tools
 	// A client without the sampling capability cannot be asked: it gets
 	// MissingRequiredClientCapabilityError, the worker an error answer.
 	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"text": "x"}})

@@ -78,7 +78,7 @@ func New(opts Options) *Metrics {
 		}, []string{"kind"}),
 		workerExits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_worker_exits_total",
-			Help: "Workers gone, by kind and reason (crashed, deleted, idle, shutdown, startFailed).",
+			Help: "Workers gone, by kind and reason (crashed, limit, deleted, idle, shutdown, startFailed).",
 		}, []string{"kind", "reason"}),
 		workerStartup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpgate_worker_start_duration_seconds",
@@ -186,7 +186,7 @@ func (m *Metrics) WorkerStarted(kind string, took time.Duration) {
 // WorkerExited counts a worker gone (gateway.Observer).
 func (m *Metrics) WorkerExited(kind, reason string) {
 	switch reason {
-	case gateway.ExitCrashed, gateway.ExitDeleted, gateway.ExitIdle, gateway.ExitShutdown, gateway.ExitStartFailed:
+	case gateway.ExitCrashed, gateway.ExitLimit, gateway.ExitDeleted, gateway.ExitIdle, gateway.ExitShutdown, gateway.ExitStartFailed:
 	default:
 		reason = Other
 	}

@@ -7,7 +7,9 @@
 #   BENCH_FLAGS="-hold 200" make bench         the same through make
 #
 # A system whose pieces are missing on this checkout is skipped with a note in
-# the table, never silently. Then the Go micro-benchmarks of auth/, gateway/,
+# the table, never silently. Last, MCP 2026-07-28: 64 stateless clients of 1
+# and of 16 users on mcpgate and on the go-sdk server's stateless mode
+# (sdk-stateless), with the per-user workers' memory. Then the Go micro-benchmarks of auth/, gateway/,
 # worker/ and tools, the forward path among them (gobench.txt). Sized for ≤ 10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +59,7 @@ if has_command bin/mcpgate worker; then
 	args+=(-db "$db" -worker "$worker"
 		-worker-env "MCPGATE_WORKER_USER=bench MCPGATE_WORKER_READ_ONLY=false MCPGATE_WORKER_DB_DSN=$db"
 		-sdk-server "$PWD/bin/mcpbench sdk-server --listen {addr} --db $db"
+		-sdk-stateless "$PWD/bin/mcpbench sdk-server --stateless --listen {addr} --db $db"
 		-trivial status
 		-realistic "${BENCH_QUERY:-query:{\"sql\":\"SELECT * FROM order_totals ORDER BY order_id\"\}}")
 	gateway_env="MCPGATE_DATABASE_PATH=$db $limits"
@@ -83,8 +86,15 @@ if has_command bin/mcpgate serve && has_command bin/mcpgate certs && [ -x bin/mc
 	certs="$PWD/$OUT/certs"
 	rm -rf "$certs" "$PWD/$OUT/tokens"
 	bin/mcpgate certs --dir "$certs" >/dev/null
+	# The stateless phase's clients of 16 users: one token each
+	# (tokens/users/alice-01.jwt …), when the issuer can write them.
+	users=""
+	if bin/mcpgate-testissuer --help 2>&1 | grep -q -- --users; then
+		users="--users 16"
+		args+=(-user-tokens "$PWD/$OUT/tokens/users")
+	fi
 	args+=(-tls-ca "$certs/cert.pem" -token-file "$PWD/$OUT/tokens/full.jwt"
-		-tls-issuer "$PWD/bin/mcpgate-testissuer --listen {issuer} --cert $certs/cert.pem --key $certs/key.pem --audience https://{addr}/mcp --tokens-dir $PWD/$OUT/tokens"
+		-tls-issuer "$PWD/bin/mcpgate-testissuer --listen {issuer} --cert $certs/cert.pem --key $certs/key.pem --audience https://{addr}/mcp --tokens-dir $PWD/$OUT/tokens $users"
 		-mcpgate-tls "$PWD/bin/mcpgate serve --listen {addr} --public-url https://{addr} --tls-cert $certs/cert.pem --tls-key $certs/key.pem $gateway_args"
 		-mcpgate-tls-env "$gateway_env MCPGATE_AUTH_ISSUER=https://{issuer} MCPGATE_AUTH_ISSUER_CA_FILE=$certs/cert.pem MCPGATE_AUTH_REQUIRED_SCOPES=mcp:use MCPGATE_AUTH_WRITE_SCOPE=mcp:write MCPGATE_AUTH_USER_CLAIM=preferred_username")
 else

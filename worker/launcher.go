@@ -41,6 +41,12 @@ type LauncherOptions struct {
 	// SendTimeout bounds one write to a worker's stdin (default 30s); see
 	// ProcessConfig.SendTimeout.
 	SendTimeout time.Duration
+	// Limits bound each worker (worker.limits.*); LimitHelper applies
+	// the rlimits (ProcessConfig.LimitHelper) and Cgroup holds the
+	// per-worker leaves (nil: none, and the cgroup controls are skipped).
+	Limits      Limits
+	LimitHelper []string
+	Cgroup      *Cgroup
 	// MaxMessageBytes bounds one message a worker writes (0:
 	// DefaultMaxLineBytes); an answer over it fails its request alone
 	// (KindTooLarge). See ProcessConfig.MaxLineBytes.
@@ -112,7 +118,8 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 		Scope: s.Scope,
 	}
-	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes})
+	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes,
+		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 // Package authtest is a real OpenID Connect issuer for tests: discovery and
 // a JWKS over HTTPS, keys made per issuer, and tokens signed with jwx in the
 // shapes Keycloak and Ory Hydra issue. It can rotate its keys and go down
-// and come back, to test what a resource server does then. Its token
+// and come back, to test what a resource server does then. Its RFC 7662
+// introspection endpoint answers for opaque and Keycloak "lightweight"
+// tokens minted with Opaque and Lightweight. Its token
 // endpoint grants client credentials to anyone (golang.org/x/oauth2 clients
 // can use it); its authorization endpoint approves every request at once
 // (authorize.go), for interactive clients.
@@ -81,6 +83,8 @@ type Issuer struct {
 	fetches   atomic.Int64
 	discovers atomic.Int64
 	grants    grants
+
+	intro introspection
 }
 
 // New starts an issuer for a test on a free loopback port and stops it when
@@ -147,6 +151,7 @@ func (i *Issuer) serve(ln net.Listener) {
 	mux.HandleFunc("POST /token", i.token)
 	mux.HandleFunc("GET /authorize", i.authorize)
 	mux.HandleFunc("POST /register", i.register)
+	mux.HandleFunc("POST /introspect", i.introspect)
 	i.srv = &http.Server{Handler: mux, TLSConfig: i.tlsConf, ReadHeaderTimeout: 10 * time.Second}
 	i.served = make(chan struct{})
 	srv, done := i.srv, i.served
@@ -208,6 +213,7 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"authorization_endpoint":                i.URL + "/authorize",
 		"token_endpoint":                        i.URL + "/token",
 		"registration_endpoint":                 i.URL + "/register",
+		"introspection_endpoint":                i.IntrospectionURL(),
 		"grant_types_supported":                 []string{"client_credentials", "authorization_code", "refresh_token"},
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},

@@ -39,6 +39,10 @@ these tokens (one JWT per file in --tokens-dir, or NAME=JWT lines on stdout):
   user2.jwt      USER2 with "USE WRITE"         a second user
   expired.jwt    USER, full scopes, expired     401 invalid_token
 
+and, with --users N, users/USER-01.jwt … users/USER-NN.jwt: read-write
+tokens of N more users, USER-01 to USER-NN (for benchmarks of many users;
+the file name without .jwt is the user).
+
 and, in --tokens-dir, env.sh with the probe's variables (MCP_TOKEN,
 MCP_LOW_SCOPE_TOKEN, MCP_WRONG_AUD_TOKEN, MCP_TOKEN_2) to source. Tokens are
 Keycloak-shaped (user in preferred_username, RS256, typ JWT) or, with
@@ -90,6 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	tokensDir := fs.String("tokens-dir", "", "directory to write NAME.jwt files and env.sh into (default: print NAME=JWT lines)")
 	user := fs.String("user", "alice", "user of most tokens")
 	user2 := fs.String("user2", "bob", "user of user2.jwt")
+	users := fs.Int("users", 0, "also write users/USER-NN.jwt, read-write tokens of this many more users")
 	useScope := fs.String("use-scope", "mcp:use", "the required scope (USE)")
 	writeScope := fs.String("write-scope", "mcp:write", "the write scope (WRITE)")
 	ttl := fs.Duration("ttl", 24*time.Hour, "token lifetime")
@@ -101,8 +106,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		fmt.Fprintln(stderr, err)
 		return errUsage
 	}
-	if *audience == "" || fs.NArg() > 0 || (*certFile == "") != (*keyFile == "") || (*shape != "keycloak" && *shape != "ory") {
-		fmt.Fprintln(stderr, "mcpgate-testissuer: need --audience, --cert with --key, --shape keycloak|ory, and no arguments (see --help)")
+	if *audience == "" || fs.NArg() > 0 || *users < 0 || (*certFile == "") != (*keyFile == "") || (*shape != "keycloak" && *shape != "ory") {
+		fmt.Fprintln(stderr, "mcpgate-testissuer: need --audience, --cert with --key, --shape keycloak|ory, --users ≥ 0, and no arguments (see --help)")
 		return errUsage
 	}
 
@@ -148,18 +153,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		c["exp"] = expiry.Unix()
 		return iss.Sign(c, o)
 	}
-	specs := []struct {
-		name, user, aud string
-		expiry          time.Time
-		scopes          []string
-		env             string
-	}{
+	specs := []tokenSpec{
 		{"full", *user, *audience, now.Add(*ttl), both, "MCP_TOKEN"},
 		{"readonly", *user, *audience, now.Add(*ttl), []string{*useScope}, ""},
 		{"low", *user, *audience, now.Add(*ttl), []string{"profile"}, "MCP_LOW_SCOPE_TOKEN"},
 		{"wrongaud", *user, "https://wrong-audience.invalid/mcp", now.Add(*ttl), both, "MCP_WRONG_AUD_TOKEN"},
 		{"user2", *user2, *audience, now.Add(*ttl), both, "MCP_TOKEN_2"},
 		{"expired", *user, *audience, now.Add(-time.Minute), both, ""},
+	}
+	for i := range *users {
+		u := fmt.Sprintf("%s-%02d", *user, i+1)
+		specs = append(specs, tokenSpec{"users/" + u, u, *audience, now.Add(*ttl), both, ""})
 	}
 	var env strings.Builder
 	for _, s := range specs {
@@ -190,6 +194,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// tokenSpec is a token to write: its file name (without .jwt), user,
+// audience, expiry, scopes, and the env.sh variable it goes into, if any.
+type tokenSpec struct {
+	name, user, aud string
+	expiry          time.Time
+	scopes          []string
+	env             string
 }
 
 // writeFile writes a test secret readable by its owner only.

@@ -32,7 +32,7 @@ func TestTokensVerify(t *testing.T) {
 			done := make(chan error, 1)
 			var out bytes.Buffer
 			go func() {
-				done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--audience", aud, "--tokens-dir", dir, "--shape", shape},
+				done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--audience", aud, "--tokens-dir", dir, "--shape", shape, "--users", "3"},
 					&out, io.Discard, func(i *authtest.Issuer) { ready <- i })
 			}()
 			var iss *authtest.Issuer
@@ -69,6 +69,8 @@ func TestTokensVerify(t *testing.T) {
 				{"full.jwt", "alice", false, nil},
 				{"readonly.jwt", "alice", true, nil},
 				{"user2.jwt", "bob", false, nil},
+				{"users/alice-01.jwt", "alice-01", false, nil},
+				{"users/alice-03.jwt", "alice-03", false, nil},
 				{"low.jwt", "", false, auth.ErrMissingScope},
 				{"wrongaud.jwt", "", false, auth.ErrAudience},
 				{"expired.jwt", "", false, auth.ErrExpired},
@@ -88,6 +90,9 @@ func TestTokensVerify(t *testing.T) {
 					}
 				})
 			}
+			others, err := filepath.Glob(filepath.Join(dir, "users", "*.jwt"))
+			require.NoError(t, err)
+			assert.Len(t, others, 3, "--users 3 writes three tokens")
 			env, err := os.ReadFile(filepath.Join(dir, "env.sh"))
 			require.NoError(t, err)
 			for _, v := range []string{"MCP_TOKEN=", "MCP_LOW_SCOPE_TOKEN=", "MCP_WRONG_AUD_TOKEN=", "MCP_TOKEN_2="} {

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// The stateless phase: MCP 2026-07-28 clients, with no session, each on its
+// own connections, calling in a closed loop as the sessions of the load
+// phase do; all the clients of one user, or spread over several users
+// (client i acts as user i mod users). It runs on the systems that serve
+// 2026-07-28: mcpgate, whose requests of one user share that user's worker
+// process, and the go-sdk server in its stateless mode.
+
+// ModernResult is one closed loop of stateless 2026-07-28 clients.
+// LoadResult.Sessions is the number of clients.
+type ModernResult struct {
+	LoadResult
+	Users   int           `json:"users"`             // distinct users the clients act as
+	Workers *WorkerCensus `json:"workers,omitempty"` // mcpgate: its per-user workers after the loop
+}
+
+// WorkerCensus is the per-user worker processes of a system (the built-in
+// worker started with MCPGATE_WORKER_SCOPE=user) that serve a run's users,
+// read from /proc right after the loop, while they wait out their idle
+// timeout.
+type WorkerCensus struct {
+	Workers int    `json:"workers"` // processes
+	Users   int    `json:"users"`   // distinct users among them (MCPGATE_WORKER_USER)
+	Memory  Memory `json:"memory"`  // theirs together
+	// PerUserRSS and PerUserPSS are Memory divided by Users: the memory
+	// an active user costs in worker processes.
+	PerUserRSS int64 `json:"per_user_rss_bytes"`
+	PerUserPSS int64 `json:"per_user_pss_bytes"`
+}
+
+// CensusUserWorkers finds, among pids, the per-user workers of users (any
+// user's when users holds ""), and their memory. A process whose
+// environment cannot be read (it exited, or is another user's) is not one.
+func (p ProcFS) CensusUserWorkers(pids []int, users []string) (WorkerCensus, error) {
+	var found []int
+	seen := make(map[string]bool)
+	anyUser := slices.Contains(users, "")
+	for _, pid := range pids {
+		env, err := p.Environ(pid)
+		if err != nil || env[worker.EnvScope] != worker.ScopeUser {
+			continue
+		}
+		u := env[worker.EnvUser]
+		if !anyUser && !slices.Contains(users, u) {
+			continue
+		}
+		found = append(found, pid)
+		seen[u] = true
+	}
+	c := WorkerCensus{Workers: len(found), Users: len(seen)}
+	if len(found) == 0 {
+		return c, nil
+	}
+	m, err := p.Memory(found)
+	if err != nil {
+		return c, err
+	}
+	c.Memory = m
+	c.PerUserRSS = m.RSS / int64(c.Users)
+	c.PerUserPSS = m.PSS / int64(c.Users)
+	return c, nil
+}
+
+// modernTarget is a system that serves MCP 2026-07-28.
+type modernTarget interface {
+	target
+	// openModern starts a stateless client acting as modernUsers()[u].
+	openModern(ctx context.Context, u int) (*session, error)
+	// modernUsers names the users clients can act as ("": one user the
+	// harness does not name, such as the localhost mode's).
+	modernUsers() []string
+}
+
+// modernUsersOf returns the users a run of users users acts as, or nil
+// when the system cannot act as that many.
+func modernUsersOf(t modernTarget, users int) []string {
+	all := t.modernUsers()
+	if users < 1 || users > len(all) {
+		return nil
+	}
+	return all[:users]
+}
+
+// startModern opens n stateless clients spread over users users.
+func (b *bench) startModern(ctx context.Context, t modernTarget, tool Tool, n, users int) *loadRun {
+	profiled := tool
+	profiled.Label = fmt.Sprintf("%s-mcp2026-users%d", tool.Label, users) // apart from the sessions' loop of n
+	return b.startLoadWith(ctx, tool, n, func(ctx context.Context, i int) (*session, error) {
+		return t.openModern(ctx, i%users)
+	}, profiled)
+}
+
+// finishModern closes the clients, summarises the loop and, on a system
+// with per-user workers, counts those of the run's users.
+func (b *bench) finishModern(lr *loadRun, t modernTarget, users int, census bool) ModernResult {
+	res := ModernResult{LoadResult: b.finishLoad(lr), Users: users}
+	if !census {
+		return res
+	}
+	pids, err := b.t.pids()
+	if err == nil {
+		var c WorkerCensus
+		if c, err = b.proc().CensusUserWorkers(pids, modernUsersOf(t, users)); err == nil {
+			res.Workers = &c
+		}
+	}
+	if err != nil && res.FirstError == "" {
+		res.FirstError = "worker census: " + err.Error()
+	}
+	return res
+}
