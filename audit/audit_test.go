@@ -211,10 +211,11 @@ func TestAuditEvents(t *testing.T) {
 		"sql": "insert into t values (1), (2), (3)", "password": "hunter2", "n": 7}))
 	require.NotNil(t, ans["result"], "%v", ans)
 	// A read-only refusal.
-	_, ans = tr.post(t, ro, bob, call("r1", "write", map[string]any{"sql": "delete from t"}))
-	require.NotNil(t, ans["error"], "%v", ans)
+	// (a step-up challenge: 403 insufficient_scope naming the write scope)
+	resp, _ := tr.post(t, ro, bob, call("r1", "write", map[string]any{"sql": "delete from t"}))
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	// A limit refusal: bob's second session.
-	resp, _ := tr.post(t, ro, "", initBody)
+	resp, _ = tr.post(t, ro, "", initBody)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	// A worker crash during a call.
 	_, ans = tr.post(t, rw, alice, call("c1", "crash", map[string]any{"code": 3}))
@@ -236,8 +237,8 @@ func TestAuditEvents(t *testing.T) {
 	bobPid, _ := tr.g.WorkerPid(bob)
 	assert.Equal(t, map[string]any{
 		"event": "tools/call", "session": bob[:8], "worker_pid": float64(bobPid), "tool": "write",
-		"read_only": true, "decision": "readOnly", "outcome": "-32601", "error_code": float64(-32601),
-		"error_kind": "readOnly", "request_id": "r1", "arguments": map[string]any{"sql": "delete from t"},
+		"read_only": true, "decision": "readOnly", "status": float64(403), "outcome": "refused",
+		"request_id": "r1", "arguments": map[string]any{"sql": "delete from t"},
 	}, e)
 
 	e = byRequest(t, lines, "1") // the refused initialize

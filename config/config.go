@@ -90,14 +90,17 @@ type Limits struct {
 	// IdleTimeout bounds a kept-alive connection between requests.
 	// Default 2m.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-	// MaxSessions caps live MCP sessions (and so worker processes); the
-	// next initialize gets 503. Default 1024.
+	// MaxSessions caps live worker processes: MCP sessions plus the
+	// per-user workers of MCP 2026-07-28 clients; the next initialize, or a
+	// 2026-07-28 request that needs a new worker, gets 503. Default 1024.
 	MaxSessions int `mapstructure:"max_sessions"`
-	// MaxSessionsPerUser caps one user's live sessions; the next initialize
-	// gets 429. Default 256.
+	// MaxSessionsPerUser caps one user's live sessions and per-user
+	// workers; the next initialize, or a 2026-07-28 request that needs a new
+	// worker, gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
-	// SessionIdleTimeout is how long a session may go without a request
-	// before it is reaped and its worker stopped. Default 30m.
+	// SessionIdleTimeout is how long a session, or a per-user worker, may
+	// go without a request before it is reaped and its worker stopped.
+	// Default 30m.
 	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout"`
 	// WorkerStartTimeout bounds a worker's start, up to its answer to
 	// initialize. Default 10s.
@@ -259,6 +262,15 @@ type Auth struct {
 	// checked: scopes a client must ask for for the issuer's sake, such
 	// as Keycloak's profile and offline_access (see docs/keycloak.md).
 	ExtraScopes []string `mapstructure:"extra_scopes"`
+	// Policies decide which tools a token may reach (see Policy): a tool is
+	// reachable when some rule applies to the token and grants it, and
+	// everything else is denied. Not with WriteScope, which is the simple
+	// form of two rules (docs/configuration.md).
+	Policies []Policy `mapstructure:"policies"`
+	// InitialScopes, when set, is the scope of the 401 challenge instead of
+	// every advertised scope (least privilege: a client asks for the basic
+	// tier first, and a call that needs more gets a 403 naming it).
+	InitialScopes []string `mapstructure:"initial_scopes"`
 	// UserClaim names the claim that holds the user id. Default "sub";
 	// "preferred_username" is usual on Keycloak.
 	UserClaim string `mapstructure:"user_claim"`
@@ -305,6 +317,21 @@ type Auth struct {
 	// flight; one that waits longer than 5s for a slot is answered 503.
 	// Default 32; at most 1024.
 	IntrospectionMaxConcurrent int `mapstructure:"introspection_max_concurrent"`
+}
+
+// Policy is one rule of auth.policies: who (a scope, or a claim holding one
+// of some values) may reach what (toolsets and tools).
+type Policy struct {
+	// Scope: the rule applies to a token holding this scope.
+	Scope string `mapstructure:"scope"`
+	// Claim and Values: the rule applies to a token whose claim holds one
+	// of the values: realm_access.roles, resource_access.<client>.roles,
+	// groups, or another top-level claim of strings.
+	Claim  string   `mapstructure:"claim"`
+	Values []string `mapstructure:"values"`
+	// Toolsets (built-in worker only) and Tools name what the rule grants.
+	Toolsets []string `mapstructure:"toolsets"`
+	Tools    []string `mapstructure:"tools"`
 }
 
 // Introspection modes (Auth.Introspection).

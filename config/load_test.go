@@ -504,7 +504,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 78)
+	assert.Len(t, keys, 80)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")
@@ -612,6 +612,37 @@ func TestUnknownEnv(t *testing.T) {
 		"MCPGATE_WORKER_COMAND=x", "MCPGATE_LISTEN=:1", "MCP_WRITE_SCOPE=w",
 	})
 	assert.Equal(t, []string{"MCPGATE_AUTH_ISUER", "MCPGATE_LISTEN", "MCPGATE_WORKER_COMAND"}, got)
+}
+
+// TestLoadPolicies: auth.policies loads from YAML as a list of rules, and
+// the example tiers validate and resolve toolsets to their tools.
+func TestLoadPolicies(t *testing.T) {
+	const file = `
+server:
+  public_url: https://mcp.example.com
+auth:
+  issuer: https://kc.example.com/realms/mcp
+  required_scopes: [mcp:use]
+  initial_scopes: [mcp:use, mcp:read]
+  policies:
+    - scope: mcp:read
+      toolsets: [listing]
+      tools: [query]
+    - claim: realm_access.roles
+      values: [mcp-admin]
+      toolsets: [mutation]
+`
+	c, err := Loader{Getenv: env(nil)}.Load(writeFile(t, "p.yaml", file), nil)
+	require.NoError(t, err)
+	require.Len(t, c.Auth.Policies, 2)
+	assert.Equal(t, Policy{Scope: "mcp:read", Toolsets: []string{"listing"}, Tools: []string{"query"}}, c.Auth.Policies[0])
+	assert.Equal(t, []string{"mcp-admin"}, c.Auth.Policies[1].Values)
+	rules, err := c.PolicyRules()
+	require.NoError(t, err)
+	assert.Contains(t, rules[0].Tools, "list_tables")
+	assert.Contains(t, rules[0].Tools, "query")
+	assert.NotContains(t, rules[0].Tools, "apply_ddl")
+	assert.Contains(t, rules[1].Tools, "apply_ddl")
 }
 
 // TestWorkerLimitsKeys: worker.limits is a group of keys one level down,

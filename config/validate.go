@@ -370,6 +370,8 @@ func (c *Config) validateAuth(v *validator) {
 			{"auth.write_scope", a.WriteScope != ""},
 			{"auth.extra_scopes", len(a.ExtraScopes) > 0},
 			{"auth.hmac_secret_file", a.HMACSecretFile != ""},
+			{"auth.policies", len(a.Policies) > 0},
+			{"auth.initial_scopes", len(a.InitialScopes) > 0},
 			{"auth.introspection", a.Introspection != "" && a.Introspection != IntrospectionOff},
 			{"auth.introspection_client_id", a.IntrospectionClientID != ""},
 			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
@@ -409,6 +411,8 @@ func (c *Config) validateAuth(v *validator) {
 			v.add("auth.extra_scopes", "%q is also in auth.required_scopes, which are advertised already; remove it from extra_scopes", s)
 		}
 	}
+
+	c.validatePolicies(v)
 
 	if strings.TrimSpace(a.UserClaim) == "" {
 		v.add("auth.user_claim", "is empty; name the claim holding the user id, e.g. sub or preferred_username")
@@ -477,6 +481,51 @@ func (c *Config) validateIntrospection(v *validator) {
 	}
 	if a.IntrospectionMaxConcurrent < 0 || a.IntrospectionMaxConcurrent > 1024 {
 		v.add("auth.introspection_max_concurrent", "%d is outside 1 to 1024", a.IntrospectionMaxConcurrent)
+	}
+}
+
+// validatePolicies reports every problem of auth.policies and
+// auth.initial_scopes, by key.
+func (c *Config) validatePolicies(v *validator) {
+	a := c.Auth
+	if len(a.Policies) > 0 && a.WriteScope != "" {
+		v.add("auth.write_scope", "is set together with auth.policies; only one may decide what a token reaches: express it as a rule (scope: %s, with the tools it grants)", a.WriteScope)
+	}
+	advertised := slices.Concat(a.RequiredScopes, []string{a.WriteScope}, a.ExtraScopes)
+	for i, p := range a.Policies {
+		key := fmt.Sprintf("auth.policies[%d]", i)
+		switch {
+		case (p.Scope == "") == (p.Claim == ""):
+			v.add(key, "names who it applies to with exactly one of scope and claim")
+		case p.Scope != "":
+			checkScopes(v, key+".scope", []string{p.Scope})
+			advertised = append(advertised, p.Scope)
+			if len(p.Values) > 0 {
+				v.add(key+".values", "go with claim, not with scope; remove them")
+			}
+		default:
+			if err := auth.CheckClaimPath(p.Claim); err != nil {
+				v.add(key+".claim", "%v", err)
+			}
+			if len(p.Values) == 0 || slices.Contains(p.Values, "") {
+				v.add(key+".values", "must list the roles or groups the rule applies to")
+			}
+		}
+		checkNames(v, key+".toolsets", p.Toolsets)
+		checkNames(v, key+".tools", p.Tools)
+		if len(p.Toolsets) == 0 && len(p.Tools) == 0 {
+			v.add(key, "grants nothing: list toolsets or tools")
+			continue
+		}
+		if _, err := c.policyTools(p); err != nil {
+			v.add(key, "%v", err)
+		}
+	}
+	checkScopes(v, "auth.initial_scopes", a.InitialScopes)
+	for _, s := range a.InitialScopes {
+		if !slices.Contains(advertised, s) {
+			v.add("auth.initial_scopes", "%q is not advertised: list only required, policy or extra scopes", s)
+		}
 	}
 }
 

@@ -29,6 +29,7 @@ const (
 	DecisionAllowed  = "allowed"  // the request went to the worker
 	DecisionReadOnly = "readOnly" // refused by the read-only rules (DESIGN decision 4)
 	DecisionLimit    = "limit"    // refused by a limit: 408, 413, 429 or 503
+	DecisionPolicy   = "policy"   // refused by auth.policies: the token does not grant the tool
 )
 
 // Outcomes of a CallEvent besides a tool error's kind and a JSON-RPC error
@@ -46,6 +47,7 @@ const (
 const (
 	ExitCrashed     = "crashed"     // it exited or was killed on its own
 	ExitLimit       = "limit"       // a worker limit (worker.limits.*) stopped it
+	ExitReplaced    = "replaced"    // its session moved to a worker with other rights
 	ExitDeleted     = "deleted"     // the client ended the session (DELETE)
 	ExitIdle        = "idle"        // idle reaping
 	ExitShutdown    = "shutdown"    // the gateway stopped
@@ -141,7 +143,7 @@ type callee struct {
 }
 
 func (s *session) callee() callee {
-	return callee{session: s.id[:8], kind: WorkerSession, pid: s.conn.Pid()}
+	return callee{session: s.id[:8], kind: WorkerSession, pid: s.worker().Pid()}
 }
 
 // calleeOf is the callee of a request refused before its body was read:
@@ -169,11 +171,14 @@ type exitReason struct {
 // set records reason unless one is recorded already.
 func (x *exitReason) set(reason string) { x.p.CompareAndSwap(nil, &reason) }
 
-func (x *exitReason) get() string {
+func (x *exitReason) get() string { return x.getFor(x.conn.Load()) }
+
+// getFor is get for the worker c (nil: not known).
+func (x *exitReason) getFor(c *worker.Conn) string {
 	if r := x.p.Load(); r != nil {
 		return *r
 	}
-	if c := x.conn.Load(); c != nil && c.ExitLimit() != "" {
+	if c != nil && c.ExitLimit() != "" {
 		return ExitLimit
 	}
 	return ExitCrashed
@@ -269,6 +274,17 @@ func (g *Gateway) refusedAtEdge(r *http.Request, m *jsonrpc.Message, c callee, r
 	e := g.newEvent(r, m, c, readOnly)
 	e.Decision, e.Status, e.Outcome = DecisionLimit, f.status, OutcomeRefused
 	e.ErrorCode = f.code
+	g.observer.Call(e)
+}
+
+// refusedWith reports request m refused before a worker with decision and
+// an HTTP status (a step-up challenge's 403).
+func (g *Gateway) refusedWith(r *http.Request, m *jsonrpc.Message, c callee, readOnly bool, decision string, status int) {
+	if !g.observed {
+		return
+	}
+	e := g.newEvent(r, m, c, readOnly)
+	e.Decision, e.Status, e.Outcome = decision, status, OutcomeRefused
 	g.observer.Call(e)
 }
 

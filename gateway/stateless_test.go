@@ -263,7 +263,7 @@ func TestModernWorkerExitAndRestart(t *testing.T) {
 
 // testKey is the pool key of a test principal (principalGateway).
 func testKey(user string, readOnly bool) poolKey {
-	return poolKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly}
+	return poolKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly, tools: worker.AllTools}
 }
 
 // workerOf returns the started per-user worker of key, if any.
@@ -381,7 +381,7 @@ func TestModernClosedStreamCancels(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	key := poolKey{user: g.opts.LocalUser}
+	key := poolKey{user: g.opts.LocalUser, tools: worker.AllTools}
 	inflight := func() int {
 		uw := g.workerOf(key)
 		if uw == nil {

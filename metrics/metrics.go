@@ -78,7 +78,7 @@ func New(opts Options) *Metrics {
 		}, []string{"kind"}),
 		workerExits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_worker_exits_total",
-			Help: "Workers gone, by kind and reason (crashed, limit, deleted, idle, shutdown, startFailed).",
+			Help: "Workers gone, by kind and reason (crashed, limit, replaced, deleted, idle, shutdown, startFailed).",
 		}, []string{"kind", "reason"}),
 		workerStartup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpgate_worker_start_duration_seconds",
@@ -91,7 +91,7 @@ func New(opts Options) *Metrics {
 		}, []string{"tool", "outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_refusals_total",
-			Help: "Requests the gateway refused, by reason: readOnly, bufferFull, the HTTP status of a limit (408, 413, 429, 503), or a connection limit (maxConnections, maxUnauthenticatedPerAddress).",
+			Help: "Requests the gateway refused, by reason: readOnly, policy, bufferFull, the HTTP status of a limit (408, 413, 429, 503), or a connection limit (maxConnections, maxUnauthenticatedPerAddress).",
 		}, []string{"reason"}),
 		authRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_auth_refusals_total",
@@ -166,6 +166,8 @@ func (m *Metrics) Call(e *gateway.CallEvent) {
 	switch {
 	case e.Decision == gateway.DecisionReadOnly:
 		m.refusals.WithLabelValues("readOnly").Inc()
+	case e.Decision == gateway.DecisionPolicy:
+		m.refusals.WithLabelValues("policy").Inc()
 	case e.Decision == gateway.DecisionLimit:
 		m.refusals.WithLabelValues(statusReason(e.Status)).Inc()
 	case e.ErrorKind == "bufferFull":
@@ -186,7 +188,7 @@ func (m *Metrics) WorkerStarted(kind string, took time.Duration) {
 // WorkerExited counts a worker gone (gateway.Observer).
 func (m *Metrics) WorkerExited(kind, reason string) {
 	switch reason {
-	case gateway.ExitCrashed, gateway.ExitLimit, gateway.ExitDeleted, gateway.ExitIdle, gateway.ExitShutdown, gateway.ExitStartFailed:
+	case gateway.ExitCrashed, gateway.ExitLimit, gateway.ExitReplaced, gateway.ExitDeleted, gateway.ExitIdle, gateway.ExitShutdown, gateway.ExitStartFailed:
 	default:
 		reason = Other
 	}

@@ -102,7 +102,10 @@ type Session struct {
 	User     string // the user id the session runs as
 	ID       string // the MCP session id
 	ReadOnly bool   // the session may not change anything
-	Scope    string // ScopeSession (the default) or ScopeUser: what the worker serves
+	// Tools limits the worker to these tools (the caller's policy grant);
+	// nil means every tool. See Identity.Tools.
+	Tools []string
+	Scope string // ScopeSession (the default) or ScopeUser: what the worker serves
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -114,7 +117,7 @@ func (l *Launcher) StopGrace() time.Duration { return l.opts.StopGrace }
 // worker's stderr.
 func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := Identity{
-		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets,
+		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets, Tools: s.Tools,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 		Scope: s.Scope,
 	}

@@ -1,5 +1,6 @@
 // Command mcpgate is the MCP gateway: `mcpgate serve` runs the front end,
-// `mcpgate worker` is the built-in worker the gateway starts per session.
+// `mcpgate worker` is the built-in worker the gateway starts per session (and
+// per user, for MCP 2026-07-28).
 package main
 
 import (

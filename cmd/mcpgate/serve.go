@@ -327,6 +327,7 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 		RequiredScopes:       a.RequiredScopes,
 		WriteScope:           a.WriteScope,
 		ExtraScopes:          a.ExtraScopes,
+		InitialScopes:        a.InitialScopes,
 		UserClaim:            a.UserClaim,
 		Algorithms:           a.Algorithms,
 		RequireATJWT:         a.RequireATJWT,
@@ -337,6 +338,11 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 		Logger:               log,
 		OnRefused:            m.AuthRefused,
 	}
+	rules, err := cfg.PolicyRules()
+	if err != nil {
+		return nil, err
+	}
+	opts.Policies = rules
 	if a.HMACSecretFile != "" {
 		secret, err := cfg.HMACSecret()
 		if err != nil {

@@ -37,11 +37,21 @@ func runWorker(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	if id.Tools != nil && !id.ReadOnly {
+		// A worker that may run no writing tool opens its database
+		// read-only too: the engine enforces what the gateway decided.
+		onlySafe, err := tools.OnlySafe(id.Toolsets, id.Tools)
+		if err != nil {
+			return err
+		}
+		id.ReadOnly = onlySafe
+	}
 	opts := tools.Options{
 		User:          id.User,
 		SessionID:     id.SessionID,
 		ReadOnly:      id.ReadOnly,
 		Toolsets:      id.Toolsets,
+		Tools:         id.Tools,
 		ServerName:    id.ServerName,
 		ServerVersion: id.ServerVersion,
 		ServerTitle:   id.ServerTitle,
