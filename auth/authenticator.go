@@ -46,6 +46,9 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	}
 	a.supported = supportedScopes(opts)
 	a.scopeParam = strings.Join(a.supported, " ")
+	if len(opts.InitialScopes) > 0 {
+		a.scopeParam = strings.Join(opts.InitialScopes, " ")
+	}
 	a.metadataURL = metadataURL(opts.Resource)
 	if a.metadata, err = a.buildMetadata(); err != nil {
 		return nil, err
@@ -78,13 +81,13 @@ func (a *Authenticator) Ready() <-chan struct{} {
 }
 
 // Supported is the derived scope set advertised in metadata and
-// challenges: the required scopes, then the write scope, then the extra
-// scopes, without duplicates (DESIGN 6).
+// challenges: the required scopes, then the write scope, then the scopes of
+// the policy rules, then the extra scopes, without duplicates (DESIGN 6).
 func (a *Authenticator) Supported() []string { return append([]string(nil), a.supported...) }
 
 func supportedScopes(o Options) []string {
 	var out []string
-	for _, s := range append(append(append([]string(nil), o.RequiredScopes...), o.WriteScope), o.ExtraScopes...) {
+	for _, s := range slices.Concat(o.RequiredScopes, []string{o.WriteScope}, policyScopes(o.Policies), o.ExtraScopes) {
 		if s != "" && !slices.Contains(out, s) {
 			out = append(out, s)
 		}

@@ -12,7 +12,7 @@ const DefaultTokenCacheSize = 10000
 
 // tokenCache remembers tokens that passed every check, keyed by the
 // SHA-256 of the token, so a client that presents the same token on each
-// request pays for one signature check (issue 13). It holds no token, only
+// request pays for one signature check. It holds no token, only
 // its hash and the principal. An entry is served only while:
 //   - the clock is before its until (the token's exp, or earlier), and
 //     nbf/iat still pass: those checks are made again on every hit;
@@ -36,7 +36,7 @@ type tokenCache struct {
 
 // cachedToken is what a hit needs to answer without verifying.
 type cachedToken struct {
-	p        Principal // Scopes is owned by the entry
+	p        Principal // Scopes and Tools are owned by the entry
 	until    time.Time // exp or earlier; the entry is dead from then on
 	nbf, iat time.Time // zero when absent
 	gen      any       // the keys' *keyGeneration, or nil
@@ -77,7 +77,7 @@ func (c *tokenCache) put(sum *[32]byte, e cachedToken) {
 	if c == nil {
 		return
 	}
-	e.p.Scopes = slices.Clone(e.p.Scopes)
+	e.p.Scopes, e.p.Tools = slices.Clone(e.p.Scopes), slices.Clone(e.p.Tools)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.gen != c.gen {
@@ -111,6 +111,6 @@ func (c *tokenCache) len() int {
 // principal is a copy of the entry's principal the caller may change.
 func (e *cachedToken) principal() *Principal {
 	p := e.p
-	p.Scopes = slices.Clone(e.p.Scopes)
+	p.Scopes, p.Tools = slices.Clone(e.p.Scopes), slices.Clone(e.p.Tools)
 	return &p
 }

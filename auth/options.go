@@ -34,6 +34,18 @@ type Options struct {
 	// checked: scopes a client must ask for so the authorization server emits
 	// what we need, e.g. "profile" for preferred_username on Keycloak.
 	ExtraScopes []string
+	// Policies decide which tools a token may reach, when set: a tool is
+	// reachable when some rule applies to the token and grants it
+	// (Principal.Tools); everything else is denied. WriteScope must be empty
+	// then: required_scopes + write_scope is the simple form of a policy
+	// (rule 1: the required scopes grant the read-only-safe tools; rule 2:
+	// the write scope grants every tool), and one form decides.
+	Policies []Rule
+	// InitialScopes, when set, is the scope of the 401 challenge instead of
+	// every advertised scope: the least-privilege mode, where a client first
+	// asks for the basic tier and the 403 of a call that needs more asks
+	// for the rest (StepUp). Each must be advertised.
+	InitialScopes []string
 	// UserClaim names the claim that holds the user id; default "sub".
 	UserClaim string
 	// Algorithms is the allow-list of JWS algorithms, names from
@@ -118,6 +130,16 @@ func (o Options) normalize() (Options, error) {
 	if o.WriteScope != "" {
 		if err := CheckScope(o.WriteScope); err != nil {
 			bad("write scope: %v", err)
+		}
+	}
+	errs = append(errs, checkRules(o.Policies)...)
+	if len(o.Policies) > 0 && o.WriteScope != "" {
+		errs = append(errs, errPolicyWrite)
+	}
+	supported := supportedScopes(o)
+	for _, s := range o.InitialScopes {
+		if !slices.Contains(supported, s) {
+			bad("initial scope %q is not advertised (required, write, policy or extra scopes)", s)
 		}
 	}
 	if o.UserClaim == "" {

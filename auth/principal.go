@@ -16,8 +16,12 @@ type Principal struct {
 	Scopes   []string  // granted scopes
 	Expiry   time.Time // the token's exp
 	ReadOnly bool      // the token lacks the write scope
-	KeyID    string    // kid of the verifying key, for logs
-	TokenTag string    // a short hash of the token, for logs; never the token
+	// Tools are the tools the policy rules grant the token, sorted; empty
+	// when none does, nil when no policy is configured (then every tool,
+	// subject to ReadOnly).
+	Tools    []string
+	KeyID    string // kid of the verifying key, for logs
+	TokenTag string // a short hash of the token, for logs; never the token
 }
 
 // Owner is who owns a session: every part of a principal that decides

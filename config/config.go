@@ -87,14 +87,17 @@ type Limits struct {
 	// IdleTimeout bounds a kept-alive connection between requests.
 	// Default 2m.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-	// MaxSessions caps live MCP sessions (and so worker processes); the
-	// next initialize gets 503. Default 1024.
+	// MaxSessions caps live worker processes: MCP sessions plus the
+	// per-user workers of MCP 2026-07-28 clients; the next initialize, or a
+	// 2026-07-28 request that needs a new worker, gets 503. Default 1024.
 	MaxSessions int `mapstructure:"max_sessions"`
-	// MaxSessionsPerUser caps one user's live sessions; the next initialize
-	// gets 429. Default 256.
+	// MaxSessionsPerUser caps one user's live sessions and per-user
+	// workers; the next initialize, or a 2026-07-28 request that needs a new
+	// worker, gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
-	// SessionIdleTimeout is how long a session may go without a request
-	// before it is reaped and its worker stopped. Default 30m.
+	// SessionIdleTimeout is how long a session, or a per-user worker, may
+	// go without a request before it is reaped and its worker stopped.
+	// Default 30m.
 	SessionIdleTimeout time.Duration `mapstructure:"session_idle_timeout"`
 	// WorkerStartTimeout bounds a worker's start, up to its answer to
 	// initialize. Default 10s.
@@ -122,6 +125,12 @@ type Limits struct {
 	// handshake, request head, keep-alive idle) until a request on it has
 	// passed the token check. Default 10s.
 	UnauthenticatedIdleTimeout time.Duration `mapstructure:"unauthenticated_idle_timeout"`
+	// DrainTimeout bounds the drain on SIGTERM: /readyz fails and new
+	// sessions and per-user workers get 503 at once, and the calls in
+	// flight have this long to finish before the workers are stopped. A
+	// second SIGTERM cuts it short. Default 30s; keep the service
+	// manager's stop timeout above it plus worker_stop_grace.
+	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
 	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
 	// answer over it fails its own request (-32603, error.data.kind
 	// "messageTooLarge") and the session goes on; any other message over
@@ -155,6 +164,36 @@ type Worker struct {
 	// methods (gateway.ReadMethods), that a read-only request may send.
 	// Empty means none: fail-closed, as for tools.
 	SafeMethods []string `mapstructure:"safe_methods"`
+	// Limits bound each worker process (worker.limits.*).
+	Limits WorkerLimits `mapstructure:"limits"`
+}
+
+// WorkerLimits bound each worker process, so that one runaway worker cannot
+// take the machine. Zero means not set. The rlimits (address_space,
+// cpu_time, open_files) hold everywhere; memory, cpu and processes need a
+// delegated cgroup v2 (the shipped systemd unit's Delegate=) and are
+// skipped, with a warning at start, without one.
+type WorkerLimits struct {
+	// AddressSpace is RLIMIT_AS: the most virtual memory a worker may map.
+	// An allocation beyond it fails and the worker usually exits. Go
+	// programs map more than they use: keep it at 1GiB or more.
+	AddressSpace ByteSize `mapstructure:"address_space"`
+	// CPUTime is RLIMIT_CPU: the CPU time a worker may use over its life;
+	// then SIGXCPU, and SIGKILL a second later.
+	CPUTime time.Duration `mapstructure:"cpu_time"`
+	// OpenFiles is RLIMIT_NOFILE: the most files and sockets a worker may
+	// hold open.
+	OpenFiles int `mapstructure:"open_files"`
+	// Memory is the worker's cgroup memory.max (memory.swap.max is 0):
+	// resident memory and page cache; beyond it the kernel kills the
+	// worker.
+	Memory ByteSize `mapstructure:"memory"`
+	// CPU is the worker's cgroup cpu.max in cores (0.5 is half a core):
+	// a throttle, not a kill.
+	CPU float64 `mapstructure:"cpu"`
+	// Processes is the worker's cgroup pids.max: its processes and threads
+	// together; beyond it fork and thread creation fail.
+	Processes int `mapstructure:"processes"`
 }
 
 // Database is the built-in worker's database.
@@ -220,6 +259,15 @@ type Auth struct {
 	// checked: scopes a client must ask for for the issuer's sake, such
 	// as Keycloak's profile and offline_access (see docs/keycloak.md).
 	ExtraScopes []string `mapstructure:"extra_scopes"`
+	// Policies decide which tools a token may reach (see Policy): a tool is
+	// reachable when some rule applies to the token and grants it, and
+	// everything else is denied. Not with WriteScope, which is the simple
+	// form of two rules (docs/configuration.md).
+	Policies []Policy `mapstructure:"policies"`
+	// InitialScopes, when set, is the scope of the 401 challenge instead of
+	// every advertised scope (least privilege: a client asks for the basic
+	// tier first, and a call that needs more gets a 403 naming it).
+	InitialScopes []string `mapstructure:"initial_scopes"`
 	// UserClaim names the claim that holds the user id. Default "sub";
 	// "preferred_username" is usual on Keycloak.
 	UserClaim string `mapstructure:"user_claim"`
@@ -268,6 +316,21 @@ type Auth struct {
 	IntrospectionMaxConcurrent int `mapstructure:"introspection_max_concurrent"`
 }
 
+// Policy is one rule of auth.policies: who (a scope, or a claim holding one
+// of some values) may reach what (toolsets and tools).
+type Policy struct {
+	// Scope: the rule applies to a token holding this scope.
+	Scope string `mapstructure:"scope"`
+	// Claim and Values: the rule applies to a token whose claim holds one
+	// of the values: realm_access.roles, resource_access.<client>.roles,
+	// groups, or another top-level claim of strings.
+	Claim  string   `mapstructure:"claim"`
+	Values []string `mapstructure:"values"`
+	// Toolsets (built-in worker only) and Tools name what the rule grants.
+	Toolsets []string `mapstructure:"toolsets"`
+	Tools    []string `mapstructure:"tools"`
+}
+
 // Introspection modes (Auth.Introspection).
 const (
 	IntrospectionOff    = "off"
@@ -311,6 +374,7 @@ const (
 	DefaultMaxUserBuffer      = 128 << 20
 	DefaultMaxUnauthPerAddr   = 64
 	DefaultUnauthIdleTimeout  = 10 * time.Second
+	DefaultDrainTimeout       = 30 * time.Second
 	DefaultMaxWorkerMessage   = 64 << 20
 	DefaultDriver             = "sqlite"
 	DefaultDatabasePath       = "data/mcpgate.db"
@@ -360,6 +424,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
+	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
 	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,6 +21,19 @@ func TestDeployLocalhostIsTheDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Default(), c, "deploy/localhost.yaml must spell out exactly the defaults")
 	require.NoError(t, c.Validate())
+
+	// And it must spell out every key, as docs/configuration.md says.
+	m, errs := readFile("../deploy/localhost.yaml")
+	require.Empty(t, errs)
+	for _, k := range Keys() {
+		parts := strings.Split(k, ".")
+		sm := m
+		for _, p := range parts[:len(parts)-1] {
+			sm, _ = sm[p].(map[string]any)
+		}
+		_, ok := sm[parts[len(parts)-1]]
+		assert.True(t, ok, "deploy/localhost.yaml does not name %s", k)
+	}
 }
 
 func TestDeployAuthServer(t *testing.T) {
@@ -40,6 +53,8 @@ func TestDeployAuthServer(t *testing.T) {
 	assert.Equal(t, []string{"profile", "offline_access"}, c.Auth.ExtraScopes)
 	assert.Equal(t, "preferred_username", c.Auth.UserClaim)
 	assert.False(t, c.Loopback())
+
+	assert.Equal(t, WorkerLimits{AddressSpace: 4 << 30, CPUTime: time.Hour, OpenFiles: 1024, Memory: 512 << 20, CPU: 1, Processes: 64}, c.Worker.Limits)
 
 	// Without the override the file names the paths `mcpgate certs` writes.
 	raw, err := Loader{Getenv: env(nil)}.Load("../deploy/auth-server.yaml", nil)
@@ -175,9 +190,40 @@ func TestDeployKeycloakRealm(t *testing.T) {
 	})
 
 	t.Run("mcp:write only for mcp-writer", func(t *testing.T) {
-		require.Len(t, r.ScopeMappings, 1)
+		require.Len(t, r.ScopeMappings, 2)
 		assert.Equal(t, "mcp:write", r.ScopeMappings[0].ClientScope)
 		assert.Equal(t, []string{"mcp-writer"}, r.ScopeMappings[0].Roles)
+	})
+
+	t.Run("the example policy's scopes and roles are the realm's", func(t *testing.T) {
+		ex := examplePolicies(t, f)
+		roles := map[string]bool{}
+		for _, role := range r.Roles.Realm {
+			roles[role.Name] = true
+		}
+		mapped := map[string][]string{}
+		for _, m := range r.ScopeMappings {
+			mapped[m.ClientScope] = m.Roles
+		}
+		for i, p := range ex.Auth.Policies {
+			if p.Scope != "" {
+				assert.True(t, known(p.Scope), "rule %d: scope %s is not in the realm", i, p.Scope)
+				assert.True(t, slices.Contains(r.DefaultDefaultClientScopes, p.Scope) || slices.Contains(r.DefaultOptionalClientScopes, p.Scope),
+					"rule %d: scope %s must be a realm default or optional scope, or the registration policy refuses it to dynamic clients", i, p.Scope)
+				continue
+			}
+			assert.Equal(t, "realm_access.roles", p.Claim, "rule %d", i)
+			for _, v := range p.Values {
+				assert.True(t, roles[v], "rule %d: role %s is not a realm role", i, v)
+			}
+		}
+		assert.Equal(t, []string{"mcp-developer"}, mapped["mcp:develop"], "mcp:develop only for developers")
+		assert.Contains(t, r.DefaultDefaultClientScopes, "mcp:read", "every user is a reader")
+		emitsRoles := false
+		for _, m := range r.ClientScopes[scopes["mcp:use"]].ProtocolMappers {
+			emitsRoles = emitsRoles || (m.ProtocolMapper == "oidc-usermodel-realm-role-mapper" && m.Config["claim.name"] == "realm_access.roles" && m.Config["access.token.claim"] == "true")
+		}
+		assert.True(t, emitsRoles, "mcp:use (on every token) must emit realm_access.roles for the admin rule")
 	})
 
 	clients := map[string]int{}
@@ -245,21 +291,55 @@ func TestDeployKeycloakRealm(t *testing.T) {
 	})
 }
 
-// TestDocsListEveryKey keeps docs/configuration.md complete: every key, its
-// environment name, and every flag must appear in it.
-func TestDocsListEveryKey(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
+// examplePolicies loads deploy/auth-server.yaml with its commented
+// auth.policies example switched on (write_scope off, as the comment says)
+// and validates it.
+func examplePolicies(t *testing.T, f fixture) *Config {
+	t.Helper()
+	data, err := os.ReadFile("../deploy/auth-server.yaml")
 	require.NoError(t, err)
-	doc := string(data)
-	for _, k := range Keys() {
-		leaf := k[strings.LastIndex(k, ".")+1:]
-		assert.Contains(t, doc, "`"+leaf+"`", "key %s", k)
-		assert.Contains(t, doc, EnvName(k), "key %s", k)
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.Contains(line, "# BEGIN policies example"):
+			in = true
+			continue
+		case strings.Contains(line, "# END policies example"):
+			in = false
+			continue
+		case in:
+			line = strings.Replace(line, "# ", "", 1)
+		case strings.HasPrefix(strings.TrimSpace(line), "write_scope:"):
+			continue
+		}
+		out = append(out, line)
 	}
-	Flags().VisitAll(func(f *pflag.Flag) {
-		assert.Contains(t, doc, "--"+f.Name, "flag --%s", f.Name)
-	})
-	for _, legacy := range LegacyEnv {
-		assert.Contains(t, doc, legacy)
+	require.False(t, in, "no END marker")
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644))
+	c, err := Loader{Getenv: env(map[string]string{"MCPGATE_TLS_CERT_FILE": f.cert, "MCPGATE_TLS_KEY_FILE": f.key})}.Load(path, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.Len(t, c.Auth.Policies, 3)
+	return c
+}
+
+// TestUnitStopTimeoutCoversDrain: systemd must not SIGKILL the gateway
+// while it drains and stops its workers with the shipped settings.
+func TestUnitStopTimeoutCoversDrain(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "mcpgate.service"))
+	require.NoError(t, err)
+	var stop time.Duration
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "TimeoutStopSec="); ok {
+			stop, err = time.ParseDuration(v)
+			require.NoError(t, err)
+		}
 	}
+	c, err := Loader{Getenv: env(nil)}.Load("../deploy/auth-server.yaml", nil)
+	require.NoError(t, err)
+	assert.Greater(t, stop, c.Limits.DrainTimeout+c.Limits.WorkerStopGrace, "TimeoutStopSec")
+	assert.Greater(t, stop, DefaultDrainTimeout+DefaultWorkerStopGrace, "TimeoutStopSec")
+	assert.Contains(t, string(data), "\nDelegate=memory cpu pids\n")
 }

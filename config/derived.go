@@ -1,15 +1,71 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/tools"
 )
+
+// PolicyRules resolves auth.policies to the token checker's rules: each
+// rule's toolsets become their tools (built-in worker), joined with its
+// tools. An unknown toolset or, for the built-in worker, an unknown tool
+// (one worker.toolsets does not serve) is an error; Validate reports each
+// one by key.
+func (c *Config) PolicyRules() ([]auth.Rule, error) {
+	var rules []auth.Rule
+	var errs []error
+	for i, p := range c.Auth.Policies {
+		r := auth.Rule{Scope: p.Scope, Claim: p.Claim, Values: p.Values}
+		names, err := c.policyTools(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config: auth.policies[%d]: %w", i, err))
+		}
+		r.Tools = names
+		rules = append(rules, r)
+	}
+	return rules, errors.Join(errs...)
+}
+
+// policyTools is the tools one rule grants.
+func (c *Config) policyTools(p Policy) ([]string, error) {
+	var names []string
+	if len(c.Worker.Command) > 0 {
+		if len(p.Toolsets) > 0 {
+			return nil, fmt.Errorf("toolsets name built-in toolsets, and worker.command is an external worker; list its tools instead")
+		}
+		return append(names, p.Tools...), nil
+	}
+	served, err := tools.ToolNames(c.Worker.Toolsets)
+	if err != nil {
+		return nil, fmt.Errorf("worker.toolsets: %w", err)
+	}
+	for _, ts := range p.Toolsets {
+		if !slices.Contains(c.Worker.Toolsets, ts) && len(c.Worker.Toolsets) > 0 {
+			return nil, fmt.Errorf("toolset %q is not in worker.toolsets (%s), so it grants nothing", ts, strings.Join(c.Worker.Toolsets, ", "))
+		}
+		ns, err := tools.ToolNames([]string{ts})
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, ns...)
+	}
+	for _, t := range p.Tools {
+		if !slices.Contains(served, t) {
+			return nil, fmt.Errorf("tool %q is not a tool of the built-in worker's toolsets (%s)", t, strings.Join(served, ", "))
+		}
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
 
 // Authenticated reports whether bearer tokens are checked (auth.issuer set).
 func (c *Config) Authenticated() bool { return c.Auth.Issuer != "" }

@@ -39,7 +39,7 @@ func Flags() *pflag.FlagSet {
 	fs.String("public-url", "", "public origin of the gateway, e.g. https://mcp.example.com; the resource is this + /mcp")
 	fs.String("tls-cert", "", "TLS certificate file (PEM); needs --tls-key")
 	fs.String("tls-key", "", "TLS private key file (PEM); needs --tls-cert")
-	fs.String("worker-command", "", "stdio MCP server command run per session, split like shell words (default: the built-in worker)")
+	fs.String("worker-command", "", "stdio MCP server command run per session (and per user on MCP 2026-07-28), split like shell words (default: the built-in worker)")
 	fs.String("log-level", DefaultLogLevel, "log level: debug, info, warn or error")
 	fs.String("log-format", DefaultLogFormat, "log format: text or json")
 	return fs

@@ -106,14 +106,25 @@ var knownKeys = sync.OnceValue(func() []key {
 	ct := reflect.TypeFor[Config]()
 	for i := range ct.NumField() {
 		sf := ct.Field(i)
-		section := sf.Tag.Get("mapstructure")
-		for j := range sf.Type.NumField() {
-			f := sf.Type.Field(j)
-			keys = append(keys, key{name: section + "." + f.Tag.Get("mapstructure"), typ: f.Type})
-		}
+		keys = appendKeys(keys, sf.Tag.Get("mapstructure"), sf.Type)
 	}
 	return keys
 })
+
+// appendKeys appends the keys of section type t under prefix; a field that
+// is itself a struct is a group of keys one level down (worker.limits.*).
+func appendKeys(keys []key, prefix string, t reflect.Type) []key {
+	for j := range t.NumField() {
+		f := t.Field(j)
+		name := prefix + "." + f.Tag.Get("mapstructure")
+		if f.Type.Kind() == reflect.Struct {
+			keys = appendKeys(keys, name, f.Type)
+			continue
+		}
+		keys = append(keys, key{name: name, typ: f.Type})
+	}
+	return keys
+}
 
 // sections maps each section to its keys, by leaf name.
 var sections = sync.OnceValue(func() map[string]map[string]key {

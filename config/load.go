@@ -168,27 +168,60 @@ func readFile(path string) (map[string]any, []error) {
 			delete(m, section)
 			continue
 		}
-		for key, val := range sm {
-			k, ok := sec[strings.ToLower(key)]
-			if !ok {
-				errs = append(errs, unknownKeyError(path, section+"."+key))
-				delete(sm, key)
-				continue
-			}
-			if val == nil {
-				delete(sm, key)
-				continue
-			}
-			x, err := k.normalizeFileValue(val)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("config: %s: %s: %w", path, k.name, err))
-				continue
-			}
-			sm[key] = x
-		}
+		errs = append(errs, normalizeKeys(path, section, "", sec, sm)...)
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return m, errs
+}
+
+// normalizeKeys checks and normalises the keys of one section's mapping sm
+// (or of a group within it, such as worker.limits, under prefix), dropping
+// the unknown and null ones from sm.
+func normalizeKeys(path, section, prefix string, sec map[string]key, sm map[string]any) []error {
+	var errs []error
+	for name, val := range sm {
+		leaf := prefix + strings.ToLower(name)
+		k, ok := sec[leaf]
+		if !ok && isGroup(sec, leaf) {
+			gm, isMap := val.(map[string]any)
+			if !isMap {
+				if val != nil {
+					errs = append(errs, fmt.Errorf("config: %s: %s.%s must be a mapping of its keys, not %s", path, section, leaf, yamlKind(val)))
+				}
+				delete(sm, name)
+				continue
+			}
+			errs = append(errs, normalizeKeys(path, section, leaf+".", sec, gm)...)
+			continue
+		}
+		if !ok {
+			errs = append(errs, unknownKeyError(path, section+"."+leaf))
+			delete(sm, name)
+			continue
+		}
+		if val == nil {
+			delete(sm, name)
+			continue
+		}
+		x, err := k.normalizeFileValue(val)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config: %s: %s: %w", path, k.name, err))
+			continue
+		}
+		sm[name] = x
+	}
+	return errs
+}
+
+// isGroup reports whether leaf names a group of keys in sec (limits in
+// worker: worker.limits.memory and the rest).
+func isGroup(sec map[string]key, leaf string) bool {
+	for k := range sec {
+		if strings.HasPrefix(k, leaf+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // yamlKind names the kind of a parsed YAML value for an error message.

@@ -53,6 +53,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_user_buffer_bytes":           ByteSize(128 << 20),
 		"max_unauthenticated_per_address": 64,
 		"unauthenticated_idle_timeout":    10 * time.Second,
+		"drain_timeout":                   30 * time.Second,
 		"max_worker_message_bytes":        ByteSize(64 << 20),
 		"driver":                          "sqlite",
 		"path":                            "data/mcpgate.db",
@@ -88,6 +89,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_user_buffer_bytes":           c.Limits.MaxUserBufferBytes,
 		"max_unauthenticated_per_address": c.Limits.MaxUnauthenticatedPerAddress,
 		"unauthenticated_idle_timeout":    c.Limits.UnauthenticatedIdleTimeout,
+		"drain_timeout":                   c.Limits.DrainTimeout,
 		"max_worker_message_bytes":        c.Limits.MaxWorkerMessageBytes,
 		"driver":                          c.Database.Driver,
 		"path":                            c.Database.Path,
@@ -144,6 +146,10 @@ worker:
   dir: /tmp
   toolsets: [session, browsing]
   safe_tools: [read_thing]
+  limits:
+    memory: 512MiB
+    cpu_time: 10m
+    cpu: 1.5
 database:
   driver: postgres
   dsn: postgres://mcp@db.example.com/mcp
@@ -184,6 +190,7 @@ func TestLoadFile(t *testing.T) {
 			WriteTimeout: DefaultWriteTimeout, MaxStreamBufferBytes: DefaultMaxStreamBuffer,
 			MaxSessionBufferBytes: DefaultMaxSessionBuffer, MaxUserBufferBytes: DefaultMaxUserBuffer,
 			MaxUnauthenticatedPerAddress: DefaultMaxUnauthPerAddr, UnauthenticatedIdleTimeout: DefaultUnauthIdleTimeout,
+			DrainTimeout:          DefaultDrainTimeout,
 			MaxWorkerMessageBytes: 2 << 20,
 		},
 		Worker: Worker{
@@ -192,6 +199,7 @@ func TestLoadFile(t *testing.T) {
 			Dir:       "/tmp",
 			Toolsets:  []string{"session", "browsing"},
 			SafeTools: []string{"read_thing"},
+			Limits:    WorkerLimits{Memory: 512 << 20, CPUTime: 10 * time.Minute, CPU: 1.5},
 		},
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
@@ -494,7 +502,9 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 64)
+	assert.Len(t, keys, 73)
+	assert.Contains(t, keys, "worker.limits.memory")
+	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")
 	assert.Contains(t, keys, "limits.max_sessions_per_user")
 	assert.Equal(t, "MCPGATE_AUTH_ISSUER", EnvName("auth.issuer"))
@@ -600,4 +610,59 @@ func TestUnknownEnv(t *testing.T) {
 		"MCPGATE_WORKER_COMAND=x", "MCPGATE_LISTEN=:1", "MCP_WRITE_SCOPE=w",
 	})
 	assert.Equal(t, []string{"MCPGATE_AUTH_ISUER", "MCPGATE_LISTEN", "MCPGATE_WORKER_COMAND"}, got)
+}
+
+// TestLoadPolicies: auth.policies loads from YAML as a list of rules, and
+// the example tiers validate and resolve toolsets to their tools.
+func TestLoadPolicies(t *testing.T) {
+	const file = `
+server:
+  public_url: https://mcp.example.com
+auth:
+  issuer: https://kc.example.com/realms/mcp
+  required_scopes: [mcp:use]
+  initial_scopes: [mcp:use, mcp:read]
+  policies:
+    - scope: mcp:read
+      toolsets: [listing]
+      tools: [query]
+    - claim: realm_access.roles
+      values: [mcp-admin]
+      toolsets: [mutation]
+`
+	c, err := Loader{Getenv: env(nil)}.Load(writeFile(t, "p.yaml", file), nil)
+	require.NoError(t, err)
+	require.Len(t, c.Auth.Policies, 2)
+	assert.Equal(t, Policy{Scope: "mcp:read", Toolsets: []string{"listing"}, Tools: []string{"query"}}, c.Auth.Policies[0])
+	assert.Equal(t, []string{"mcp-admin"}, c.Auth.Policies[1].Values)
+	rules, err := c.PolicyRules()
+	require.NoError(t, err)
+	assert.Contains(t, rules[0].Tools, "list_tables")
+	assert.Contains(t, rules[0].Tools, "query")
+	assert.NotContains(t, rules[0].Tools, "apply_ddl")
+	assert.Contains(t, rules[1].Tools, "apply_ddl")
+}
+
+// TestWorkerLimitsKeys: worker.limits is a group of keys one level down,
+// from the file and from the environment, and its unknown keys are named.
+func TestWorkerLimitsKeys(t *testing.T) {
+	c, err := Loader{Getenv: env(map[string]string{"MCPGATE_WORKER_LIMITS_PROCESSES": "64", "MCPGATE_WORKER_LIMITS_ADDRESS_SPACE": "4GiB"})}.Load("", nil)
+	require.NoError(t, err)
+	assert.Equal(t, 64, c.Worker.Limits.Processes)
+	assert.Equal(t, ByteSize(4<<30), c.Worker.Limits.AddressSpace)
+	require.NoError(t, c.Validate())
+
+	_, err = Loader{Getenv: env(nil)}.Load(writeFile(t, "bad.yaml", "worker:\n  limits:\n    memroy: 1GiB\n"), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown key "worker.limits.memroy" (did you mean "worker.limits.memory"?)`)
+	_, err = Loader{Getenv: env(nil)}.Load(writeFile(t, "bad2.yaml", "worker:\n  limits: 3\n"), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "worker.limits must be a mapping")
+
+	c.Worker.Limits = WorkerLimits{AddressSpace: 1 << 20, CPU: -1, Processes: 2, CPUTime: time.Millisecond}
+	err = c.Validate()
+	require.Error(t, err)
+	for _, k := range []string{"worker.limits.address_space", "worker.limits.cpu", "worker.limits.processes", "worker.limits.cpu_time"} {
+		assert.Contains(t, err.Error(), k)
+	}
 }

@@ -71,6 +71,7 @@ func (c *Config) Validate() error {
 	v := &validator{}
 	c.validateServer(v)
 	c.validateLimits(v)
+	c.validateWorkerLimits(v)
 	c.validateWorker(v)
 	c.validateDatabase(v)
 	c.validateAuth(v)
@@ -161,6 +162,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.worker_stop_grace", l.WorkerStopGrace},
 		{"limits.write_timeout", l.WriteTimeout},
 		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
+		{"limits.drain_timeout", l.DrainTimeout},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -365,6 +367,8 @@ func (c *Config) validateAuth(v *validator) {
 			{"auth.write_scope", a.WriteScope != ""},
 			{"auth.extra_scopes", len(a.ExtraScopes) > 0},
 			{"auth.hmac_secret_file", a.HMACSecretFile != ""},
+			{"auth.policies", len(a.Policies) > 0},
+			{"auth.initial_scopes", len(a.InitialScopes) > 0},
 			{"auth.introspection", a.Introspection != "" && a.Introspection != IntrospectionOff},
 			{"auth.introspection_client_id", a.IntrospectionClientID != ""},
 			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
@@ -404,6 +408,8 @@ func (c *Config) validateAuth(v *validator) {
 			v.add("auth.extra_scopes", "%q is also in auth.required_scopes, which are advertised already; remove it from extra_scopes", s)
 		}
 	}
+
+	c.validatePolicies(v)
 
 	if strings.TrimSpace(a.UserClaim) == "" {
 		v.add("auth.user_claim", "is empty; name the claim holding the user id, e.g. sub or preferred_username")
@@ -472,6 +478,51 @@ func (c *Config) validateIntrospection(v *validator) {
 	}
 	if a.IntrospectionMaxConcurrent < 0 || a.IntrospectionMaxConcurrent > 1024 {
 		v.add("auth.introspection_max_concurrent", "%d is outside 1 to 1024", a.IntrospectionMaxConcurrent)
+	}
+}
+
+// validatePolicies reports every problem of auth.policies and
+// auth.initial_scopes, by key.
+func (c *Config) validatePolicies(v *validator) {
+	a := c.Auth
+	if len(a.Policies) > 0 && a.WriteScope != "" {
+		v.add("auth.write_scope", "is set together with auth.policies; only one may decide what a token reaches: express it as a rule (scope: %s, with the tools it grants)", a.WriteScope)
+	}
+	advertised := slices.Concat(a.RequiredScopes, []string{a.WriteScope}, a.ExtraScopes)
+	for i, p := range a.Policies {
+		key := fmt.Sprintf("auth.policies[%d]", i)
+		switch {
+		case (p.Scope == "") == (p.Claim == ""):
+			v.add(key, "names who it applies to with exactly one of scope and claim")
+		case p.Scope != "":
+			checkScopes(v, key+".scope", []string{p.Scope})
+			advertised = append(advertised, p.Scope)
+			if len(p.Values) > 0 {
+				v.add(key+".values", "go with claim, not with scope; remove them")
+			}
+		default:
+			if err := auth.CheckClaimPath(p.Claim); err != nil {
+				v.add(key+".claim", "%v", err)
+			}
+			if len(p.Values) == 0 || slices.Contains(p.Values, "") {
+				v.add(key+".values", "must list the roles or groups the rule applies to")
+			}
+		}
+		checkNames(v, key+".toolsets", p.Toolsets)
+		checkNames(v, key+".tools", p.Tools)
+		if len(p.Toolsets) == 0 && len(p.Tools) == 0 {
+			v.add(key, "grants nothing: list toolsets or tools")
+			continue
+		}
+		if _, err := c.policyTools(p); err != nil {
+			v.add(key, "%v", err)
+		}
+	}
+	checkScopes(v, "auth.initial_scopes", a.InitialScopes)
+	for _, s := range a.InitialScopes {
+		if !slices.Contains(advertised, s) {
+			v.add("auth.initial_scopes", "%q is not advertised: list only required, policy or extra scopes", s)
+		}
 	}
 }
 
@@ -544,5 +595,27 @@ func (c *Config) validateLog(v *validator) {
 	case "text", "json":
 	default:
 		v.add("log.format", "%q is not a format; use text or json", c.Log.Format)
+	}
+}
+
+func (c *Config) validateWorkerLimits(v *validator) {
+	l := c.Worker.Limits
+	if l.AddressSpace < 0 || (l.AddressSpace > 0 && l.AddressSpace < 64<<20) {
+		v.add("worker.limits.address_space", "%d is below 64MiB, too little for a worker to start; use a size such as 4GiB (0 or no key means no limit)", int64(l.AddressSpace))
+	}
+	if l.Memory < 0 || (l.Memory > 0 && l.Memory < 16<<20) {
+		v.add("worker.limits.memory", "%d is below 16MiB, too little for a worker to start; use a size such as 512MiB (0 or no key means no limit)", int64(l.Memory))
+	}
+	if l.CPUTime < 0 || (l.CPUTime > 0 && l.CPUTime < time.Second) {
+		v.add("worker.limits.cpu_time", "%v is below 1s, the unit of RLIMIT_CPU; use a duration such as 10m (0 or no key means no limit)", l.CPUTime)
+	}
+	if l.OpenFiles < 0 || (l.OpenFiles > 0 && l.OpenFiles < 16) {
+		v.add("worker.limits.open_files", "%d is below 16; a worker needs its pipes, its database and its libraries (0 or no key means no limit)", l.OpenFiles)
+	}
+	if l.CPU < 0 || (l.CPU > 0 && l.CPU < 0.01) || l.CPU > 4096 {
+		v.add("worker.limits.cpu", "%v is outside 0.01 to 4096 cores; use a number of cores such as 0.5 or 2 (0 or no key means no limit)", l.CPU)
+	}
+	if l.Processes < 0 || (l.Processes > 0 && l.Processes < 8) {
+		v.add("worker.limits.processes", "%d is below 8; a worker's runtime needs a few threads (a Go worker about 8) (0 or no key means no limit)", l.Processes)
 	}
 }

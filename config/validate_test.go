@@ -251,6 +251,32 @@ func TestValidateProblems(t *testing.T) {
 		{"write scope also required", func(c *Config) { c.Auth.RequiredScopes = []string{"mcp:use", "mcp:write"} }, "auth.write_scope", "is also in auth.required_scopes"},
 		{"write scope also extra", func(c *Config) { c.Auth.ExtraScopes = []string{"mcp:write"} }, "auth.extra_scopes", "is the auth.write_scope"},
 		{"extra scope also required", func(c *Config) { c.Auth.ExtraScopes = []string{"mcp:use"} }, "auth.extra_scopes", "is also in auth.required_scopes"},
+		{"policies with a write scope", func(c *Config) {
+			c.Auth.Policies = []Policy{{Scope: "mcp:read", Toolsets: []string{"listing"}}}
+		}, "auth.write_scope", "is set together with auth.policies"},
+		{"policy without who", func(c *Config) {
+			c.Auth.WriteScope, c.Auth.Policies = "", []Policy{{Toolsets: []string{"listing"}}}
+		}, "auth.policies[0]", "exactly one of scope and claim"},
+		{"policy granting nothing", func(c *Config) {
+			c.Auth.WriteScope, c.Auth.Policies = "", []Policy{{Scope: "mcp:read"}}
+		}, "auth.policies[0]", "grants nothing"},
+		{"policy unknown toolset", func(c *Config) {
+			c.Auth.WriteScope, c.Auth.Policies = "", []Policy{{Scope: "mcp:read", Toolsets: []string{"lsting"}}}
+		}, "auth.policies[0]", `unknown toolset "lsting"`},
+		{"policy unknown tool", func(c *Config) {
+			c.Auth.WriteScope, c.Auth.Policies = "", []Policy{{Scope: "mcp:read", Tools: []string{"apply_dll"}}}
+		}, "auth.policies[0]", `tool "apply_dll" is not a tool of the built-in worker`},
+		{"policy toolset not served", func(c *Config) {
+			c.Worker.Toolsets = []string{"listing"}
+			c.Auth.WriteScope, c.Auth.Policies = "", []Policy{{Scope: "mcp:read", Toolsets: []string{"mutation"}}}
+		}, "auth.policies[0]", `toolset "mutation" is not in worker.toolsets`},
+		{"policy impossible claim", func(c *Config) {
+			c.Auth.WriteScope, c.Auth.Policies = "", []Policy{{Claim: "resource_access.roles", Values: []string{"x"}, Tools: []string{"query"}}}
+		}, "auth.policies[0].claim", "cannot exist in a token"},
+		{"policy claim without values", func(c *Config) {
+			c.Auth.WriteScope, c.Auth.Policies = "", []Policy{{Claim: "groups", Tools: []string{"query"}}}
+		}, "auth.policies[0].values", "must list the roles or groups"},
+		{"initial scope not advertised", func(c *Config) { c.Auth.InitialScopes = []string{"mcp:read"} }, "auth.initial_scopes", `"mcp:read" is not advertised`},
 		{"blank user claim", func(c *Config) { c.Auth.UserClaim = " " }, "auth.user_claim", "is empty"},
 		{"alg none", func(c *Config) { c.Auth.Algorithms = []string{"RS256", "none"} }, "auth.algorithms", `"none" is never accepted`},
 		{"unknown alg", func(c *Config) { c.Auth.Algorithms = []string{"rs256"} }, "auth.algorithms", `"rs256" is not a JWS algorithm`},

@@ -53,7 +53,7 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		return r
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		r.fail("url", "plain http to a remote host", "MCP authorization requires https for every non-loopback endpoint; put TLS in front (server.tls_cert)")
+		r.fail("url", "plain http to a remote host", "MCP authorization requires https for every non-loopback endpoint; serve TLS (tls.cert_file, tls.key_file) or put a TLS proxy in front")
 	}
 
 	// Reachability, TLS, and the challenge of a request without a token.
@@ -183,7 +183,7 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 func checkToken(ctx context.Context, r *Report, hc *http.Client, o URLOptions, issuer string, want []string, keycloak bool) {
 	claims, err := jwtClaims(o.Token)
 	if err != nil {
-		r.warn("token", "not a JWT ("+err.Error()+")", "mcpgate verifies JWT access tokens; an opaque token is refused")
+		r.warn("token", "not a JWT ("+err.Error()+")", "the gateway refuses an opaque token unless auth.introspection is opaque or all (docs/configuration.md)")
 	} else {
 		if iss, _ := claims["iss"].(string); iss != issuer {
 			r.fail("token iss", fmt.Sprintf("%q, not the authorization server %q", iss, issuer), "auth.issuer, the metadata and the token must agree exactly (Keycloak: KC_HOSTNAME)")

@@ -41,12 +41,17 @@ type authedGateway struct {
 // preferred_username, mcp:use required, mcp:write the write scope.
 func newAuthedGateway(t *testing.T, opts Options, wopts ...worker.LauncherOptions) *authedGateway {
 	t.Helper()
+	return newAuthedGatewayWith(t, auth.Options{RequiredScopes: readScopes, WriteScope: "mcp:write"}, opts, wopts...)
+}
+
+// newAuthedGatewayWith is newAuthedGateway with the scopes and policies of
+// aopts (the issuer, resource, user claim and client are the test's).
+func newAuthedGatewayWith(t *testing.T, aopts auth.Options, opts Options, wopts ...worker.LauncherOptions) *authedGateway {
+	t.Helper()
 	iss := authtest.New(t)
-	a, err := auth.New(context.Background(), auth.Options{
-		Issuer: iss.URL, Resource: accessResource,
-		RequiredScopes: readScopes, WriteScope: "mcp:write", UserClaim: "preferred_username",
-		HTTPClient: iss.Client(), Logger: testLogger(t),
-	})
+	aopts.Issuer, aopts.Resource, aopts.UserClaim = iss.URL, accessResource, "preferred_username"
+	aopts.HTTPClient, aopts.Logger = iss.Client(), testLogger(t)
+	a, err := auth.New(context.Background(), aopts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
 	select {

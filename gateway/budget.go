@@ -6,7 +6,7 @@ import (
 )
 
 // budget is one level of the bytes the gateway holds for clients that read
-// slowly or not at all (issue 8 item 11): the answers and notifications
+// slowly or not at all: the answers and notifications
 // queued on a response and not yet written. The levels chain: a response's
 // budget under its session's, under its user's, under the gateway's total
 // (which has no limit and is what BufferedBytes reports). A charge is taken

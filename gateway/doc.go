@@ -11,7 +11,9 @@
 //
 // Every refusal has a JSON-RPC error body (Content-Type application/json;
 // id is the first request's id when the body could be read, else null).
-// The golden transcripts in testdata/transport pin each row.
+// The golden transcripts in testdata/transport pin most rows; the 408
+// (TestSlowBody408), the 409 (transport_test.go) and the listen limit
+// (stateless_test.go) are tested outside them.
 //
 //	Any method   Host not loopback, with LoopbackHostCheck      403  -32600
 //	             Origin present and not allowed                 403  -32600
@@ -30,7 +32,7 @@
 //	             body _meta names a revision, header does not   400  -32020
 //	             a batch on 2025-06-18 or later; empty batch    400  -32600
 //	             initialize in a batch, or with a session id    400  -32600
-//	             initialize over MaxSessions                    503  -32603, Retry-After
+//	             initialize over MaxSessions, or while draining 503  -32603, Retry-After
 //	             initialize over MaxSessionsPerUser             429  -32603, Retry-After
 //	             initialize: worker cannot be started           502  -32603
 //	             initialize: worker exits before answering      502  -32603
@@ -66,13 +68,15 @@
 //	             argument of the tool (tools/call)                   is present and not null)
 //	             initialize, ping, logging/setLevel,            404  -32601, no worker started
 //	             resources/subscribe, resources/unsubscribe
-//	             new per-user worker over MaxSessions           503  -32603, Retry-After
+//	             new per-user worker over MaxSessions, or while 503  -32603, Retry-After
+//	             draining
 //	             new per-user worker over MaxSessionsPerUser    429  -32603, Retry-After
 //	             worker cannot be started                       502  -32603
 //	             no handshake answer in WorkerStartTimeout      504  -32603 (the worker is stopped)
 //	             server/discover                                200  the worker's capabilities, the
 //	                                                                 gateway's supportedVersions
-//	             subscriptions/listen without SSE / filter      406 / 400 -32602
+//	             subscriptions/listen without SSE               406  -32600
+//	             ... without a filter, or over 64 resources     400  -32602
 //	             subscriptions/listen                           200  text/event-stream: the
 //	                                                                 acknowledgement, then changes;
 //	                                                                 the completion result when the

@@ -76,7 +76,7 @@ func TestSDKClientEndToEnd(t *testing.T) {
 	t.Run("tools/list", func(t *testing.T) {
 		res, err := cs.ListTools(context.Background(), nil)
 		require.NoError(t, err)
-		require.Len(t, res.Tools, 13)
+		require.Len(t, res.Tools, 15) // the stub's tools
 	})
 	t.Run("echo", func(t *testing.T) {
 		require.Equal(t, "hello", callText(t, cs, "echo", map[string]any{"text": "hello"}))

@@ -37,6 +37,7 @@ var (
 	errNoSession       = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP-Session-Id header required; send initialize first", nil}
 	errUnknownSession  = failure{http.StatusNotFound, jsonrpc.CodeSessionNotFound, "gateway: session not found or ended; initialize a new session", nil}
 	errDeleteReadOnly  = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: ending a read-write session needs a token with the write scope", nil}
+	errDeleteNarrower  = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: this token is granted fewer tools than the session was opened with, so it may not end it; send DELETE with a token of the session's rights, or let the session expire", nil}
 	errStreamConflict  = failure{http.StatusConflict, jsonrpc.CodeInvalidRequest, "gateway: this session already has a standalone stream open", nil}
 	errLastEventID     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: stream resumption (Last-Event-ID) is not supported", nil}
 	errTooManySessions = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: too many sessions; try again later", nil}
@@ -45,6 +46,7 @@ var (
 	errWorkerTimeout   = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer initialize in time", nil}
 	errWorkerExited    = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker exited during initialize", nil}
 	errShuttingDown    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: shutting down", nil}
+	errDraining        = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: draining before a restart, no new sessions or workers; try again shortly (another replica may take it)", nil}
 
 	// MCP 2026-07-28 (no sessions; see modern.go and stateless.go).
 	errModernMethod       = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " uses POST only (GET streams and DELETE belong to sessions of 2025-11-25 and earlier)", nil}

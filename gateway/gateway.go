@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -36,6 +37,13 @@ type Gateway struct {
 	buffered *budget                 // bytes held for every client
 	starting int                     // sessions whose worker is starting
 	closing  bool
+	draining bool // Drain has begun: no new session or per-user worker
+
+	calls *inFlight // requests a drain waits for
+
+	readyMu  sync.Mutex // one run of Options.Ready at a time
+	readyAt  time.Time  // when readyErr was found; zero: never
+	readyErr error
 
 	shutdown   chan struct{}  // closed by Close; cuts initializes short
 	inits      sync.WaitGroup // initializes in progress
@@ -44,13 +52,20 @@ type Gateway struct {
 
 // session is one MCP session and its worker.
 type session struct {
-	id       string
-	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
-	user     string
-	readOnly bool
+	id    string
+	owner auth.Owner // auth.Principal.Owner(); zero in localhost mode
+	user  string
+	init  *jsonrpc.Message // the client's initialize, replayed to a replacing worker
+	log   *slog.Logger
+
+	// mu guards the worker and the rights it was started with: a step-up
+	// replaces them (stepup.go). Read them with worker and rights.
+	mu       sync.Mutex
 	conn     *worker.Conn
-	log      *slog.Logger
-	buf      *budget // bytes held for the session's responses
+	readOnly bool
+	tools    toolSet    // what the worker was started with; nil: no policy
+	swap     sync.Mutex // one replacement at a time
+	buf      *budget    // bytes held for the session's responses
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
@@ -76,6 +91,7 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
+		calls:      newInFlight(),
 	}
 	g.safeMethods = set(opts.SafeMethods)
 	var inner http.Handler = http.HandlerFunc(g.serveMCP)
@@ -158,7 +174,7 @@ func (g *Gateway) endSessions(ctx context.Context, sessions []*session, why stri
 	for i, s := range sessions {
 		wg.Go(func() {
 			g.removeSession(s)
-			errs[i] = s.conn.Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
+			errs[i] = s.worker().Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
 		})
 	}
 	wg.Wait()
@@ -181,7 +197,7 @@ func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
 	if s == nil {
 		return 0, false
 	}
-	return s.conn.Pid(), true
+	return s.worker().Pid(), true
 }
 
 // sessionOf returns the request's session, or answers 400 (no
@@ -267,7 +283,7 @@ func (g *Gateway) reaper() {
 // for longer than SessionIdleTimeout by Options.Now. A request still in
 // flight in the worker does not keep a session whose client has left: no
 // one is waiting for its answer, and a worker that never answers would
-// otherwise hold the session, and its process, forever (issue 8 item 11).
+// otherwise hold the session, and its process, forever.
 // A client waiting on its answer keeps its request, and so the session,
 // busy; with write deadlines, one that stops reading does not.
 func (g *Gateway) reapIdle() {

@@ -464,11 +464,22 @@ func TestPrincipalOwnsSession(t *testing.T) {
 	t.Run("read-only token", func(t *testing.T) {
 		resp, _ := rawDo(t, http.MethodPost, srv, initBody, "X-Test-User", "carol", "X-Test-Read-Only", "1")
 		sid := resp.Header.Get(sidHdr)
-		_, body := rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, sidHdr, sid, "X-Test-User", "carol")
+		_, body := rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, sidHdr, sid, "X-Test-User", "carol", "X-Test-Read-Only", "1")
 		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"inputSchema":{"type":"object"},"name":"echo"}]}}`, body)
-		_, body = rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}`, sidHdr, sid, "X-Test-User", "carol")
+		_, body = rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write"}}`, sidHdr, sid, "X-Test-User", "carol", "X-Test-Read-Only", "1")
 		assert.Contains(t, body, `"code":-32601`)
 		assert.Contains(t, body, `"kind":"readOnly"`)
+
+		// The owner's read-write token steps the session up (issue 12 §2):
+		// its read-only worker, which holds nothing uncommitted, is
+		// replaced by a read-write one; never widened in place.
+		before, _ := g.WorkerPid(sid)
+		_, body = rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write"}}`, sidHdr, sid, "X-Test-User", "carol")
+		assert.Contains(t, body, "written")
+		after, _ := g.WorkerPid(sid)
+		assert.NotEqual(t, before, after)
+		_, body = rawDo(t, http.MethodPost, srv, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write"}}`, sidHdr, sid, "X-Test-User", "carol", "X-Test-Read-Only", "1")
+		assert.Contains(t, body, `"kind":"readOnly"`, "the read-only token again")
 	})
 }
 

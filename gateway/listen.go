@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -19,6 +20,10 @@ const maxListeners = 16
 // beyond it the oldest are dropped (a list change is a hint to re-list, so a
 // later one says as much as an earlier one).
 const maxListenQueue = 256
+
+// maxListenResources bounds the resourceSubscriptions of one listen; one
+// more gets 400. The worker's union is then at most maxListeners times it.
+const maxListenResources = 64
 
 // notifyFilter is a subscriptions/listen filter (MCP 2026-07-28
 // §Notification Filter).
@@ -243,6 +248,22 @@ func (g *Gateway) removeListener(uw *userWorker, l *listener) {
 	var up *worker.Stream
 	if len(s.listeners) == 0 {
 		up, s.upstream, s.union = s.upstream, nil, notifyFilter{}
+	} else {
+		// The union covers the open listeners only, so that it stays
+		// within maxListeners times maxListenResources URIs. The worker's
+		// own subscription may stay wider until the next one grows it.
+		var u notifyFilter
+		for o := range s.listeners {
+			u.ToolsListChanged = u.ToolsListChanged || o.filter.ToolsListChanged
+			u.PromptsListChanged = u.PromptsListChanged || o.filter.PromptsListChanged
+			u.ResourcesListChanged = u.ResourcesListChanged || o.filter.ResourcesListChanged
+			for _, uri := range o.filter.ResourceSubscriptions {
+				if !containsString(u.ResourceSubscriptions, uri) {
+					u.ResourceSubscriptions = append(u.ResourceSubscriptions, uri)
+				}
+			}
+		}
+		s.union = u
 	}
 	s.mu.Unlock()
 	if up != nil {
@@ -266,6 +287,10 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 	var req notifyFilter
 	if !ok || raw == nil || json.Unmarshal(raw, &req) != nil {
 		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}.write(w, m.ID)
+		return
+	}
+	if len(req.ResourceSubscriptions) > maxListenResources {
+		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, fmt.Sprintf("gateway: subscriptions/listen takes at most %d resourceSubscriptions; open another listen for more", maxListenResources), nil}.write(w, m.ID)
 		return
 	}
 	l := &listener{id: m.ID, filter: agreed(req, uw.discover), notify: make(chan struct{}, 1)}

@@ -138,6 +138,11 @@ func nameMember(method string) string {
 // the body is read by the worker. It returns the refusal, or ok. Mcp-Param-*
 // headers are checked later, against the worker's tool schemas.
 func checkModernHeaders(r *http.Request, m *jsonrpc.Message, meta modernMeta) (failure, bool) {
+	for _, h := range []string{methodHdr, nameHdr, protoHdrName} {
+		if len(r.Header.Values(h)) > 1 {
+			return repeatedHeader(h), false
+		}
+	}
 	method := r.Header.Get(methodHdr)
 	switch {
 	case method == "":
@@ -175,6 +180,13 @@ func checkModernHeaders(r *http.Request, m *jsonrpc.Message, meta modernMeta) (f
 
 // protoHdrName is the protocol version header (MCP §Protocol Version Header).
 const protoHdrName = "MCP-Protocol-Version"
+
+// repeatedHeader refuses a header sent on more than one field line: HTTP
+// reads them as one comma-joined list (RFC 9110 §5.3), which no body value
+// matches, and an intermediary may read either line.
+func repeatedHeader(name string) failure {
+	return headerMismatch("the " + name + " header appears more than once; send it once")
+}
 
 func headerMismatch(msg string) failure {
 	return failure{http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, "gateway: header mismatch: " + msg, nil}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"os/user"
@@ -98,6 +99,14 @@ type Options struct {
 	// (auth.Authenticator.Middleware), so that a forbidden Origin gets 403
 	// rather than a challenge. Nil means none (the localhost mode).
 	Middleware func(http.Handler) http.Handler
+
+	// Ready checks what the gateway needs beyond itself before it should
+	// be sent new clients (the issuer's keys loaded, the worker command
+	// present, the database answering); Gateway.Ready and /readyz call it,
+	// at most every 2s and with a 3s deadline. A non-nil error means not
+	// ready; it is logged, never shown to the prober. Nil means nothing to
+	// check.
+	Ready func(ctx context.Context) error
 
 	// Logger receives the gateway's logs; nil means slog.Default().
 	Logger *slog.Logger

@@ -136,8 +136,16 @@ func checkParamHeaders(r *http.Request, params json.RawMessage, binds []paramBin
 	}
 	for _, b := range binds {
 		name := paramHdr + b.header
+		if len(r.Header.Values(name)) > 1 {
+			return repeatedHeader(name), false
+		}
 		hv := r.Header.Get(name)
-		val, present := lookupPath(args, b.path)
+		val, present, ok := lookupPath(args, b.path)
+		if !ok {
+			// The worker reads one of the values (encoding/json: the last
+			// key, or a case twin); a header could not say which.
+			return headerMismatch("argument " + strings.Join(b.path, ".") + " is ambiguous (a key twice, spelled in another case, or under a member that is not an object); send it once, named exactly as the inputSchema does"), false
+		}
 		if !present {
 			if hv != "" {
 				return headerMismatch("unexpected " + name + " header: argument " + strings.Join(b.path, ".") + " is absent or null"), false
@@ -159,27 +167,34 @@ func checkParamHeaders(r *http.Request, params json.RawMessage, binds []paramBin
 }
 
 // lookupPath returns the value at path in args; present is false when it is
-// absent, null, or under a member that is not an unambiguous object.
-func lookupPath(args json.RawMessage, path []string) (json.RawMessage, bool) {
+// absent or null, or under a member that is absent or null. ok is false when
+// a member on the path is ambiguous (a key twice or in another case) or is
+// not an object: a worker might still read a value there.
+func lookupPath(args json.RawMessage, path []string) (val json.RawMessage, present, ok bool) {
 	cur := args
 	for _, k := range path {
-		if cur == nil {
-			return nil, false
+		if cur == nil || string(cur) == "null" {
+			return nil, false, true
 		}
 		v, ok := exactMember(cur, k)
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
 		cur = v
 	}
 	if cur == nil || string(cur) == "null" {
-		return nil, false
+		return nil, false, true
 	}
-	return cur, true
+	return cur, true, true
 }
 
+// maxSafeInteger is 2^53-1, the largest integer an x-mcp-header argument
+// may hold.
+const maxSafeInteger = 1<<53 - 1
+
 // primitiveEqual compares a decoded header value with a JSON argument: a
-// string as is, a boolean as true/false, an integer numerically (42.0 is 42).
+// string as is, a boolean as true/false, an integer numerically (42.0 is 42) and only
+// within ±(2^53-1).
 func primitiveEqual(header string, val json.RawMessage) bool {
 	var v any
 	if json.Unmarshal(val, &v) != nil {
@@ -192,7 +207,9 @@ func primitiveEqual(header string, val json.RawMessage) bool {
 		return header == strconv.FormatBool(x)
 	case float64:
 		h, err := strconv.ParseFloat(header, 64)
-		return err == nil && !math.IsNaN(h) && h == x && x == math.Trunc(x)
+		// Only within the JavaScript safe range (MCP 2026-07-28 §Custom
+		// Headers), where float64 holds every integer exactly.
+		return err == nil && !math.IsNaN(h) && h == x && x == math.Trunc(x) && math.Abs(x) <= maxSafeInteger
 	}
 	return false
 }

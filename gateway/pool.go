@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,11 @@ import (
 )
 
 // poolKey names the worker that serves a 2026-07-28 request: one per
-// principal, user id and read-only flag (DESIGN decision 2). Two users never
-// share a worker, nor do a read-only and a read-write request of one user.
+// principal, user id and rights: the read-only flag and, under auth.policies,
+// the tools the token grants (DESIGN decision 2). Two users never share a
+// worker, nor do two requests of one user with different rights: a token
+// that grants more simply reaches another worker (the step-up needs
+// nothing else), one that grants less never reaches a wider one.
 //
 // The key is the principal's Owner without its client id: the clients of
 // one user share the user's worker (a session, by contrast, is one
@@ -28,6 +32,26 @@ type poolKey struct {
 	owner    auth.Owner // auth.Principal.Owner() without ClientID; zero in localhost mode
 	user     string
 	readOnly bool
+	tools    string // the granted tools, sorted, comma-separated; worker.AllTools without a policy
+}
+
+// toolsKey is a toolSet as a poolKey's tools.
+func toolsKey(t toolSet) string {
+	if t == nil {
+		return worker.AllTools
+	}
+	return strings.Join(t.list(), ",")
+}
+
+// grant is the toolSet of k's tools.
+func (k poolKey) grant() toolSet {
+	switch k.tools {
+	case worker.AllTools:
+		return nil
+	case "":
+		return toolSet{}
+	}
+	return set(strings.Split(k.tools, ","))
 }
 
 // userWorker is the worker of one poolKey, shared by all of that key's
@@ -68,6 +92,9 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 	uw := g.workers[key]
 	if uw == nil {
 		switch {
+		case g.draining:
+			g.mu.Unlock()
+			return nil, errDraining, false
 		case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 			g.mu.Unlock()
 			return nil, errTooManyWorkers, false
@@ -128,7 +155,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		uw.fail, uw.failed = f, true
 		g.removeWorker(uw)
 	}
-	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Scope: worker.ScopeUser},
+	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: worker.ScopeUser},
 		worker.ConnConfig{
 			Logger:         uw.log,
 			OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll(); uw.parked.clear() },
@@ -314,9 +341,10 @@ func errString(err error) string {
 // keyOf returns the pool key of a request: its principal, user and
 // read-only flag, decided as for a session (DESIGN decision 4).
 func (g *Gateway) keyOf(r *http.Request) poolKey {
-	k := poolKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
+	k := poolKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools}
 	if p := auth.PrincipalFrom(r.Context()); p != nil {
-		k.owner, k.user, k.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || p.ReadOnly
+		k.owner, k.user, k.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || g.readOnlyToken(r)
+		k.tools = toolsKey(grantOf(r))
 		k.owner.ClientID = ""
 	}
 	return k

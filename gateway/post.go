@@ -88,10 +88,31 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 			calls++
 		}
 	}
+	if calls > 0 {
+		defer g.calls.enter()() // a drain waits for the answers
+	}
 	// Read-only is decided per request as well as per session: a token
 	// without the write scope gets read-only treatment even on a session a
 	// write-scoped token of the same owner opened (DESIGN decision 4).
-	acc := accessOf(r, s)
+	// The policy is decided per request too: what the token grants, and
+	// of that what the session's worker was started with (never more).
+	granted := grantOf(r)
+	if g.stepUp(w, r, msgs, batch, granted) {
+		s.log.Info("gateway: asked a token to step up for a tool")
+		return
+	}
+	if f, ok := g.replaceWorker(r, s, granted); !ok {
+		f.write(w, firstID)
+		return
+	}
+	_, tools := s.rights()
+	allowed := granted.and(tools)
+	conn := s.worker()
+	acc := g.accessOf(r, s)
+	// A token that grants less than the session's worker holds (a
+	// step-down) may not steer what a wider token's requests do there,
+	// as a read-only one may not on a read-write session.
+	narrower := acc == readOnlyRequest || !granted.covers(tools)
 	st := worker.NewStream(sseOK)
 	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
@@ -100,26 +121,26 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, m, st, acc)
+			g.forward(s, conn, m, st, acc, allowed, granted)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
 			// the read-only check, which needs a request to answer.
 			s.log.Warn("gateway: dropped a client notification that is not notifications/*", "method", clip(m.Method))
-		case m.IsNotification() && acc == readOnlyRequest && m.Method == "notifications/cancelled":
+		case m.IsNotification() && narrower && m.Method == "notifications/cancelled":
 			// Cancelling a write token's request (a commit, say) could roll
 			// its work back; the worker cannot tell whose request it was.
 			s.log.Info("gateway: dropped a read-only token's cancellation on a read-write session")
 		case m.IsNotification():
-			err = s.conn.Notify(m)
-		case acc == readOnlyRequest:
+			err = conn.Notify(m)
+		case narrower:
 			// A worker's request (sampling, elicitation) may be part of a
 			// write request's work, and its ids are small numbers: an
 			// answer from a token that may not write could steer or
 			// approve it. The worker cannot tell whose request it was.
 			s.log.Info("gateway: dropped a read-only token's answer to a worker request on a read-write session")
 		default:
-			if err = s.conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
+			if err = conn.Respond(m); errors.Is(err, worker.ErrUnknownResponse) {
 				s.log.Warn("gateway: dropped a client response to no pending worker request", "id", clip(string(m.ID)))
 				err = nil
 			}
@@ -143,27 +164,46 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 }
 
 // forward sends one client request to the session's worker, applying the
-// read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, m *jsonrpc.Message, st *worker.Stream, acc access) {
-	g.forwardTo(s.conn, s.log, m, st, acc, nil)
+// policy and read-only rules on the way (DESIGN decision 4).
+func (g *Gateway) forward(s *session, conn *worker.Conn, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
+	g.forwardTo(conn, s.log, m, st, acc, allowed, granted, nil)
 }
 
-// forwardTo sends one client request to conn, applying the read-only rules
-// on the way (DESIGN decision 4), the same for sessions and per-user
-// workers: the body as a worker reads it decides, never a header. then,
-// when set, rewrites the result after the read-only filter.
-func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, then func(json.RawMessage) json.RawMessage) {
-	rewrite := then
+// forwardTo sends one client request to conn, applying the policy (allowed:
+// what the request may reach on this worker; granted: what its token
+// grants; nil without a policy) and the read-only rules on the way (DESIGN
+// decision 4), the same for sessions and per-user workers: the body as a
+// worker reads it decides, never a header. then, when set, rewrites the
+// result after the filters.
+func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet, then func(json.RawMessage) json.RawMessage) {
+	if refusal := policyRefusal(log, m, allowed, granted); refusal != nil {
+		st.Answer(m.ID, refusal)
+		return
+	}
+	var filters []func(json.RawMessage) json.RawMessage
+	list := strings.EqualFold(m.Method, "tools/list")
 	if acc != readWrite {
 		if refusal := g.refuse(log, m, acc); refusal != nil {
 			st.Answer(m.ID, refusal)
 			return
 		}
-		if strings.EqualFold(m.Method, "tools/list") {
-			rewrite = g.filterTools
-			if then != nil {
-				rewrite = func(res json.RawMessage) json.RawMessage { return then(g.filterTools(res)) }
+		if list {
+			filters = append(filters, g.filterTools)
+		}
+	}
+	if allowed != nil && list {
+		filters = append(filters, filterAllowed(allowed))
+	}
+	if then != nil {
+		filters = append(filters, then)
+	}
+	var rewrite func(json.RawMessage) json.RawMessage
+	if len(filters) > 0 {
+		rewrite = func(res json.RawMessage) json.RawMessage {
+			for _, f := range filters {
+				res = f(res)
 			}
+			return res
 		}
 	}
 	conn.Call(m, progressToken(m), st, rewrite)

@@ -28,11 +28,11 @@ const (
 )
 
 // accessOf decides the access of request r on session s.
-func accessOf(r *http.Request, s *session) access {
-	if s.readOnly {
+func (g *Gateway) accessOf(r *http.Request, s *session) access {
+	if ro, _ := s.rights(); ro {
 		return readOnlySession
 	}
-	if p := auth.PrincipalFrom(r.Context()); p != nil && p.ReadOnly {
+	if g.readOnlyToken(r) {
 		return readOnlyRequest
 	}
 	return readWrite
@@ -125,14 +125,22 @@ func readOnlyRefusal(id json.RawMessage, tool string) []byte {
 	})
 }
 
-// refuseDelete answers a read-only token's DELETE of a read-write session
-// and reports true. Ending that session discards what write requests did
+// refuseDelete answers a read-only token's DELETE of a read-write session,
+// or a narrower one's (auth.policies) of a session with more rights, and
+// reports true. Ending that session discards what write requests did
 // there and have not committed, so it needs the write scope: 403
 // insufficient_scope naming it (MCP 2025-11-25 §Runtime Insufficient Scope
 // Errors), with the authenticator's challenge when there is one.
 func (g *Gateway) refuseDelete(w http.ResponseWriter, r *http.Request, s *session) bool {
-	if accessOf(r, s) != readOnlyRequest {
-		return false
+	if _, tools := s.rights(); g.accessOf(r, s) != readOnlyRequest {
+		if granted := grantOf(r); granted.covers(tools) {
+			return false
+		}
+		// Under auth.policies, a token that grants less than the
+		// session's worker holds may not end the wider token's work.
+		s.log.Info("gateway: refused a narrower token's DELETE of a session")
+		errDeleteNarrower.write(w, nil)
+		return true
 	}
 	s.log.Info("gateway: refused a read-only token's DELETE of a read-write session")
 	if !auth.WriteScopeRequired(w, r, "ending a read-write session needs the write scope; send DELETE with a token that has it, or let the session expire") {
@@ -170,10 +178,15 @@ func quote(s string) string {
 	return string(b)
 }
 
-// filterTools keeps only read-only-safe tools in a tools/list result. Every
+// filterTools keeps only read-only-safe tools in a tools/list result.
+func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
+	return keepTools(result, func(name string) bool { return g.safe[name] })
+}
+
+// keepTools keeps only the tools keep accepts in a tools/list result. Every
 // other member of the result (nextCursor, _meta, …) passes unchanged. A
 // result it cannot read becomes an empty list: fail closed.
-func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
+func keepTools(result json.RawMessage, keep func(string) bool) json.RawMessage {
 	var res map[string]json.RawMessage
 	if json.Unmarshal(result, &res) != nil {
 		return json.RawMessage(`{"tools":[]}`)
@@ -185,7 +198,7 @@ func (g *Gateway) filterTools(result json.RawMessage) json.RawMessage {
 		var named struct {
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(t, &named) == nil && g.safe[named.Name] {
+		if json.Unmarshal(t, &named) == nil && keep(named.Name) {
 			kept = append(kept, t)
 		}
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
@@ -15,9 +16,10 @@ import (
 // answer and a fresh MCP-Session-Id.
 func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, jsonOK, sseOK bool) {
 	p := auth.PrincipalFrom(r.Context())
-	s := &session{id: newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly}
+	s := &session{id: newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, init: m}
 	if p != nil {
-		s.owner, s.user, s.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || p.ReadOnly
+		s.owner, s.user, s.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || g.readOnlyToken(r)
+		s.tools = grantOf(r)
 	}
 	s.log = g.log.With("session", s.id[:8], "user", s.user)
 
@@ -27,6 +29,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		return
 	}
 	defer g.inits.Done() // added by reserve
+	defer g.calls.enter()()
 	g.mu.Lock()
 	s.buf = newBudget("one session's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[s.user])
 	g.mu.Unlock()
@@ -39,14 +42,15 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: s.readOnly, Scope: worker.ScopeSession},
-		worker.ConnConfig{Logger: s.log, OnExit: func() { g.removeSession(s) }})
+	conn, err := g.startSessionWorker(s, s.readOnly, s.tools)
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
 		errWorkerStart.write(w, m.ID)
 		return
 	}
+	s.mu.Lock()
 	s.conn = conn
+	s.mu.Unlock()
 	s.log.Info("gateway: worker started", "pid", conn.Pid(), "read_only", s.readOnly)
 
 	st := worker.NewStream(sseOK)
@@ -123,6 +127,37 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 }
 
+// startSessionWorker starts a worker for s with the given rights. Its exit ends
+// the session while it is the session's worker; a worker a step-up
+// replaced ends alone.
+func (g *Gateway) startSessionWorker(s *session, readOnly bool, tools toolSet) (*worker.Conn, error) {
+	var self atomic.Pointer[worker.Conn]
+	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: worker.ScopeSession},
+		worker.ConnConfig{Logger: s.log, OnExit: func() {
+			if c := self.Load(); c != nil && s.worker() == c {
+				g.removeSession(s)
+			}
+		}})
+	if err == nil {
+		self.Store(conn)
+	}
+	return conn, err
+}
+
+// worker returns the session's current worker.
+func (s *session) worker() *worker.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
+}
+
+// rights returns what the session's current worker was started with.
+func (s *session) rights() (readOnly bool, tools toolSet) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readOnly, s.tools
+}
+
 // stopFailed stops the worker of a session that never became usable.
 func (g *Gateway) stopFailed(s *session) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
@@ -139,6 +174,8 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	switch {
 	case g.closing:
 		return errShuttingDown, false
+	case g.draining:
+		return errDraining, false
 	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:

@@ -129,11 +129,12 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 	defer g.enter(s)()
 	st := worker.NewStream(true)
 	st.Budget = g.streamBudget(s)
-	if !s.conn.Listen(st) {
+	conn := s.worker()
+	if !conn.Listen(st) {
 		errStreamConflict.write(w, nil)
 		return
 	}
-	defer s.conn.Unlisten(st)
+	defer conn.Unlisten(st)
 	sw := g.newSSEWriter(w)
 	sw.start()
 	// Headers and a first comment at once, so proxies pass the stream on.

@@ -39,6 +39,14 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		removedMethod(m.Method).write(w, m.ID)
 		return
 	}
+	// A tool the token's policy does not grant, but a policy scope would:
+	// 403 before any worker starts. With the new token the request reaches
+	// a worker of the new rights (the pool key holds them).
+	granted := grantOf(r)
+	if g.stepUp(w, r, msgs, false, granted) {
+		g.log.Info("gateway: asked a token to step up for a tool", "remote", r.RemoteAddr)
+		return
+	}
 	key := g.keyOf(r)
 	uw, f, ok := g.acquire(r.Context(), key)
 	if !ok {
@@ -72,6 +80,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		}
 	}
 
+	defer g.calls.enter()() // a drain waits for the answer (not for listen streams)
 	caps, _ := exactMember(mustMeta(m.Params), metaClientCapabilities)
 	if !uw.modern && mrtrMethods[m.Method] {
 		if state, ok := exactString(m.Params, "requestState"); ok && g.resume(w, r, uw, m, meta, caps, state, jsonOK, sseOK) {
@@ -98,7 +107,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		// The worker was started read-only: the read-only session rules.
 		acc = readOnlySession
 	}
-	g.forwardTo(uw.conn, uw.log, m, st, acc, func(res json.RawMessage) json.RawMessage {
+	g.forwardTo(uw.conn, uw.log, m, st, acc, granted, granted, func(res json.RawMessage) json.RawMessage {
 		return annotate(uw, m.Method, res)
 	})
 	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)
@@ -120,7 +129,7 @@ var cacheable = map[string]bool{
 // _meta, and on cacheable results ttlMs (the worker's, else 0: no freshness
 // promise) and cacheScope "private". Every answer comes from the caller's
 // own worker and may depend on the caller's token (read-only hides gated
-// tools), so no shared cache may keep it (issue 10 §5). server/discover
+// tools), so no shared cache may keep it. server/discover
 // lists the gateway's revisions, not the worker's.
 func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMessage {
 	var res map[string]json.RawMessage

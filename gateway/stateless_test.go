@@ -115,7 +115,7 @@ func TestModernSDKClientThroughA2025Worker(t *testing.T) {
 	assert.Equal(t, "hello", callText(t, cs, "echo", map[string]any{"text": "hello"}))
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Len(t, res.Tools, 13) // the stub's tools
+	assert.Len(t, res.Tools, 15) // the stub's tools
 	// A client without the sampling capability cannot be asked: it gets
 	// MissingRequiredClientCapabilityError, the worker an error answer.
 	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"text": "x"}})
@@ -263,7 +263,7 @@ func TestModernWorkerExitAndRestart(t *testing.T) {
 
 // testKey is the pool key of a test principal (principalGateway).
 func testKey(user string, readOnly bool) poolKey {
-	return poolKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly}
+	return poolKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly, tools: worker.AllTools}
 }
 
 // workerOf returns the started per-user worker of key, if any.
@@ -381,7 +381,7 @@ func TestModernClosedStreamCancels(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	key := poolKey{user: g.opts.LocalUser}
+	key := poolKey{user: g.opts.LocalUser, tools: worker.AllTools}
 	inflight := func() int {
 		uw := g.workerOf(key)
 		if uw == nil {

@@ -157,7 +157,11 @@ code=$(req rolist POST "$RO" "$ROSID" '{"jsonrpc":"2.0","id":2,"method":"tools/l
 check "read-only token: tools/list has query but no execute_sql or commit" \
   bash -c "[ $code = 200 ] && grep -q '\"query\"' '$WORK/rolist.b' && ! grep -q '\"execute_sql\"' '$WORK/rolist.b' && ! grep -q '\"commit\"' '$WORK/rolist.b'"
 code=$(req rocall POST "$RO" "$ROSID" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"DELETE FROM customers"}}}')
-check "read-only token: execute_sql refused with kind readOnly" grep -q '"kind":"readOnly"' "$WORK/rocall.b"
+# A gated call is a step-up: 403 insufficient_scope naming the write scope
+# (docs/gateway.md, "Step-up, in place"), so the client can ask for it and
+# carry on on the same session.
+check "read-only token: execute_sql gets 403 insufficient_scope naming mcp:write" \
+  bash -c "[ $code = 403 ] && grep -qi 'error=\"insufficient_scope\"' '$WORK/rocall.h' && grep -qi 'scope=\"[^\"]*mcp:write' '$WORK/rocall.h'"
 
 # DELETE ends the session; it is gone afterwards.
 code=$(req delete DELETE "$FULL" "$SID" "")

@@ -14,7 +14,7 @@ import (
 // Caps on what one tool call sends back, whatever the database holds: a
 // comment, a view's source or an error message can be as long as a value
 // (16 MiB on SQLite, 1 GB on PostgreSQL), and one oversized answer used to
-// end the worker's session at the gateway (issue 8 item 10). Every tool's
+// end the worker's session at the gateway. Every tool's
 // result and error passes through capResult and capMessage, in handler.
 const (
 	// MaxFieldBytes caps one string of a result's structuredContent.

@@ -36,6 +36,9 @@ type Options struct {
 
 	// Toolsets names the built-in toolsets to serve; empty means every one.
 	Toolsets []string
+	// Tools, when not nil, is the only tools to register (the caller's
+	// policy grant, worker.Identity.Tools); empty registers none.
+	Tools []string
 
 	// Server identity (MCP 2025-11-25 serverInfo). Name and Version default
 	// to the product's; Title is the operator's label for this instance and
@@ -151,7 +154,7 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 		}
 		for i := range ts.Tools {
 			t := &ts.Tools[i]
-			if opts.ReadOnly && !t.Safe {
+			if (opts.ReadOnly && !t.Safe) || (opts.Tools != nil && !slices.Contains(opts.Tools, t.Name)) {
 				continue
 			}
 			if t.NeedsDB && !hasDB {

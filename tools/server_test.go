@@ -188,6 +188,48 @@ func TestReadOnlyRegistersOnlySafeTools(t *testing.T) {
 	assert.Error(t, err, "a gated tool must not exist in a read-only session")
 }
 
+// TestToolsRegistersOnlyGranted (issue 12): a worker limited to a policy's
+// grant registers only those tools, gated or not; an empty grant registers
+// none (fail-closed).
+func TestToolsRegistersOnlyGranted(t *testing.T) {
+	list := func(opts Options) []string {
+		cs := connect(t, opts, fixture(), sessionToolset())
+		res, err := cs.ListTools(t.Context(), nil)
+		require.NoError(t, err)
+		var got []string
+		for _, tool := range res.Tools {
+			got = append(got, tool.Name)
+		}
+		slices.Sort(got)
+		return got
+	}
+	assert.Equal(t, []string{"echo", "fail"}, list(Options{Tools: []string{"echo", "fail", "no_such_tool"}}))
+	assert.Equal(t, []string{"echo"}, list(Options{Tools: []string{"echo", "fail"}, ReadOnly: true}), "read-only still drops gated tools")
+	assert.Empty(t, list(Options{Tools: []string{}}))
+}
+
+// TestOnlySafe: a grant of safe tools only opens the database read-only; a
+// gated tool of the toolsets makes it writable; names the toolsets do not
+// hold do not count (the worker never registers them).
+func TestOnlySafe(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  bool
+	}{
+		{[]string{"query", "list_tables", "status"}, true},
+		{[]string{"query", "apply_ddl"}, false},
+		{[]string{"commit"}, false},
+		{[]string{"no_such_tool"}, true},
+		{nil, true},
+	} {
+		got, err := OnlySafe(nil, tc.names)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "%v", tc.names)
+	}
+	_, err := OnlySafe([]string{"nope"}, nil)
+	assert.Error(t, err)
+}
+
 func TestAnnotations(t *testing.T) {
 	cs := connect(t, Options{}, fixture())
 	res, err := cs.ListTools(t.Context(), nil)

@@ -82,6 +82,30 @@ func SafeToolNames(toolsets []string) ([]string, error) {
 	return toolNames(toolsets, func(t *Tool) bool { return t.Safe })
 }
 
+// ToolNames returns the sorted names of every tool of the named toolsets
+// (no names: every built-in toolset), for policies that grant toolsets.
+func ToolNames(toolsets []string) ([]string, error) {
+	return toolNames(toolsets, func(*Tool) bool { return true })
+}
+
+// OnlySafe reports whether every tool in names that the toolsets hold is
+// read-only-safe: a worker limited to names may run no writing tool, so its
+// database opens read-only. Names the toolsets do not hold count as safe:
+// such a worker never registers them.
+func OnlySafe(toolsets, names []string) (bool, error) {
+	safe, err := SafeToolNames(toolsets)
+	if err != nil {
+		return false, err
+	}
+	all, _ := ToolNames(toolsets)
+	for _, n := range names {
+		if slices.Contains(all, n) && !slices.Contains(safe, n) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // UndoToolNames returns the sorted names of the safe tools that still change
 // the session they run in (Safe, but not annotated ReadOnly): abort, which
 // discards a read-write session's uncommitted work. The gateway refuses them

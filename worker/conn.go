@@ -49,6 +49,7 @@ type Conn struct {
 	closed     bool
 	endKind    string // why the Conn ended, once closed
 	endMsg     string
+	endLimit   string // the worker limit that ended it, if one did
 
 	done   chan struct{}
 	onExit func()
@@ -134,9 +135,9 @@ func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite
 	cl := &call{clientID: m.ID, key: jsonrpc.Key(m.ID), token: progressToken, stream: s, rewrite: rewrite}
 	c.mu.Lock()
 	if c.closed {
-		kind, msg := c.endKind, c.endMsg
+		kind, msg, limit := c.endKind, c.endMsg, c.endLimit
 		c.mu.Unlock()
-		s.Answer(m.ID, internalError(m.ID, msg, kind))
+		s.Answer(m.ID, exitError(m.ID, msg, kind, limit))
 		return
 	}
 	c.nextID++
@@ -255,6 +256,19 @@ func (c *Conn) Unlisten(s *Stream) {
 	s.Detach()
 }
 
+// EndListen ends the standalone stream, if one is open: its response
+// finishes cleanly, and the client may open another. The gateway calls it
+// when it drains, before it stops the worker.
+func (c *Conn) EndListen() {
+	c.mu.Lock()
+	s := c.standalone
+	c.standalone = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.end()
+	}
+}
+
 // InFlight returns the number of client requests awaiting an answer.
 func (c *Conn) InFlight() int {
 	c.mu.Lock()
@@ -302,27 +316,35 @@ func (c *Conn) run() {
 		c.log.Error("worker: stop", "pid", c.Pid(), "err", err)
 	}
 	cancel()
-	exit := c.proc.ExitErr()
+	exit, limit := c.proc.ExitErr(), c.proc.Limit()
 
 	c.mu.Lock()
 	c.closed = true
 	if c.endKind == "" {
 		c.endKind = KindWorkerExited
 		c.endMsg = fmt.Sprintf("gateway: the worker process exited (%s) before answering; %s", ExitDescription(exit), c.exitAdvice)
+		if limit != "" {
+			c.endLimit = limit
+			c.endMsg = fmt.Sprintf("gateway: the worker process was stopped by its limit worker.limits.%s (%s) before answering (ask the operator if the limit is too low); %s", limit, ExitDescription(exit), c.exitAdvice)
+		}
 	}
 	calls, standalone := c.calls, c.standalone
 	c.calls, c.byClient, c.progress, c.standalone = nil, nil, nil, nil
 	kind, msg := c.endKind, c.endMsg
 	c.mu.Unlock()
 
-	c.log.Info("worker exited", "pid", c.Pid(), "status", ExitDescription(exit), "reason", kind)
+	if limit != "" {
+		c.log.Warn("worker exited over a limit", "pid", c.Pid(), "status", ExitDescription(exit), "limit", limit, "reason", kind)
+	} else {
+		c.log.Info("worker exited", "pid", c.Pid(), "status", ExitDescription(exit), "reason", kind)
+	}
 	// Report the exit first, so that a client that reads the error below
 	// and tries again finds the session gone.
 	if c.onExit != nil {
 		c.onExit()
 	}
 	for _, cl := range calls {
-		cl.stream.Answer(cl.clientID, internalError(cl.clientID, msg, kind))
+		cl.stream.Answer(cl.clientID, exitError(cl.clientID, msg, kind, c.endLimit))
 	}
 	if standalone != nil {
 		standalone.end()
@@ -506,4 +528,22 @@ func (c *Conn) routeLocked(token string) *Stream {
 		return c.calls[oldest].stream
 	}
 	return nil
+}
+
+// exitError is the -32603 answer for a request the worker's end cut off:
+// data.kind says why, and data.limit names the worker limit
+// (worker.limits.<limit>) that stopped it, when one did.
+func exitError(id json.RawMessage, msg, kind, limit string) []byte {
+	if limit == "" {
+		return internalError(id, msg, kind)
+	}
+	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError, Message: msg,
+		Data: map[string]string{"kind": kind, "limit": limit}})
+}
+
+// Limit names the worker limit that stopped the worker (LimitMemory and
+// the rest), or "" when none did; it waits for the end.
+func (c *Conn) Limit() string {
+	<-c.done
+	return c.proc.Limit()
 }

@@ -20,6 +20,7 @@ const (
 	EnvSessionID     = "MCPGATE_WORKER_SESSION_ID"
 	EnvReadOnly      = "MCPGATE_WORKER_READ_ONLY"
 	EnvToolsets      = "MCPGATE_WORKER_TOOLSETS"
+	EnvTools         = "MCPGATE_WORKER_TOOLS"
 	EnvServerName    = "MCPGATE_WORKER_SERVER_NAME"
 	EnvServerVersion = "MCPGATE_WORKER_SERVER_VERSION"
 	EnvServerTitle   = "MCPGATE_WORKER_SERVER_TITLE"
@@ -40,7 +41,7 @@ const (
 // IsIdentityEnv reports whether name is one of the identity variables above.
 func IsIdentityEnv(name string) bool {
 	switch name {
-	case EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope:
+	case EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope:
 		return true
 	}
 	return false
@@ -48,14 +49,18 @@ func IsIdentityEnv(name string) bool {
 
 // Identity is what the gateway tells a worker about the session it serves.
 type Identity struct {
-	User          string   // the user id the session runs as
-	SessionID     string   // the MCP session id
-	ReadOnly      bool     // the session may not change anything
-	Toolsets      []string // built-in toolsets to register; empty means every one
-	ServerName    string   // serverInfo.name
-	ServerVersion string   // serverInfo.version
-	ServerTitle   string   // serverInfo.title; left out of serverInfo when empty
-	Scope         string   // ScopeSession or ScopeUser; empty means ScopeSession
+	User      string   // the user id the session runs as
+	SessionID string   // the MCP session id
+	ReadOnly  bool     // the session may not change anything
+	Toolsets  []string // built-in toolsets to register; empty means every one
+	// Tools are the only tools the session may run (the caller's policy
+	// grant); nil means every tool of Toolsets, and empty means none.
+	// Written as "*" for nil, so that a missing variable grants nothing.
+	Tools         []string
+	ServerName    string // serverInfo.name
+	ServerVersion string // serverInfo.version
+	ServerTitle   string // serverInfo.title; left out of serverInfo when empty
+	Scope         string // ScopeSession or ScopeUser; empty means ScopeSession
 }
 
 // Environ returns the identity as NAME=value pairs for a worker's environment.
@@ -65,6 +70,7 @@ func (id Identity) Environ() []string {
 		EnvSessionID + "=" + id.SessionID,
 		EnvReadOnly + "=" + strconv.FormatBool(id.ReadOnly),
 		EnvToolsets + "=" + strings.Join(id.Toolsets, ","),
+		EnvTools + "=" + toolsValue(id.Tools),
 		EnvServerName + "=" + id.ServerName,
 		EnvServerVersion + "=" + id.ServerVersion,
 		EnvServerTitle + "=" + id.ServerTitle,
@@ -89,13 +95,32 @@ func IdentityFromEnv(getenv func(string) string) (Identity, error) {
 		ServerTitle:   getenv(EnvServerTitle),
 		Scope:         getenv(EnvScope),
 	}
-	for _, t := range strings.Split(getenv(EnvToolsets), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			id.Toolsets = append(id.Toolsets, t)
-		}
+	id.Toolsets = splitList(getenv(EnvToolsets))
+	if tools := getenv(EnvTools); tools != AllTools {
+		id.Tools = append([]string{}, splitList(tools)...) // fail-closed: unset is none
 	}
 	if id.User == "" {
 		return Identity{}, fmt.Errorf("worker: %s is empty (the gateway sets it; mcpgate worker is not started by hand)", EnvUser)
 	}
 	return id, nil
+}
+
+// AllTools is EnvTools' value for "every tool".
+const AllTools = "*"
+
+func toolsValue(tools []string) string {
+	if tools == nil {
+		return AllTools
+	}
+	return strings.Join(tools, ",")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -41,6 +41,12 @@ type LauncherOptions struct {
 	// SendTimeout bounds one write to a worker's stdin (default 30s); see
 	// ProcessConfig.SendTimeout.
 	SendTimeout time.Duration
+	// Limits bound each worker (worker.limits.*); LimitHelper applies
+	// the rlimits (ProcessConfig.LimitHelper) and Cgroup holds the
+	// per-worker leaves (nil: none, and the cgroup controls are skipped).
+	Limits      Limits
+	LimitHelper []string
+	Cgroup      *Cgroup
 	// MaxMessageBytes bounds one message a worker writes (0:
 	// DefaultMaxLineBytes); an answer over it fails its request alone
 	// (KindTooLarge). See ProcessConfig.MaxLineBytes.
@@ -96,7 +102,10 @@ type Session struct {
 	User     string // the user id the session runs as
 	ID       string // the MCP session id
 	ReadOnly bool   // the session may not change anything
-	Scope    string // ScopeSession (the default) or ScopeUser: what the worker serves
+	// Tools limits the worker to these tools (the caller's policy grant);
+	// nil means every tool. See Identity.Tools.
+	Tools []string
+	Scope string // ScopeSession (the default) or ScopeUser: what the worker serves
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -108,11 +117,12 @@ func (l *Launcher) StopGrace() time.Duration { return l.opts.StopGrace }
 // worker's stderr.
 func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := Identity{
-		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets,
+		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets, Tools: s.Tools,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 		Scope: s.Scope,
 	}
-	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes})
+	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes,
+		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup})
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // cannot make a read-only session read-write (before the Launcher, only
 // config validation stood in the way).
 func TestLauncherRefusesIdentityEnv(t *testing.T) {
-	for _, name := range []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvServerName, EnvServerVersion, EnvServerTitle} {
+	for _, name := range []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewLauncher([]string{"/bin/true"}, LauncherOptions{Env: []string{"DB=x", name + "=false"}})
 			if !errors.Is(err, ErrIdentityEnv) || !strings.Contains(err.Error(), name) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -66,6 +67,16 @@ type ProcessConfig struct {
 	// back), its requests fail with the worker-exited error, and no
 	// gateway goroutine waits on it for ever.
 	SendTimeout time.Duration
+	// Limits bound the process (see Limits). Its rlimits need LimitHelper;
+	// its cgroup controls need Cgroup, and are skipped without one.
+	Limits Limits
+	// LimitHelper is the program, with its first arguments, that applies
+	// the rlimits and execs the worker: a command that calls ExecLimited
+	// (mcpgate exec-limited). Required when an rlimit is set.
+	LimitHelper []string
+	// Cgroup is the delegated cgroup the worker gets a leaf of; nil means
+	// none.
+	Cgroup *Cgroup
 
 	// MaxLineBytes bounds one message the worker writes; 0 means
 	// DefaultMaxLineBytes. A longer line is read through without being
@@ -86,8 +97,14 @@ type Process struct {
 
 	writeMu sync.Mutex
 
-	done    chan struct{} // closed once the process has been reaped
-	exitErr error         // set before done is closed
+	limits     Limits
+	leaf       *leaf         // the worker's cgroup, or nil
+	sawOOM     atomic.Bool   // the worker said on stderr that memory ran out
+	stderrDone chan struct{} // closed when copyStderr has read the last line
+
+	done     chan struct{} // closed once the process has been reaped
+	exitErr  error         // set before done is closed
+	limitHit string        // the limit that ended it, if any; set before done is closed
 }
 
 // ErrExited is returned by Send after the worker process has exited.
@@ -119,7 +136,20 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, fmt.Errorf("worker: stderr pipe: %w", err)
 	}
-	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	argv := cfg.Command
+	if cfg.Limits.rlimited() {
+		if len(cfg.LimitHelper) == 0 {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			return nil, errors.New("worker: rlimits are set but no limit helper is configured")
+		}
+		prog, err := resolve(cfg.Command[0])
+		if err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			return nil, fmt.Errorf("worker: start %s: %w", cfg.Command[0], err)
+		}
+		argv = cfg.Limits.helperArgv(cfg.LimitHelper, prog, cfg.Command)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = cfg.Env
 	if cmd.Env == nil {
 		cmd.Env = []string{} // nil would mean the gateway's environment
@@ -131,8 +161,25 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	// the service manager's to clean up (deploy/mcpgate.service kills the
 	// whole cgroup).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	var lf *leaf
+	if cfg.Cgroup != nil && cfg.Limits.cgrouped() {
+		if lf, err = cfg.Cgroup.newLeaf(cfg.Limits); err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			return nil, err
+		}
+		// Born in its leaf (clone3 CLONE_INTO_CGROUP): limited from its
+		// first instruction.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, lf.fd
+	}
+	err = cmd.Start()
+	if lf != nil {
+		lf.closeFD()
+	}
+	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
+		if lf != nil {
+			lf.remove()
+		}
 		return nil, fmt.Errorf("worker: start %s: %w", cfg.Command[0], err)
 	}
 	closeAll(inR, outW, errW) // the child's ends
@@ -140,7 +187,8 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	if max <= 0 {
 		max = DefaultMaxLineBytes
 	}
-	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, sendTimeout: cfg.SendTimeout, max: max, done: make(chan struct{})}
+	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, sendTimeout: cfg.SendTimeout, max: max, done: make(chan struct{}),
+		limits: cfg.Limits, leaf: lf, stderrDone: make(chan struct{})}
 	if p.sendTimeout <= 0 {
 		p.sendTimeout = 30 * time.Second
 	}
@@ -177,16 +225,39 @@ func (p *Process) wait() {
 	// unrelated process.
 	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 	p.stdin.Close()
+	// The last stderr lines may say why it ended; a grandchild that left
+	// the group could hold stderr open, so do not wait long for them.
+	t := time.NewTimer(time.Second)
+	select {
+	case <-p.stderrDone:
+	case <-t.C:
+	}
+	t.Stop()
 	p.exitErr = err
+	p.limitHit = p.limitHitBy(p.cmd.ProcessState, p.sawOOM.Load())
+	if p.leaf != nil {
+		p.leaf.remove()
+	}
 	close(p.done)
+}
+
+// Limit names the limit (LimitMemory and the rest) that ended the process,
+// or "" when none did; valid after Done is closed.
+func (p *Process) Limit() string {
+	<-p.done
+	return p.limitHit
 }
 
 // copyStderr sends the worker's stderr to the log, a line at a time.
 func (p *Process) copyStderr(r *os.File) {
+	defer close(p.stderrDone)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, maxStderrLine)
 	for {
 		line, isPrefix, err := br.ReadLine()
+		if p.limits.AddressSpace > 0 && outOfMemory(string(line)) {
+			p.sawOOM.Store(true)
+		}
 		if len(line) > 0 {
 			p.Logf(slog.LevelInfo, "worker stderr", "line", string(line))
 		}

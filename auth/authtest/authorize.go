@@ -14,7 +14,8 @@ import (
 
 // The interactive half of the test issuer, for OAuth clients such as
 // `mcpgate login`: dynamic client registration (RFC 7591), an authorization
-// endpoint that approves every request at once as LoginUser (no login page:
+// endpoint that approves every request at once as LoginUser, or as the
+// request's login_hint (no login page:
 // a test's "browser" just follows the redirect), authorization codes bound
 // to PKCE S256 (RFC 7636), the redirect's iss parameter (RFC 9207), and
 // refresh tokens. Only for tests.
@@ -101,6 +102,9 @@ func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 		aud = i.Audience
 	}
 	user := i.LoginUser
+	if hint := q.Get("login_hint"); hint != "" {
+		user = hint // OpenID Connect Core §3.1.2.1: who is expected to log in
+	}
 	if user == "" {
 		user = "alice"
 	}
@@ -127,7 +131,11 @@ func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request) {
 		g, found = i.grants.codes[f.Get("code")]
 		delete(i.grants.codes, f.Get("code")) // single use
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
-		if found && (g.redirect != f.Get("redirect_uri") || g.client != f.Get("client_id") ||
+		client := f.Get("client_id")
+		if id, _, ok := r.BasicAuth(); ok && client == "" {
+			client = id // RFC 6749 §2.3.1: the client may authenticate in the header
+		}
+		if found && (g.redirect != f.Get("redirect_uri") || g.client != client ||
 			base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge || time.Now().After(g.expires)) {
 			found = false
 		}

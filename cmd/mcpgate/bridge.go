@@ -16,7 +16,7 @@ import (
 
 func init() { commands["bridge"] = runBridge }
 
-// runBridge is `mcpgate bridge` (issue 14 §3): stdio on one side,
+// runBridge is `mcpgate bridge`: stdio on one side,
 // Streamable HTTP with the cached token on the other.
 func runBridge(ctx context.Context, m *Main, args []string) error {
 	fs := pflag.NewFlagSet("bridge", pflag.ContinueOnError)

@@ -22,7 +22,7 @@ func init() { commands["doctor"] = runDoctor }
 // errChecksFailed makes `mcpgate doctor` exit 1 after printing its report.
 var errChecksFailed = errors.New("mcpgate doctor: some checks failed (FAIL lines above)")
 
-// runDoctor is `mcpgate doctor` (issue 14 §4).
+// runDoctor is `mcpgate doctor`.
 func runDoctor(ctx context.Context, m *Main, args []string) error {
 	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -50,6 +50,7 @@ algorithm allow-list, the clock against the issuer's, and the audience.
 	}
 	var cf clientFlags
 	cf.add(fs)
+	fs.Lookup("url").Usage = "the gateway's MCP endpoint, e.g. https://mcp.example.com/mcp (client-side checks; or --config)"
 	cfgFile := fs.String("config", "", "the gateway's configuration file (server-side checks)")
 	tokenFile := fs.String("token-file", "", "a file holding an access token to explain and try (default: the cached login, if any)")
 	userClaim := fs.String("user-claim", "", "the claim the gateway reads the user from (auth.user_claim; default preferred_username on Keycloak, else sub)")

@@ -31,7 +31,7 @@ func clientNames() string {
 	return strings.Join(names, ", ")
 }
 
-// runInstall is `mcpgate install` and `mcpgate uninstall` (issue 14 §1).
+// runInstall is `mcpgate install` and `mcpgate uninstall`.
 func runInstall(_ context.Context, m *Main, args []string, remove bool) error {
 	verb := "install"
 	if remove {

@@ -71,7 +71,7 @@ func parseClientFlags(m *Main, fs *pflag.FlagSet, args []string, c *clientFlags)
 	return false, nil
 }
 
-// runLogin is `mcpgate login` (issue 14 §2).
+// runLogin is `mcpgate login`.
 func runLogin(ctx context.Context, m *Main, args []string) error {
 	fs := pflag.NewFlagSet("login", pflag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -126,7 +126,7 @@ http://127.0.0.1:PORT/callback, and keeps the tokens in the token cache
 	return nil
 }
 
-// runToken is `mcpgate token` (issue 14 §2).
+// runToken is `mcpgate token`.
 func runToken(ctx context.Context, m *Main, args []string) error {
 	fs := pflag.NewFlagSet("token", pflag.ContinueOnError)
 	fs.SetOutput(m.Stderr)

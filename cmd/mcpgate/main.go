@@ -1,5 +1,6 @@
 // Command mcpgate is the MCP gateway: `mcpgate serve` runs the front end,
-// `mcpgate worker` is the built-in worker the gateway starts per session.
+// `mcpgate worker` is the built-in worker the gateway starts per session (and
+// per user, for MCP 2026-07-28).
 package main
 
 import (
@@ -18,6 +19,10 @@ type Main struct {
 	Stdout io.Writer           // command output; the protocol output of `mcpgate worker`
 	Stderr io.Writer           // logs and errors
 	Getenv func(string) string // the environment; required (os.Getenv in main)
+	// Hurry, when closed, cuts short what Run does after ctx ends: serve
+	// stops draining and stops its workers at once. main closes it on a
+	// second SIGTERM or interrupt; nil means never.
+	Hurry <-chan struct{}
 	// OpenBrowser sends the user to a login page; nil starts the system
 	// browser (tests follow the redirect with an HTTP client instead).
 	OpenBrowser func(url string) error
@@ -32,6 +37,7 @@ Usage:
   mcpgate serve [flags]    run the gateway (see mcpgate serve --help)
   mcpgate certs [flags]    write a self-signed development certificate into certs/
   mcpgate worker           the built-in worker; the gateway starts it, not people
+  mcpgate exec-limited     sets a worker's rlimits and execs it; the gateway's, too
   mcpgate version          print the version
 
 Client side (see docs/client.md):
@@ -81,10 +87,22 @@ var commands = map[string]func(ctx context.Context, m *Main, args []string) erro
 var Version = "0.1.0-dev"
 
 func main() {
-	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGTERM (or interrupt) ends ctx: serve drains. The second
+	// closes hurry: serve stops at once.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	hurry := make(chan struct{})
+	go func() {
+		<-sig
+		cancel()
+		<-sig
+		close(hurry)
+	}()
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Hurry: hurry}
 	err := m.Run(ctx, os.Args[1:])
-	stop()
+	signal.Stop(sig)
+	cancel()
 	if cerr := m.Close(); err == nil {
 		err = cerr
 	}

@@ -56,7 +56,7 @@ func serve(ctx context.Context, m *Main, args []string) error {
 	for _, name := range config.UnknownEnv(os.Environ()) {
 		log.Warn("mcpgate: unknown configuration variable ignored; see docs/configuration.md", "name", name)
 	}
-	return runGateway(ctx, cfg, log)
+	return runGateway(ctx, m, cfg, log)
 }
 
 // newLogger builds the gateway's log from log.level and log.format.
@@ -106,8 +106,10 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxMessageBytes: int(l.MaxWorkerMessageBytes),
 	}
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
+	// An external worker's database, if any, is its own business.
+	dbReady := readyCheck(func(context.Context) error { return nil })
 	if len(command) == 0 {
-		safe, undo, env, err := builtinWorker(ctx, cfg, log)
+		safe, undo, d, err := builtinWorker(ctx, cfg, log)
 		if err != nil {
 			return nil, opts, err
 		}
@@ -117,28 +119,33 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		}
 		command = builtinWorkerCommand(exe, log)
 		opts.SafeTools, opts.UndoTools = safe, undo
-		wopts.Env = append(env, wopts.Env...)
+		wopts.Env = append(d.Environ(), wopts.Env...)
+		dbReady = databaseAnswers(d.WithDefaults())
+	}
+	if err := workerLimits(cfg, log, &wopts); err != nil {
+		return nil, opts, err
 	}
 	launcher, err := worker.NewLauncher(command, wopts)
 	if err != nil {
 		return nil, opts, fmt.Errorf("mcpgate: %w", err)
 	}
+	opts.Ready = allReady(workerStartable(command), dbReady)
 	return launcher, opts, nil
 }
 
 // builtinWorker returns the safe and undo tools of the built-in worker's
-// toolsets and its database settings (as environment variables), creating
-// the SQLite database when that is the engine.
-func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (safe, undo, env []string, err error) {
+// toolsets and its database settings, creating the SQLite database when
+// that is the engine.
+func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (safe, undo []string, d db.Config, err error) {
 	safe, err = tools.SafeToolNames(cfg.Worker.Toolsets)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+		return nil, nil, d, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 	}
 	undo, err = tools.UndoToolNames(cfg.Worker.Toolsets)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+		return nil, nil, d, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 	}
-	d := db.Config{
+	d = db.Config{
 		Driver:           cfg.Database.Driver,
 		DSN:              cfg.Database.DSN,
 		SetRole:          cfg.Database.SetRole,
@@ -155,26 +162,26 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 		d.Driver = db.SQLite
 		path, err := filepath.Abs(cfg.Database.Path)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, d, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, d, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		created, err := sqlite.Ensure(ctx, path)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("mcpgate: database.path: %w", err)
+			return nil, nil, d, fmt.Errorf("mcpgate: database.path: %w", err)
 		}
 		if created {
 			log.Info("mcpgate: created the SQLite database with the demo schema", "path", path)
 		}
 		d.DSN = path
 	}
-	return safe, undo, d.Environ(), nil
+	return safe, undo, d, nil
 }
 
 // runGateway serves /mcp (and, with auth, the RFC 9728 metadata) until ctx
 // is cancelled, then stops every worker and the server.
-func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logger) error {
 	if cfg.Server.Insecure && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
 		log.Warn("mcpgate: INSECURE: serving a non-loopback address without TLS and authentication; anyone who can reach it can run tools", "listen", cfg.Server.Listen)
 	}
@@ -192,6 +199,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		// The gateway runs it after its Host and Origin checks, so that a
 		// forbidden browser request gets 403 rather than a challenge.
 		gopts.Middleware = authn.Middleware
+		gopts.Ready = allReady(keysLoaded(authn), gopts.Ready)
 		for _, p := range authn.MetadataPaths() {
 			mux.Handle(p, authn.MetadataHandler())
 		}
@@ -204,6 +212,11 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 		return context.WithTimeout(context.Background(), 30*time.Second)
 	}
 	mux.Handle("/mcp", g)
+	// The probes: unauthenticated, outside the gateway's Host and Origin
+	// checks (a kubelet probes by pod address), and bodies that say only
+	// up or down.
+	mux.Handle("/healthz", g.HealthHandler())
+	mux.Handle("/readyz", g.HealthHandler())
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -255,6 +268,7 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	select {
 	case err = <-served:
 	case <-ctx.Done():
+		drain(g, cfg.Limits.DrainTimeout, m.Hurry, log)
 	}
 	// Workers first: that ends their streams, so Shutdown need not wait on
 	// SSE responses that would never finish.
@@ -270,6 +284,23 @@ func runGateway(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	return errors.Join(err, cerr)
 }
 
+// drain lets the calls in flight finish, up to timeout or until hurry is
+// closed (a second SIGTERM), while the listener stays open: /readyz says
+// 503 and new sessions get 503 with Retry-After (gateway.Drain).
+func drain(g *gateway.Gateway, timeout time.Duration, hurry <-chan struct{}, log *slog.Logger) {
+	dctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-hurry:
+			log.Warn("mcpgate: asked again to stop: stopping the workers now")
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
+	_ = g.Drain(dctx) // logged by the gateway
+}
+
 // newAuthenticator maps the configuration to the token checker.
 func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth.Authenticator, error) {
 	a := cfg.Auth
@@ -280,6 +311,7 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		RequiredScopes:       a.RequiredScopes,
 		WriteScope:           a.WriteScope,
 		ExtraScopes:          a.ExtraScopes,
+		InitialScopes:        a.InitialScopes,
 		UserClaim:            a.UserClaim,
 		Algorithms:           a.Algorithms,
 		RequireATJWT:         a.RequireATJWT,
@@ -289,6 +321,11 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		ResourceName:         cfg.Server.Title,
 		Logger:               log,
 	}
+	rules, err := cfg.PolicyRules()
+	if err != nil {
+		return nil, err
+	}
+	opts.Policies = rules
 	if a.HMACSecretFile != "" {
 		secret, err := cfg.HMACSecret()
 		if err != nil {

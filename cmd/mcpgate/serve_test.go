@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +29,8 @@ import (
 // os.Executable() with "worker", which here is the test binary itself; and
 // the bridge, which the bridge test starts as an MCP client would.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "worker" || os.Args[1] == "bridge") {
+	// And mcpgate serve and exec-limited, for the signal and limit tests.
+	if a := os.Args; len(a) > 1 && (a[1] == "worker" || a[1] == "bridge" || a[1] == limitHelperCommand || a[1] == "serve") {
 		main()
 		return
 	}
@@ -185,6 +184,25 @@ func (g *tlsGateway) connectVersion(t *testing.T, token *string, version string)
 	return cs
 }
 
+// rawModern posts one 2026-07-28 tools/call of tool with args (JSON) and
+// token.
+func (g *tlsGateway) rawModern(t *testing.T, token, tool, args string) (int, http.Header, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequest(http.MethodPost, g.resource, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool, "Authorization": "Bearer " + token} {
+		req.Header.Set(k, v)
+	}
+	resp, err := g.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
 // raw posts one JSON-RPC message with token on session sid.
 func (g *tlsGateway) raw(t *testing.T, token, sid, body string) (int, http.Header, string) {
 	t.Helper()
@@ -277,11 +295,16 @@ func TestServeTLSAuth(t *testing.T) {
 			assert.False(t, names[gated], "%s listed in a read-only session", gated)
 		}
 		assert.True(t, names["query"], "query missing from a read-only session")
+		// A gated tool is what the write scope would grant: 403
+		// insufficient_scope, so a client can step up (issue 12 §2), not a
+		// JSON-RPC error inside HTTP 200.
+		code, h, body := g.rawModern(t, tok, "execute_sql", `{"sql":"DELETE FROM customers"}`)
+		assert.Equal(t, http.StatusForbidden, code, body)
+		assert.Contains(t, h.Get("WWW-Authenticate"), `error="insufficient_scope"`)
+		assert.Contains(t, h.Get("WWW-Authenticate"), `scope="mcp:use mcp:write"`)
 		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": "DELETE FROM customers"}})
-		var werr *jsonrpc.Error
-		require.True(t, errors.As(err, &werr), "got %v, want a JSON-RPC error", err)
-		assert.Equal(t, int64(-32601), werr.Code)
-		assert.JSONEq(t, `"readOnly"`, kindOf(t, werr.Data))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "Forbidden", "the go-sdk client without an OAuth handler")
 	})
 
 	t.Run("a session on 2025-11-25 as before", func(t *testing.T) {
@@ -410,10 +433,10 @@ func TestServeRefusesBadConfig(t *testing.T) {
 func TestGatewayOptionsDatabase(t *testing.T) {
 	cfg := config.Default()
 	cfg.Database = config.Database{Driver: "postgres", DSN: "host=/run/postgresql dbname=mcp", ConnectAsUser: true}
-	_, _, env, err := builtinWorker(t.Context(), cfg, newLogger(cfg, io.Discard))
+	_, _, d, err := builtinWorker(t.Context(), cfg, newLogger(cfg, io.Discard))
 	require.NoError(t, err)
 	got, err := db.ConfigFromEnv(func(name string) string {
-		for _, kv := range env {
+		for _, kv := range d.Environ() {
 			if k, v, _ := strings.Cut(kv, "="); k == name {
 				return v
 			}

@@ -35,6 +35,12 @@ var engines = map[string]db.Engine{
 	db.Postgres: postgres.Engine{},
 }
 
+// Engine returns the engine of a db.Config driver name.
+func Engine(driver string) (db.Engine, bool) {
+	e, ok := engines[driver]
+	return e, ok
+}
+
 // Run is the built-in worker. The gateway starts it with the session's
 // identity (package worker's variables) and database settings (package
 // db's); it serves until stdin closes or ctx ends. Its log goes to stderr
@@ -45,11 +51,21 @@ func Run(ctx context.Context, p Program) error {
 	if err != nil {
 		return err
 	}
+	if id.Tools != nil && !id.ReadOnly {
+		// A worker that may run no writing tool opens its database
+		// read-only too: the engine enforces what the gateway decided.
+		onlySafe, err := tools.OnlySafe(id.Toolsets, id.Tools)
+		if err != nil {
+			return err
+		}
+		id.ReadOnly = onlySafe
+	}
 	opts := tools.Options{
 		User:          id.User,
 		SessionID:     id.SessionID,
 		ReadOnly:      id.ReadOnly,
 		Toolsets:      id.Toolsets,
+		Tools:         id.Tools,
 		ServerName:    id.ServerName,
 		ServerVersion: id.ServerVersion,
 		ServerTitle:   id.ServerTitle,

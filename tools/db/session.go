@@ -504,3 +504,31 @@ var errUndo = errors.New("db: undo")
 func (s *Session) Classify(ctx context.Context, err error) *Error {
 	return classify(s.eng, ctx, err)
 }
+
+// ServerRefusal is an Engine that can tell an error the database server
+// itself sent (a refused login, say) from one that means no server
+// answered; Ping counts the former as an answer.
+type ServerRefusal interface {
+	ServerRefused(err error) bool
+}
+
+// Ping reports whether cfg's database answers: it opens a read-only pool
+// with eng, pings it once within ctx, and closes it. It is the gateway's
+// readiness check; it runs as no session's user, so a login the server
+// refuses still counts as an answer (ServerRefusal). The error never holds
+// the DSN.
+func Ping(ctx context.Context, eng Engine, cfg Config) error {
+	pool, err := eng.Open(cfg, true)
+	if err != nil {
+		return fmt.Errorf("db: %s: opening: %w", eng.Name(), err)
+	}
+	defer pool.Close()
+	err = pool.PingContext(ctx)
+	if sr, ok := eng.(ServerRefusal); ok && err != nil && sr.ServerRefused(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("db: %s does not answer: %w", eng.Name(), err)
+	}
+	return nil
+}

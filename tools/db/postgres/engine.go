@@ -304,3 +304,10 @@ func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
 	err := q.QueryRowContext(ctx, "SELECT pg_catalog.current_database()").Scan(&name)
 	return name, err
 }
+
+// ServerRefused reports an error the server sent (db.ServerRefusal): the
+// server is up, whatever it thought of the login.
+func (Engine) ServerRefused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
+}

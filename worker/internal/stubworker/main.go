@@ -4,7 +4,9 @@
 // on the wire.
 //
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
-// inflight, write (the one "gated" tool). Environment: STUB_IGNORE_TERM=1 ignores
+// inflight, await (blocks on a FIFO), alloc (takes memory), write (the one
+// "gated" tool). `stubworker exec-limited ...` is the rlimit helper
+// (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
 // tools/call; STUB_CALL_LOG=FILE records every tool run; STUB_DEAF=1 stops
 // reading stdin after notifications/initialized; STUB_HANG_INIT=1
@@ -26,9 +28,13 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 type message = jsonrpc.Message
+
+// kept holds what alloc allocated, so that it stays allocated.
+var kept [][]byte
 
 type stub struct {
 	outMu sync.Mutex
@@ -41,6 +47,13 @@ type stub struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "exec-limited" {
+		// The rlimit helper, as mcpgate exec-limited is; not built with
+		// -race, whose shadow memory no address-space limit leaves room for.
+		err := worker.ExecLimited(os.Args[2:], os.Environ())
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(127)
+	}
 	if os.Getenv("STUB_IGNORE_TERM") == "1" {
 		signal.Ignore(syscall.SIGTERM)
 	}
@@ -131,7 +144,7 @@ func (s *stub) request(method string, params any) message {
 
 func (s *stub) nextIDRaw(id string) json.RawMessage { return json.RawMessage(id) }
 
-var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write", "big"}
+var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write", "big", "await", "alloc"}
 
 func (s *stub) handle(m message, cancel chan struct{}) {
 	defer func() {
@@ -271,6 +284,19 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		s.reply(m.ID, text(strconv.Itoa(n)))
 	case "write":
 		s.reply(m.ID, text("written"))
+	case "await": // blocks until something is written to the FIFO at text
+		if _, err := os.ReadFile(a.Text); err != nil {
+			s.fail(m.ID, -32603, err.Error())
+			return
+		}
+		s.reply(m.ID, text("released"))
+	case "alloc": // allocates and touches size bytes, then keeps them
+		b := make([]byte, a.Size)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		kept = append(kept, b)
+		s.reply(m.ID, text(fmt.Sprintf("allocated %d bytes", a.Size)))
 	case "big": // an answer of about size bytes
 		s.reply(m.ID, text(strings.Repeat("b", a.Size)))
 	default:
