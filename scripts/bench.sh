@@ -25,6 +25,8 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 
 say "building"
 go build -o bin/mcpgate ./cmd/mcpgate
+# serve starts the worker-only build when it sits beside mcpgate: lighter workers
+[ -d cmd/mcpgate-worker ] && go build -o bin/mcpgate-worker ./cmd/mcpgate-worker
 (cd bench && go build -o ../bin/mcpbench .) # its own module: see bench/go.mod
 [ -d cmd/mcpgate-testissuer ] && go build -o bin/mcpgate-testissuer ./cmd/mcpgate-testissuer
 

@@ -118,7 +118,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		if err != nil {
 			return nil, opts, fmt.Errorf("mcpgate: finding the built-in worker (this executable): %w", err)
 		}
-		command = []string{exe, "worker"}
+		command = builtinWorkerCommand(exe, log)
 		opts.SafeTools, opts.UndoTools = safe, undo
 		wopts.Env = append(d.Environ(), wopts.Env...)
 		dbReady = databaseAnswers(d.WithDefaults())
