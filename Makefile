@@ -9,7 +9,7 @@ ADDR    ?= 127.0.0.1:8000
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/mcpgate ./cmd/mcpgate-testissuer
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/mcpgate ./cmd/mcpgate-worker ./cmd/mcpgate-testissuer
 
 ## run: the gateway on http://127.0.0.1:8000/mcp, localhost mode, built-in worker on SQLite.
 run: build

@@ -104,6 +104,14 @@ func (a *Authenticator) Resource() string { return a.opts.Resource }
 // (ErrExpired, ErrAudience, …). It logs the outcome with the user, client
 // id, kid and token tag, never the token.
 func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
+	p, err := a.authenticate(r)
+	if err != nil && a.opts.OnRefused != nil {
+		a.opts.OnRefused(Reason(err))
+	}
+	return p, err
+}
+
+func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
 	token, err := bearerToken(r)
 	if err != nil {
 		if !errors.Is(err, ErrNoToken) {

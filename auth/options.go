@@ -76,6 +76,9 @@ type Options struct {
 	// RetryInterval is the longest wait between start-up attempts to reach
 	// the issuer; attempts back off from 250ms up to it. Default 30s.
 	RetryInterval time.Duration
+	// OnRefused, when set, is told of each request Authenticate refuses,
+	// with Reason's name of the failed check (a metric).
+	OnRefused func(reason string)
 	// TokenCacheSize bounds the cache of verified tokens (keyed by a hash
 	// of the token, each kept until its exp at most, emptied when the
 	// issuer's keys change); default DefaultTokenCacheSize. Negative turns

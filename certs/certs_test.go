@@ -321,3 +321,19 @@ func TestClientTrusting(t *testing.T) {
 	_, err = ClientTrusting(keyFile)
 	assert.Error(t, err, "a key file holds no certificate")
 }
+
+// TestNotAfter: the served certificate's expiry, for the metrics.
+func TestNotAfter(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	certPath, keyPath, err := WriteSelfSigned(t.TempDir(), nil, now)
+	require.NoError(t, err)
+	r, err := NewReloader(certPath, keyPath, nil)
+	require.NoError(t, err)
+	data, err := os.ReadFile(certPath)
+	require.NoError(t, err)
+	block, _ := pem.Decode(data)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	assert.Equal(t, leaf.NotAfter, r.NotAfter())
+	assert.True(t, r.NotAfter().After(now))
+}

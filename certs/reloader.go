@@ -3,6 +3,7 @@ package certs
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -60,6 +61,23 @@ func NewReloader(certFile, keyFile string, logger *slog.Logger) (*Reloader, erro
 // GetCertificate is for tls.Config.GetCertificate.
 func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return r.cert.Load(), nil
+}
+
+// NotAfter returns when the served certificate (the chain's leaf) expires,
+// for the metrics; zero when it cannot be read.
+func (r *Reloader) NotAfter() time.Time {
+	c := r.cert.Load()
+	if c == nil {
+		return time.Time{}
+	}
+	leaf := c.Leaf
+	if leaf == nil && len(c.Certificate) > 0 {
+		leaf, _ = x509.ParseCertificate(c.Certificate[0])
+	}
+	if leaf == nil {
+		return time.Time{}
+	}
+	return leaf.NotAfter
 }
 
 // Reload reads the pair now. On failure the current certificate stays.

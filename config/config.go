@@ -32,6 +32,9 @@ type Config struct {
 	Auth     Auth     `mapstructure:"auth"`
 	TLS      TLS      `mapstructure:"tls"`
 	Log      Log      `mapstructure:"log"`
+	Audit    Audit    `mapstructure:"audit"`
+	Metrics  Metrics  `mapstructure:"metrics"`
+	Tracing  Tracing  `mapstructure:"tracing"`
 }
 
 // Server is the listener and the server's identity.
@@ -360,6 +363,42 @@ type Log struct {
 	Format string `mapstructure:"format"`
 }
 
+// Audit configures the audit trail: one event per tools/call and per
+// refusal (docs/operations.md).
+type Audit struct {
+	// Path is a JSON-lines file the events are appended to, reopened on
+	// SIGHUP (log rotation). Empty: the events go to the main log.
+	Path string `mapstructure:"path"`
+	// Log sends the events to the main log as well when Path is set.
+	Log bool `mapstructure:"log"`
+	// Arguments includes each call's tool arguments in its event.
+	Arguments bool `mapstructure:"arguments"`
+	// MaxArgumentBytes cuts each argument value longer than this (as JSON
+	// text). Default 256 bytes.
+	MaxArgumentBytes ByteSize `mapstructure:"max_argument_bytes"`
+	// RedactArguments names arguments whose values are recorded as
+	// "[redacted]". Default none.
+	RedactArguments []string `mapstructure:"redact_arguments"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Listen is the host:port of the listener that serves /metrics, apart
+	// from the public one. Default 127.0.0.1:9464; "off" disables it.
+	Listen string `mapstructure:"listen"`
+}
+
+// Tracing configures OpenTelemetry tracing.
+type Tracing struct {
+	// OTLPEndpoint is the OTLP/HTTP collector URL spans are sent to, such
+	// as http://127.0.0.1:4318. Empty disables tracing.
+	OTLPEndpoint string `mapstructure:"otlp_endpoint"`
+}
+
+// MetricsOff is the Metrics.Listen value that disables the listener (an
+// empty value means the default, as for every key).
+const MetricsOff = "off"
+
 // Defaults, exported so that callers and docs share one source.
 const (
 	DefaultListen             = "127.0.0.1:8000"
@@ -398,6 +437,8 @@ const (
 	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
+	DefaultMaxArgumentBytes   = 256
+	DefaultMetricsListen      = "127.0.0.1:9464"
 )
 
 // Default returns a Config holding every default: the unauthenticated
@@ -461,6 +502,9 @@ func (c *Config) applyDefaults() {
 
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
+
+	setNumber(&c.Audit.MaxArgumentBytes, DefaultMaxArgumentBytes)
+	setString(&c.Metrics.Listen, DefaultMetricsListen)
 }
 
 func setString(p *string, def string) {

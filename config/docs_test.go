@@ -67,6 +67,9 @@ func docKeys(t *testing.T) map[string]docRow {
 // not a value: what the phrase means is checked here by hand.
 var docDefaultNotLiteral = map[string]string{
 	"server.public_url":                     "—",
+	"audit.path":                            "—",
+	"audit.redact_arguments":                "none",
+	"tracing.otlp_endpoint":                 "—",
 	"server.title":                          "—",
 	"server.local_user":                     "the OS user",
 	"server.replica_id":                     "—",

@@ -220,8 +220,10 @@ func TestLoadFile(t *testing.T) {
 			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
 			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
 		},
-		TLS: TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
-		Log: Log{Level: "debug", Format: "json"},
+		TLS:     TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
+		Log:     Log{Level: "debug", Format: "json"},
+		Audit:   Audit{MaxArgumentBytes: DefaultMaxArgumentBytes},
+		Metrics: Metrics{Listen: DefaultMetricsListen},
 	}
 	assert.Equal(t, want, c)
 	assert.Equal(t, "https://mcp.example.com/mcp", c.Resource())
@@ -504,7 +506,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 74)
+	assert.Len(t, keys, 81)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -79,6 +79,9 @@ func (c *Config) Validate() error {
 	c.validateTLS(v)
 	c.validateIssuerCA(v)
 	c.validateLog(v)
+	c.validateAudit(v)
+	c.validateMetrics(v)
+	c.validateTracing(v)
 	return errors.Join(v.problems...)
 }
 
@@ -599,6 +602,60 @@ func (c *Config) validateLog(v *validator) {
 	case "text", "json":
 	default:
 		v.add("log.format", "%q is not a format; use text or json", c.Log.Format)
+	}
+}
+
+func (c *Config) validateAudit(v *validator) {
+	a := c.Audit
+	if a.Path != "" {
+		if hasControl(a.Path) {
+			v.add("audit.path", "must not contain control characters")
+		} else if fi, err := os.Stat(filepath.Dir(a.Path)); err != nil || !fi.IsDir() {
+			v.add("audit.path", "the directory of %q does not exist; create it or choose another path", a.Path)
+		} else if fi, err := os.Stat(a.Path); err == nil && fi.IsDir() {
+			v.add("audit.path", "%q is a directory, not a file", a.Path)
+		}
+	}
+	if a.MaxArgumentBytes < 16 || a.MaxArgumentBytes > 64<<10 {
+		v.add("audit.max_argument_bytes", "%d is out of range; use 16 bytes to 64KiB", int64(a.MaxArgumentBytes))
+	}
+	for _, n := range a.RedactArguments {
+		if n == "" || hasControl(n) {
+			v.add("audit.redact_arguments", "%q is not an argument name", n)
+		}
+	}
+}
+
+func (c *Config) validateMetrics(v *validator) {
+	l := c.Metrics.Listen
+	if l == MetricsOff {
+		return
+	}
+	host, port, err := net.SplitHostPort(l)
+	if err != nil || port == "" {
+		v.add("metrics.listen", "%q is not host:port (such as 127.0.0.1:9464), or %q to disable", l, MetricsOff)
+		return
+	}
+	if host == "" {
+		v.add("metrics.listen", "%q listens on every interface; name the address (127.0.0.1:9464, or a private one Prometheus reaches)", l)
+	}
+	if c.Server.Listen == l {
+		v.add("metrics.listen", "%q is server.listen: the metrics need a listener of their own", l)
+	}
+}
+
+func (c *Config) validateTracing(v *validator) {
+	e := c.Tracing.OTLPEndpoint
+	if e == "" {
+		return
+	}
+	u, err := url.Parse(e)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		v.add("tracing.otlp_endpoint", "%q is not an http(s) URL such as http://127.0.0.1:4318", e)
+		return
+	}
+	if u.User != nil {
+		v.add("tracing.otlp_endpoint", "must not carry user info; give credentials with OTEL_EXPORTER_OTLP_HEADERS")
 	}
 }
 

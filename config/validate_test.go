@@ -64,6 +64,11 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 		mutate func(c *Config)
 	}{
 		{"zero Config means the defaults", func(c *Config) { *c = Config{} }},
+		{"metrics off", func(c *Config) { c.Metrics.Listen = MetricsOff }},
+		{"tracing to a collector", func(c *Config) { c.Tracing.OTLPEndpoint = "http://127.0.0.1:4318" }},
+		{"audit to a file with arguments", func(c *Config) {
+			c.Audit = Audit{Path: filepath.Join(t.TempDir(), "audit.jsonl"), Log: true, Arguments: true, MaxArgumentBytes: 1024, RedactArguments: []string{"password"}}
+		}},
 		{"network with TLS and auth", func(*Config) {}},
 		{"auth behind a proxy on loopback without TLS", func(c *Config) {
 			c.Server.Listen = "127.0.0.1:8000"
@@ -328,6 +333,16 @@ func TestValidateProblems(t *testing.T) {
 
 		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level", `"verbose" is not a level`},
 		{"bad log format", func(c *Config) { c.Log.Format = "xml" }, "log.format", `"xml" is not a format`},
+
+		{"audit path in a missing directory", func(c *Config) { c.Audit.Path = "/nonexistent/dir/audit.jsonl" }, "audit.path", "does not exist"},
+		{"audit path a directory", func(c *Config) { c.Audit.Path = os.TempDir() }, "audit.path", "is a directory"},
+		{"audit argument cut too small", func(c *Config) { c.Audit.MaxArgumentBytes = 8 }, "audit.max_argument_bytes", "out of range"},
+		{"audit redact empty name", func(c *Config) { c.Audit.RedactArguments = []string{""} }, "audit.redact_arguments", "not an argument name"},
+		{"metrics listen not host:port", func(c *Config) { c.Metrics.Listen = "9464" }, "metrics.listen", "not host:port"},
+		{"metrics listen every interface", func(c *Config) { c.Metrics.Listen = ":9464" }, "metrics.listen", "every interface"},
+		{"tracing endpoint not a URL", func(c *Config) { c.Tracing.OTLPEndpoint = "collector:4318" }, "tracing.otlp_endpoint", "not an http(s) URL"},
+		{"tracing endpoint with a password", func(c *Config) { c.Tracing.OTLPEndpoint = "https://u:p@otel.example.com" }, "tracing.otlp_endpoint", "user info"},
+		{"metrics listen the public listener", func(c *Config) { c.Metrics.Listen = c.Server.Listen }, "metrics.listen", "listener of their own"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

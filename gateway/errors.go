@@ -111,5 +111,10 @@ func (f failure) write(w http.ResponseWriter, id json.RawMessage) {
 		h.Set("Retry-After", "30")
 	}
 	w.WriteHeader(f.status)
-	_, _ = w.Write(jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: f.code, Message: f.msg, Data: f.data}))
+	_, _ = w.Write(f.body(id))
+}
+
+// body is f's JSON-RPC error response for id.
+func (f failure) body(id json.RawMessage) []byte {
+	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: f.code, Message: f.msg, Data: f.data})
 }

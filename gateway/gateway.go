@@ -28,6 +28,8 @@ type Gateway struct {
 	undo     map[string]bool // Options.UndoTools
 	// safeMethods is Options.SafeMethods.
 	safeMethods map[string]bool
+	observer    Observer // Options.Observers
+	observed    bool     // there is one: worth reading answers for
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -69,6 +71,8 @@ type session struct {
 
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served
+
+	stop exitReason // why the gateway stops the worker
 }
 
 // New returns a Gateway whose sessions get their workers from launcher. It
@@ -97,6 +101,7 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		calls:      newInFlight(),
 	}
 	g.safeMethods = set(opts.SafeMethods)
+	g.observer, g.observed = observers(opts.Observers), len(opts.Observers) > 0
 	var inner http.Handler = http.HandlerFunc(g.serveMCP)
 	if opts.Middleware != nil {
 		inner = opts.Middleware(inner)
@@ -157,8 +162,8 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.shutdown)
 	}
 	<-g.reaperDone
-	err := errors.Join(g.endSessions(ctx, sessions, "gateway: the gateway is shutting down"),
-		g.stopWorkers(ctx, g.readyWorkers(), "gateway: the gateway is shutting down"))
+	err := errors.Join(g.endSessions(ctx, sessions, ExitShutdown, "gateway: the gateway is shutting down"),
+		g.stopWorkers(ctx, g.readyWorkers(), ExitShutdown, "gateway: the gateway is shutting down"))
 	// An initialize in progress stops its own worker on shutdown.
 	done := make(chan struct{})
 	go func() { g.inits.Wait(); close(done) }()
@@ -171,11 +176,13 @@ func (g *Gateway) Close(ctx context.Context) error {
 }
 
 // endSessions stops the workers of sessions concurrently and waits.
-func (g *Gateway) endSessions(ctx context.Context, sessions []*session, why string) error {
+// reason is why, for the metrics (Exit*).
+func (g *Gateway) endSessions(ctx context.Context, sessions []*session, reason, why string) error {
 	errs := make([]error, len(sessions))
 	var wg sync.WaitGroup
 	for i, s := range sessions {
 		wg.Go(func() {
+			s.stop.set(reason)
 			g.removeSession(s)
 			errs[i] = s.worker().Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
 		})
@@ -189,6 +196,18 @@ func (g *Gateway) Sessions() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.sessions)
+}
+
+// Workers returns the number of live worker processes of kind
+// (WorkerSession, WorkerUser).
+func (g *Gateway) Workers(kind string) int {
+	switch kind {
+	case WorkerSession:
+		return g.Sessions()
+	case WorkerUser:
+		return len(g.readyWorkers())
+	}
+	return 0
 }
 
 // WorkerPid returns the process id of a session's worker, for operators'
@@ -305,7 +324,7 @@ func (g *Gateway) reapIdle() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
-	if err := g.endSessions(ctx, idle, "gateway: the session was idle too long"); err != nil {
+	if err := g.endSessions(ctx, idle, ExitIdle, "gateway: the session was idle too long"); err != nil {
 		g.log.Error("gateway: reaping", "err", err)
 	}
 }

@@ -37,7 +37,17 @@ type ListenerOptions struct {
 	// spent on a refusal would be an attacker's bargain. Without TLS it is
 	// answered 503 with Retry-After.
 	TLS bool
+	// OnRefused, when set, is told of each connection refused, with the
+	// limit: RefusedConnections or RefusedUnauthenticated (a metric). It
+	// runs on the accepting goroutine and must return quickly.
+	OnRefused func(limit string)
 }
+
+// The limits a refused connection names to ListenerOptions.OnRefused.
+const (
+	RefusedConnections     = "maxConnections"               // limits.max_connections
+	RefusedUnauthenticated = "maxUnauthenticatedPerAddress" // limits.max_unauthenticated_per_address
+)
 
 // LimitListener returns a listener that enforces lo (DESIGN §10: limits on
 // everything a peer controls). Wrap it before TLS, and set
@@ -72,6 +82,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			select {
 			case l.slots <- struct{}{}:
 			default:
+				l.refused(RefusedConnections)
 				go l.refuse(c)
 				continue
 			}
@@ -85,10 +96,17 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 		if over {
 			l.release()
+			l.refused(RefusedUnauthenticated)
 			go l.refuse(c)
 			continue
 		}
 		return &limitConn{Conn: c, l: l, addr: addr}, nil
+	}
+}
+
+func (l *limitListener) refused(limit string) {
+	if l.opts.OnRefused != nil {
+		l.opts.OnRefused(limit)
 	}
 }
 

@@ -3,19 +3,17 @@ package gateway
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/worker/workertest"
 )
 
 // stubWorker is the path of the stub stdio MCP server (it speaks 2025-11-25
@@ -27,22 +25,10 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "mcpgate-stub-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	stubWorker = filepath.Join(dir, "stubworker")
-	sdkWorker = filepath.Join(dir, "sdkworker")
-	build := exec.Command("go", "build", "-o", dir+"/", "github.com/mcpgate/mcpgate/worker/internal/stubworker", "github.com/mcpgate/mcpgate/worker/internal/sdkworker")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the test workers:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(workertest.Main(m, map[string]*string{
+		workertest.Stub: &stubWorker,
+		"github.com/mcpgate/mcpgate/worker/internal/sdkworker": &sdkWorker,
+	}))
 }
 
 // testLogger sends the gateway's logs to the test log when -v, else nowhere.

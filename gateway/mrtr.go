@@ -168,8 +168,16 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 	st.Keep = logFilter(meta.logLevel)
 	st.OnRequest = g.inputRequester(uw, m, caps, st)
 	st.Expect(1)
+	var e *CallEvent
+	if g.observed && isToolsCall(m) {
+		// The retry carries the call's answer: its own event (the first
+		// request's ended with inputRequired).
+		e = g.newEvent(r, m, uw.callee(), uw.key.readOnly)
+		g.watchCall(e, m, st)
+	}
 	if !uw.conn.Retarget(pc.st, st, m.ID) {
 		uw.conn.Refuse(pc.key, "gateway: the request ended before the client answered")
+		st.Answer(m.ID, errWorkerExitedW.body(m.ID)) // settles the event
 		errWorkerExitedW.write(w, m.ID)
 		return true
 	}
@@ -177,6 +185,9 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 		// MRTR: a retry without the answer gets the question again.
 		pc.st, pc.id = st, m.ID
 		if !g.park(uw, pc) {
+			if e != nil {
+				e.Decision, e.Status = DecisionLimit, errTooManyParked.status
+			}
 			uw.conn.CancelStream(st)
 			uw.conn.Refuse(pc.key, "gateway: too many requests waiting for input")
 			errTooManyParked.write(w, m.ID)

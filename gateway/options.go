@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"os/user"
 	"time"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // Options configure a Gateway's HTTP side: its checks, limits and sessions.
@@ -107,6 +110,18 @@ type Options struct {
 	// (auth.Authenticator.Middleware), so that a forbidden Origin gets 403
 	// rather than a challenge. Nil means none (the localhost mode).
 	Middleware func(http.Handler) http.Handler
+
+	// Observers hear every tools/call and refusal, and the workers' starts
+	// and exits: the audit trail and the metrics. None means nothing is
+	// recorded beyond the log.
+	Observers []Observer
+
+	// Trace, when set, is told of each client request forwarded to a
+	// worker: it returns the message to send (with a trace context in
+	// params._meta, say) and a func called with the worker's answer, or
+	// with nil when the client cancelled (tracing.Tracing.Call). The id
+	// must stay. Nil means no tracing.
+	Trace func(ctx context.Context, m *jsonrpc.Message) (*jsonrpc.Message, func(*worker.Answer))
 
 	// Ready checks what the gateway needs beyond itself before it should
 	// be sent new clients (the issuer's keys loaded, the worker command

@@ -78,6 +78,8 @@ type userWorker struct {
 	headers headerTable // x-mcp-header bindings of the worker's tools
 	subs    subscriptions
 	parked  parking // 2025 worker: calls waiting for a client's inputResponses
+
+	stop exitReason // why the gateway stops the worker
 }
 
 // acquire returns the started worker of key, starting it on the key's first
@@ -155,10 +157,16 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		uw.fail, uw.failed = f, true
 		g.removeWorker(uw)
 	}
+	started := g.opts.Now()
 	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: worker.ScopeUser},
 		worker.ConnConfig{
-			Logger:         uw.log,
-			OnExit:         func() { g.removeWorker(uw); uw.subs.closeAll(); uw.parked.clear() },
+			Logger: uw.log,
+			OnExit: func() {
+				g.removeWorker(uw)
+				uw.subs.closeAll()
+				uw.parked.clear()
+				g.observer.WorkerExited(WorkerUser, uw.stop.get())
+			},
 			OnNotification: uw.intercept,
 			ExitAdvice:     "send the request again: it starts a fresh worker",
 			UniqueProgress: true, // clients of one user share the worker
@@ -169,6 +177,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		return
 	}
 	uw.conn = conn
+	uw.stop.conn.Store(conn)
 	uw.log.Info("gateway: per-user worker started", "pid", conn.Pid())
 
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStartTimeout)
@@ -196,6 +205,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 			}
 		}
 		fail(f)
+		uw.stop.set(ExitStartFailed)
 		stopCtx, stop := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 		defer stop()
 		_ = uw.conn.Close(stopCtx, worker.KindSessionEnded, "gateway: the worker's handshake failed")
@@ -204,8 +214,12 @@ func (g *Gateway) startWorker(uw *userWorker) {
 	g.mu.Lock()
 	closing := g.closing
 	g.mu.Unlock()
+	if !closing {
+		g.observer.WorkerStarted(WorkerUser, g.opts.Now().Sub(started))
+	}
 	if closing {
 		fail(errShuttingDown)
+		uw.stop.set(ExitShutdown)
 		stopCtx, stop := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 		defer stop()
 		_ = uw.conn.Close(stopCtx, worker.KindSessionEnded, "gateway: shutting down")
@@ -381,17 +395,19 @@ func (g *Gateway) reapIdleWorkers() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
-	if err := g.stopWorkers(ctx, idle, "gateway: the worker was idle too long; send the request again"); err != nil {
+	if err := g.stopWorkers(ctx, idle, ExitIdle, "gateway: the worker was idle too long; send the request again"); err != nil {
 		g.log.Error("gateway: reaping workers", "err", err)
 	}
 }
 
-// stopWorkers stops per-user workers concurrently and waits.
-func (g *Gateway) stopWorkers(ctx context.Context, list []*userWorker, why string) error {
+// stopWorkers stops per-user workers concurrently and waits; reason is
+// why, for the metrics (Exit*).
+func (g *Gateway) stopWorkers(ctx context.Context, list []*userWorker, reason, why string) error {
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for i, uw := range list {
 		wg.Go(func() {
+			uw.stop.set(reason)
 			g.removeWorker(uw)
 			uw.subs.closeAll()
 			errs[i] = uw.conn.Close(ctx, worker.KindSessionEnded, why)

@@ -28,6 +28,9 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	body, f, ok := g.readBody(w, r)
 	if !ok {
+		if f.isLimit() {
+			g.refusedAtEdge(r, nil, g.calleeOf(r), false, f)
+		}
 		f.write(w, nil)
 		return
 	}
@@ -99,6 +102,15 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	granted := grantOf(r)
 	if g.stepUp(w, r, msgs, batch, granted) {
 		s.log.Info("gateway: asked a token to step up for a tool")
+		decision := DecisionPolicy
+		if g.accessOf(r, s) != readWrite {
+			decision = DecisionReadOnly
+		}
+		for _, m := range msgs {
+			if m.IsRequest() && isToolsCall(m) {
+				g.refusedWith(r, m, s.callee(), decision != DecisionPolicy, decision, http.StatusForbidden)
+			}
+		}
 		return
 	}
 	if f, ok := g.replaceWorker(r, s, granted); !ok {
@@ -121,7 +133,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(s, conn, m, st, acc, allowed, granted)
+			g.forward(r, s, conn, m, st, acc, allowed, granted)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
@@ -165,8 +177,9 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 
 // forward sends one client request to the session's worker, applying the
 // policy and read-only rules on the way (DESIGN decision 4).
-func (g *Gateway) forward(s *session, conn *worker.Conn, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
-	g.forwardTo(conn, s.log, m, st, acc, allowed, granted, nil)
+func (g *Gateway) forward(r *http.Request, s *session, conn *worker.Conn, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
+	c := callee{session: s.id[:8], kind: WorkerSession, pid: conn.Pid()}
+	g.forwardTo(r, c, conn, s.log, m, st, acc, allowed, granted, nil)
 }
 
 // forwardTo sends one client request to conn, applying the policy (allowed:
@@ -174,9 +187,26 @@ func (g *Gateway) forward(s *session, conn *worker.Conn, m *jsonrpc.Message, st 
 // grants; nil without a policy) and the read-only rules on the way (DESIGN
 // decision 4), the same for sessions and per-user workers: the body as a
 // worker reads it decides, never a header. then, when set, rewrites the
-// result after the filters.
-func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet, then func(json.RawMessage) json.RawMessage) {
+// result after the filters. Every tools/call, and every refusal, is
+// reported to the observers once answered (observe.go); c says which
+// worker it went to.
+func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet, then func(json.RawMessage) json.RawMessage) {
+	var e *CallEvent
+	if g.observed && isToolsCall(m) {
+		e = g.newEvent(r, m, c, acc != readWrite)
+		g.watchCall(e, m, st)
+	}
+	refused := func(decision string) {
+		if g.observed && e == nil {
+			e = g.newEvent(r, m, c, acc != readWrite)
+			g.watchCall(e, m, st)
+		}
+		if e != nil {
+			e.Decision = decision
+		}
+	}
 	if refusal := policyRefusal(log, m, allowed, granted); refusal != nil {
+		refused(DecisionPolicy)
 		st.Answer(m.ID, refusal)
 		return
 	}
@@ -184,6 +214,7 @@ func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Mess
 	list := strings.EqualFold(m.Method, "tools/list")
 	if acc != readWrite {
 		if refusal := g.refuse(log, m, acc); refusal != nil {
+			refused(DecisionReadOnly)
 			st.Answer(m.ID, refusal)
 			return
 		}
@@ -206,6 +237,7 @@ func (g *Gateway) forwardTo(conn *worker.Conn, log *slog.Logger, m *jsonrpc.Mess
 			return res
 		}
 	}
+	m = g.traced(r, m, st)
 	conn.Call(m, progressToken(m), st, rewrite)
 }
 

@@ -25,6 +25,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 
 	if f, ok := g.reserve(s.user); !ok {
 		s.log.Warn("gateway: refused a new session", "reason", f.msg)
+		g.refusedAtEdge(r, m, callee{kind: WorkerSession}, s.readOnly, f)
 		f.write(w, m.ID)
 		return
 	}
@@ -42,6 +43,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	defer release()
 
+	started := g.opts.Now()
 	conn, err := g.startSessionWorker(s, s.readOnly, s.tools)
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
@@ -113,6 +115,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		errShuttingDown.write(w, m.ID)
 		return
 	}
+	if st.Results() > 0 {
+		g.observer.WorkerStarted(WorkerSession, g.opts.Now().Sub(started))
+	}
 	done := g.enter(s)
 	w.Header().Set("MCP-Session-Id", s.id)
 	g.writeStream(w, r, st, jsonOK, nil)
@@ -134,9 +139,13 @@ func (g *Gateway) startSessionWorker(s *session, readOnly bool, tools toolSet) (
 	var self atomic.Pointer[worker.Conn]
 	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: worker.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() {
-			if c := self.Load(); c != nil && s.worker() == c {
+			c := self.Load()
+			reason := ExitReplaced // a worker the session has moved on from
+			if c == nil || s.worker() == c {
 				g.removeSession(s)
+				reason = s.stop.getFor(c)
 			}
+			g.observer.WorkerExited(WorkerSession, reason)
 		}})
 	if err == nil {
 		self.Store(conn)
@@ -160,6 +169,7 @@ func (s *session) rights() (readOnly bool, tools toolSet) {
 
 // stopFailed stops the worker of a session that never became usable.
 func (g *Gateway) stopFailed(s *session) {
+	s.stop.set(ExitStartFailed)
 	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
 	if err := s.conn.Close(ctx, worker.KindSessionEnded, "gateway: initialize failed"); err != nil {

@@ -181,7 +181,7 @@ func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("gateway: session deleted by the client")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
-	if err := g.endSessions(ctx, []*session{s}, "gateway: the session was deleted"); err != nil {
+	if err := g.endSessions(ctx, []*session{s}, ExitDeleted, "gateway: the session was deleted"); err != nil {
 		s.log.Error("gateway: stopping a worker", "err", err)
 	}
 	w.WriteHeader(http.StatusOK)

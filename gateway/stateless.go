@@ -52,6 +52,9 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	if !ok {
 		if f.status != 0 {
 			g.log.Warn("gateway: refused a per-user worker", "user", key.user, "reason", f.msg)
+			if f.isLimit() {
+				g.refusedAtEdge(r, m, callee{kind: WorkerUser}, key.readOnly, f)
+			}
 			f.write(w, m.ID)
 		}
 		return
@@ -107,7 +110,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		// The worker was started read-only: the read-only session rules.
 		acc = readOnlySession
 	}
-	g.forwardTo(uw.conn, uw.log, m, st, acc, granted, granted, func(res json.RawMessage) json.RawMessage {
+	g.forwardTo(r, uw.callee(), uw.conn, uw.log, m, st, acc, granted, granted, func(res json.RawMessage) json.RawMessage {
 		return annotate(uw, m.Method, res)
 	})
 	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)

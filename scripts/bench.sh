@@ -25,6 +25,8 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 
 say "building"
 go build -o bin/mcpgate ./cmd/mcpgate
+# serve starts the worker-only build when it sits beside mcpgate: lighter workers
+[ -d cmd/mcpgate-worker ] && go build -o bin/mcpgate-worker ./cmd/mcpgate-worker
 (cd bench && go build -o ../bin/mcpbench .) # its own module: see bench/go.mod
 [ -d cmd/mcpgate-testissuer ] && go build -o bin/mcpgate-testissuer ./cmd/mcpgate-testissuer
 
@@ -51,7 +53,7 @@ rm -f "$db" "$db"-wal "$db"-shm
 # The gateway's limits, raised so that the 1,000 sessions of one user fit
 # (defaults: 1,024 sessions, 256 per user); two connections per session
 # (POST and the standalone SSE stream).
-limits="MCPGATE_LIMITS_MAX_SESSIONS=2048 MCPGATE_LIMITS_MAX_SESSIONS_PER_USER=2048 MCPGATE_LIMITS_MAX_CONNECTIONS=8192"
+limits="MCPGATE_LIMITS_MAX_SESSIONS=2048 MCPGATE_LIMITS_MAX_SESSIONS_PER_USER=2048 MCPGATE_LIMITS_MAX_CONNECTIONS=8192 MCPGATE_METRICS_LISTEN=off"
 if has_command bin/mcpgate worker; then
 	worker="$PWD/bin/mcpgate worker"
 	# The floor's workers and supergateway's get the identity and database

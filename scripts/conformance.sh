@@ -85,7 +85,8 @@ free_port() {
 # Returns 1 if it exits first (e.g. the port was taken meanwhile).
 start_gateway() {
   local port=$1
-  "$GATEWAY" serve --listen "127.0.0.1:$port" --worker-command "$WORKER_CMD" >>"$LOG" 2>&1 &
+  # Metrics off: two runs (and other gateways) would share the default port.
+  MCPGATE_METRICS_LISTEN=off "$GATEWAY" serve --listen "127.0.0.1:$port" --worker-command "$WORKER_CMD" >>"$LOG" 2>&1 &
   GW_PID=$!
   for _ in $(seq 1 300); do
     if ! kill -0 "$GW_PID" 2>/dev/null; then

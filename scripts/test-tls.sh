@@ -83,6 +83,8 @@ tls:
   key_file: $KEY
 database:
   path: $WORK/data/mcpgate.db
+metrics:
+  listen: "off" # not the shared default port: other gateways may run on this machine
 YAML
 "$BIN/mcpgate" serve --config "$WORK/gateway.yaml" >"$WORK/gateway.log" 2>&1 &
 PIDS+=($!)

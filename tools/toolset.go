@@ -83,7 +83,8 @@ func SafeToolNames(toolsets []string) ([]string, error) {
 }
 
 // ToolNames returns the sorted names of every tool of the named toolsets
-// (no names: every built-in toolset), for policies that grant toolsets.
+// (no names: every built-in toolset), for policies that grant toolsets
+// and the metrics' tool labels.
 func ToolNames(toolsets []string) ([]string, error) {
 	return toolNames(toolsets, func(*Tool) bool { return true })
 }

@@ -397,7 +397,7 @@ func (c *Conn) answer(m *jsonrpc.Message) {
 		// streams meanwhile.
 		m.Own()
 		out.encode = func() []byte { return encodeAnswer(m.WithResult(cl.rewrite(m.Result)), cl.clientID) }
-		out.size = len(m.Result)
+		out.size, out.result = len(m.Result), m.Result
 	} else {
 		out.Data = encodeAnswer(m, cl.clientID) // Encode copies its members
 	}
@@ -539,6 +539,15 @@ func exitError(id json.RawMessage, msg, kind, limit string) []byte {
 	}
 	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError, Message: msg,
 		Data: map[string]string{"kind": kind, "limit": limit}})
+}
+
+// ExitLimit is Limit without the wait, for ConnConfig.OnExit (which runs
+// before the end Limit waits for): the limit that stopped the worker, ""
+// when none did or the gateway stopped it.
+func (c *Conn) ExitLimit() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.endLimit
 }
 
 // Limit names the worker limit that stopped the worker (LimitMemory and

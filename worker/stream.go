@@ -22,6 +22,7 @@ type Outgoing struct {
 	// rewrite). size is what the message holds meanwhile, for the Budget.
 	encode func() []byte
 	size   int
+	result json.RawMessage // the worker's result, for Watch, while encode waits
 }
 
 // KindBufferFull is error.data.kind of an answer the gateway replaced
@@ -79,6 +80,7 @@ type Stream struct {
 	detached bool // the HTTP handler has gone
 	ended    bool // the session has ended (standalone stream)
 	notify   chan struct{}
+	watch    map[string][]func(*Answer) // request id key → Watch callbacks
 }
 
 // MaxQueuedBytes bounds the messages other than answers waiting on one
@@ -167,6 +169,59 @@ func (s *Stream) Answer(id json.RawMessage, data []byte) {
 	s.push(Outgoing{Data: data, Response: true, ID: id})
 }
 
+// An Answer is what a Watch callback sees of a request's answer: its
+// encoding as queued for the client, or, for a worker's result whose
+// encoding waits for the client's handler (Conn.Call's rewrite), that
+// result as the worker sent it (which the rewrite does not change in
+// what an observer reads: isError, structuredContent).
+type Answer struct {
+	Data   []byte          // the encoded answer; nil when deferred
+	Result json.RawMessage // the worker's result, when Data is nil
+}
+
+// Watch has fn called once with the answer to the stream's request id, as
+// queued for the client (a bufferFull replacement included), whether or not
+// the client is still there to read it; or with nil when the request is
+// settled without an answer (the client cancelled it), at the latest when
+// the stream's last request is settled. Call it before forwarding the
+// request. fn runs with the stream locked, on the worker's reader: it must
+// not use the stream, and must return quickly.
+func (s *Stream) Watch(id json.RawMessage, fn func(*Answer)) {
+	s.mu.Lock()
+	if s.watch == nil {
+		s.watch = make(map[string][]func(*Answer))
+	}
+	k := jsonrpc.Key(id)
+	s.watch[k] = append(s.watch[k], fn)
+	s.mu.Unlock()
+}
+
+// runWatchersLocked runs the Watch callbacks due: the first one of m's id
+// for an answer, and every one left once no request is pending.
+func (s *Stream) runWatchersLocked(m *Outgoing) {
+	if m != nil {
+		k := jsonrpc.Key(m.ID)
+		if w := s.watch[k]; len(w) > 0 {
+			if s.watch[k] = w[1:]; len(w) == 1 {
+				delete(s.watch, k)
+			}
+			a := &Answer{Data: m.Data}
+			if m.encode != nil {
+				a.Data, a.Result = nil, m.result
+			}
+			w[0](a)
+		}
+	}
+	if s.pending <= 0 {
+		for k, w := range s.watch {
+			delete(s.watch, k)
+			for _, fn := range w {
+				fn(nil)
+			}
+		}
+	}
+}
+
 // push queues m; it reports false when the handler has gone, or when m is
 // not an answer and the queue is full.
 func (s *Stream) push(m Outgoing) bool {
@@ -197,6 +252,11 @@ func (s *Stream) push(m Outgoing) bool {
 		s.queue = append(s.queue, m)
 		s.queued += n
 	}
+	if m.Response && len(s.watch) > 0 {
+		// Before the answer can be taken: whoever reads it finds it
+		// observed.
+		s.runWatchersLocked(&m)
+	}
 	s.mu.Unlock()
 	s.signal()
 	return ok
@@ -207,6 +267,7 @@ func (s *Stream) push(m Outgoing) bool {
 func (s *Stream) forget() {
 	s.mu.Lock()
 	s.pending--
+	s.runWatchersLocked(nil)
 	s.mu.Unlock()
 	s.signal()
 }

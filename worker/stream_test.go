@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // countingBudget is a Budget with a limit, for the stream's own tests.
@@ -53,6 +56,47 @@ func TestStreamBudget(t *testing.T) {
 	if b.used != 0 {
 		t.Errorf("after Detach: used %d, want 0", b.used)
 	}
+}
+
+// TestStreamWatch: a watcher sees its own request's answer once, as queued
+// (a bufferFull replacement included), even when the client has gone; a
+// cancelled request's watcher gets nil once the stream is settled.
+func TestStreamWatch(t *testing.T) {
+	s := NewStream(false)
+	s.Budget = &countingBudget{limit: 60}
+	s.Expect(3)
+	got := map[string][]byte{}
+	for _, id := range []string{"1", `"a"`, "3"} {
+		s.Watch(json.RawMessage(id), func(a *Answer) {
+			got[id] = nil
+			if a != nil {
+				got[id] = a.Data
+			}
+		})
+	}
+	s.Answer(json.RawMessage(`"a"`), []byte(`{"jsonrpc":"2.0","id":"a","result":{}}`))
+	require.Equal(t, map[string][]byte{`"a"`: []byte(`{"jsonrpc":"2.0","id":"a","result":{}}`)}, got)
+
+	big := []byte(`{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("x", 64) + `"}}`)
+	s.Answer(json.RawMessage("1"), big)
+	require.Contains(t, string(got["1"]), KindBufferFull, "the watcher sees what the client gets")
+
+	s.Detach()
+	s.forget() // request 3 cancelled: settled without an answer
+	require.Contains(t, got, "3")
+	assert.Nil(t, got["3"])
+	assert.True(t, s.Answered())
+
+	// An answer whose encoding waits: the watcher sees the worker's result.
+	s = NewStream(false)
+	s.Expect(1)
+	var seen *Answer
+	s.Watch(json.RawMessage("1"), func(a *Answer) { seen = a })
+	s.push(Outgoing{Response: true, Result: true, ID: json.RawMessage(`1`), size: 13,
+		encode: func() []byte { return []byte("rewritten") }, result: json.RawMessage(`{"isError":true}`)})
+	require.NotNil(t, seen)
+	assert.Nil(t, seen.Data)
+	assert.JSONEq(t, `{"isError":true}`, string(seen.Result))
 }
 
 // TestStreamBudgetDeferred: an answer still to be rewritten is charged for

@@ -106,6 +106,8 @@ func startLocalGateway(t *testing.T, env map[string]string) *localGateway {
 		"MCPGATE_SERVER_LISTEN":               addr,
 		"MCPGATE_WORKER_COMMAND":              stub,
 		"MCPGATE_LIMITS_WORKER_START_TIMEOUT": "60s",
+		// Not the default 127.0.0.1:9464: tests run side by side.
+		"MCPGATE_METRICS_LISTEN": "127.0.0.1:0",
 	}
 	for k, v := range env {
 		full[k] = v

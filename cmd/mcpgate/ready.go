@@ -8,6 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/tools/builtin"
 	"github.com/mcpgate/mcpgate/tools/db"
 )
 
@@ -66,7 +67,7 @@ func workerStartable(command []string) readyCheck {
 // ping (db.Ping).
 func databaseAnswers(d db.Config) readyCheck {
 	return func(ctx context.Context) error {
-		eng, ok := engines[d.Driver]
+		eng, ok := builtin.Engine(d.Driver)
 		if !ok {
 			return fmt.Errorf("mcpgate: unknown database driver %q", d.Driver)
 		}

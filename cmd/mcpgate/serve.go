@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/certs"
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/metrics"
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
@@ -118,7 +119,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		if err != nil {
 			return nil, opts, fmt.Errorf("mcpgate: finding the built-in worker (this executable): %w", err)
 		}
-		command = []string{exe, "worker"}
+		command = builtinWorkerCommand(exe, log)
 		opts.SafeTools, opts.UndoTools = safe, undo
 		wopts.Env = append(d.Environ(), wopts.Env...)
 		dbReady = databaseAnswers(d.WithDefaults())
@@ -190,9 +191,21 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	obs, err := newObservability(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := obs.close(sctx); err != nil {
+			log.Error("mcpgate: closing the metrics listener and audit file", "err", err)
+		}
+	}()
+	obs.gatewayOptions(&gopts)
 	mux := http.NewServeMux()
 	if cfg.Authenticated() {
-		authn, err := newAuthenticator(ctx, cfg, log)
+		authn, err := newAuthenticator(ctx, cfg, log, obs.metrics)
 		if err != nil {
 			return err
 		}
@@ -218,6 +231,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	// up or down.
 	mux.Handle("/healthz", g.HealthHandler())
 	mux.Handle("/readyz", g.HealthHandler())
+	obs.start(g)
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -230,10 +244,11 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
 		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
 		TLS:                          cfg.TLSEnabled(),
+		OnRefused:                    obs.metrics.ConnectionRefused,
 	})
 	scheme := "http"
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           obs.handler(mux),
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleTimeout,
 		// Every request starts with a fresh write deadline; the gateway
@@ -256,6 +271,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
 		go r.Watch(watchCtx)
+		obs.metrics.CertificateExpiry(r.NotAfter)
 		srv.TLSConfig = certs.ServerTLSConfig(r)
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
@@ -303,7 +319,7 @@ func drain(g *gateway.Gateway, timeout time.Duration, hurry <-chan struct{}, log
 }
 
 // newAuthenticator maps the configuration to the token checker.
-func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth.Authenticator, error) {
+func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*auth.Authenticator, error) {
 	a := cfg.Auth
 	opts := auth.Options{
 		Issuer:               a.Issuer,
@@ -321,6 +337,7 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		TokenCacheSize:       a.TokenCacheSize,
 		ResourceName:         cfg.Server.Title,
 		Logger:               log,
+		OnRefused:            m.AuthRefused,
 	}
 	rules, err := cfg.PolicyRules()
 	if err != nil {
@@ -354,6 +371,10 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger)
 		}
 		opts.HTTPClient = c
 	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	opts.HTTPClient.Transport = m.IssuerTransport(opts.HTTPClient.Transport)
 	return auth.New(ctx, opts)
 }
 

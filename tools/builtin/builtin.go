@@ -1,0 +1,141 @@
+// Package builtin is the built-in worker's program: an MCP server over
+// stdin/stdout for one session, serving the toolsets over the configured
+// database. `mcpgate worker` and the worker-only binary `mcpgate-worker`
+// both run it; it imports only tools/, the SQL drivers and the identity
+// variables of package worker, so that a worker-only build links none of the
+// gateway's dependencies (TestWorkerBinaryLinksNoGateway in cmd/mcpgate-worker).
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/tools/db/postgres"
+	"github.com/mcpgate/mcpgate/tools/db/sqlite"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// Program is what the worker reads and writes.
+type Program struct {
+	Stdin   io.Reader           // the protocol input
+	Stdout  io.Writer           // the protocol output
+	Stderr  io.Writer           // the log (warnings and errors only)
+	Getenv  func(string) string // the identity and database settings
+	Version string              // the server version when the gateway sets none
+}
+
+// engines maps a db.Config driver name to its engine.
+var engines = map[string]db.Engine{
+	db.SQLite:   sqlite.Engine{},
+	db.Postgres: postgres.Engine{},
+}
+
+// Engine returns the engine of a db.Config driver name.
+func Engine(driver string) (db.Engine, bool) {
+	e, ok := engines[driver]
+	return e, ok
+}
+
+// Run is the built-in worker. The gateway starts it with the session's
+// identity (package worker's variables) and database settings (package
+// db's); it serves until stdin closes or ctx ends. Its log goes to stderr
+// only: stdout carries the protocol.
+func Run(ctx context.Context, p Program) error {
+	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	id, err := worker.IdentityFromEnv(p.Getenv)
+	if err != nil {
+		return err
+	}
+	if id.Tools != nil && !id.ReadOnly {
+		// A worker that may run no writing tool opens its database
+		// read-only too: the engine enforces what the gateway decided.
+		onlySafe, err := tools.OnlySafe(id.Toolsets, id.Tools)
+		if err != nil {
+			return err
+		}
+		id.ReadOnly = onlySafe
+	}
+	opts := tools.Options{
+		User:          id.User,
+		SessionID:     id.SessionID,
+		ReadOnly:      id.ReadOnly,
+		Toolsets:      id.Toolsets,
+		Tools:         id.Tools,
+		ServerName:    id.ServerName,
+		ServerVersion: id.ServerVersion,
+		ServerTitle:   id.ServerTitle,
+		Logger:        logger,
+	}
+	if _, err := tools.Lookup(id.Toolsets); err != nil {
+		return err // before touching the database
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = p.Version
+	}
+	// With no database settings the worker uses SQLite under ./data,
+	// creating it with the demo schema on first use.
+	cfg, err := dbConfig(ctx, p.Getenv)
+	if err != nil {
+		return err
+	}
+	switch scope := p.Getenv(worker.EnvScope); scope {
+	case worker.ScopeUser:
+		txs, err := tools.NewTransactions(ctx, tools.TransactionOptions{
+			Instance: id.SessionID,
+			Open: func(ctx context.Context) (*db.Session, error) {
+				return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+			},
+			Max:         cfg.MaxTransactions,
+			IdleTimeout: cfg.TransactionIdleTimeout,
+		})
+		if err != nil {
+			return err
+		}
+		defer txs.Close()
+		opts.Transactions = txs
+	case "", worker.ScopeSession:
+		session, err := db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+		if err != nil {
+			return err
+		}
+		defer session.Close()
+		opts.DB = session
+	default:
+		return fmt.Errorf("mcpgate worker: %s=%q: want %s or %s (the gateway sets it)", worker.EnvScope, scope, worker.ScopeSession, worker.ScopeUser)
+	}
+	srv, err := tools.NewServer(opts)
+	if err != nil {
+		return err
+	}
+	// Start-up leaves garbage that the heap, far below GOGC's 4 MiB
+	// minimum goal, would hold until a first collection that an idle
+	// session never reaches: returned to the system now, beside the
+	// initialize exchange rather than in its way, it is about 0.8 MiB less
+	// private memory per idle worker (docs/benchmarks.md).
+	go debug.FreeOSMemory()
+	if err := tools.Serve(ctx, srv, p.Stdin, p.Stdout); err != nil {
+		return fmt.Errorf("mcpgate worker: %w", err)
+	}
+	return nil
+}
+
+// dbConfig reads the worker's database settings.
+func dbConfig(ctx context.Context, getenv func(string) string) (db.Config, error) {
+	cfg, err := db.ConfigFromEnv(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Driver == db.SQLite {
+		// The first worker to find no database file creates it with the
+		// demo schema, so that a fresh `make run` shows something real.
+		if _, err := sqlite.Ensure(ctx, cfg.DSN); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
