@@ -124,7 +124,7 @@ YAML
   PIDS+=($!)
 done
 for i in 0 1 2; do
-  wait_for "$WORK/mcpgate-$i.log" 'mcpgate: serving' 120 || die "replica mcpgate-$i did not start" "$WORK/mcpgate-$i.log"
+  wait_for "$WORK/mcpgate-$i.log" 'msg="mcpgate: serving" ' 120 || die "replica mcpgate-$i did not start" "$WORK/mcpgate-$i.log"
 done
 
 # Per-replica counts from /metrics, when the gateway has the listener.

@@ -88,7 +88,7 @@ metrics:
 YAML
 "$BIN/mcpgate" serve --config "$WORK/gateway.yaml" >"$WORK/gateway.log" 2>&1 &
 PIDS+=($!)
-wait_for "$WORK/gateway.log" 'mcpgate: serving' 20 || { cat "$WORK/gateway.log"; echo "the gateway did not start" >&2; exit 1; }
+wait_for "$WORK/gateway.log" 'msg="mcpgate: serving" ' 20 || { cat "$WORK/gateway.log"; echo "the gateway did not start" >&2; exit 1; }
 
 # curl helpers: -D dumps headers, body to a file; prints the status code.
 CURL=(curl -sS --max-time 10 --cacert "$CERT")

@@ -129,7 +129,7 @@ func startLocalGateway(t *testing.T, env map[string]string) *localGateway {
 		}
 	})
 	select {
-	case <-lg.log.seen("mcpgate: serving"):
+	case <-lg.log.seen(`msg="mcpgate: serving" `): // not "serving metrics", logged first
 	case err := <-lg.done:
 		t.Fatalf("serve ended early: %v\n%s", err, lg.log.String())
 	case <-time.After(60 * time.Second):
@@ -329,7 +329,8 @@ func TestSIGTERMTwiceSubprocess(t *testing.T) {
 
 	cmd := exec.Command(exe, "serve")
 	cmd.Env = append(os.Environ(), "MCPGATE_SERVER_LISTEN="+addr, "MCPGATE_WORKER_COMMAND="+stub,
-		"MCPGATE_LIMITS_DRAIN_TIMEOUT=10m", "MCPGATE_LIMITS_WORKER_START_TIMEOUT=60s")
+		"MCPGATE_LIMITS_DRAIN_TIMEOUT=10m", "MCPGATE_LIMITS_WORKER_START_TIMEOUT=60s",
+		"MCPGATE_METRICS_LISTEN=127.0.0.1:0") // not the default 9464: tests run side by side
 	log := &logWatch{}
 	cmd.Stderr = log
 	require.NoError(t, cmd.Start())
@@ -354,7 +355,7 @@ func TestSIGTERMTwiceSubprocess(t *testing.T) {
 			t.Fatalf("no %q in the log within a minute", line)
 		}
 	}
-	wait("mcpgate: serving")
+	wait(`msg="mcpgate: serving" `) // not "serving metrics", logged first
 
 	_, slow := lg.slowCall(t, lg.session(t))
 
