@@ -120,12 +120,8 @@ func policyRefusal(log *slog.Logger, m *jsonrpc.Message, allowed toolSet, grante
 // grant gets HTTP 403 insufficient_scope instead, when the request allows
 // one (see stepUp).
 func forbiddenRefusal(id json.RawMessage, tool string) []byte {
-	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
-		Code: jsonrpc.CodeMethodNotFound,
-		Message: "gateway: tool " + quote(tool) + " is not granted to this token by the gateway's auth.policies; " +
-			"ask the operator for a role or scope that grants it",
-		Data: map[string]string{"kind": "forbidden", "tool": tool},
-	})
+	return refusal(id, "forbidden", "tool", tool, " is not granted to this token by the gateway's auth.policies; "+
+		"ask the operator for a role or scope that grants it")
 }
 
 // sessionRightsRefusal answers a call of a tool the token grants but the
@@ -133,12 +129,8 @@ func forbiddenRefusal(id json.RawMessage, tool string) []byte {
 // hold uncommitted writes and so is not replaced: rights are never widened
 // in place.
 func sessionRightsRefusal(id json.RawMessage, tool string) []byte {
-	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
-		Code: jsonrpc.CodeMethodNotFound,
-		Message: "gateway: tool " + quote(tool) + " is granted to this token but not to this session, which was opened with fewer rights and may hold uncommitted work; " +
-			"commit or abort, then initialize a new session with this token",
-		Data: map[string]string{"kind": "sessionRights", "tool": tool},
-	})
+	return refusal(id, "sessionRights", "tool", tool, " is granted to this token but not to this session, which was opened with fewer rights and may hold uncommitted work; "+
+		"commit or abort, then initialize a new session with this token")
 }
 
 // stepUp answers a single tools/call the token may not make, but a scope

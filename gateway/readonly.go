@@ -117,12 +117,8 @@ func (g *Gateway) refuse(log *slog.Logger, m *jsonrpc.Message, acc access) []byt
 // (-32602), and a message that says how to get write access (DESIGN
 // decision 4).
 func readOnlyRefusal(id json.RawMessage, tool string) []byte {
-	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
-		Code: jsonrpc.CodeMethodNotFound,
-		Message: "gateway: tool " + quote(tool) + " changes data and this session is read-only; " +
-			"to use it, connect with a token that has the write scope, to a gateway that is not read-only",
-		Data: map[string]string{"kind": "readOnly", "tool": tool},
-	})
+	return refusal(id, "readOnly", "tool", tool, " changes data and this session is read-only; "+
+		"to use it, connect with a token that has the write scope, to a gateway that is not read-only")
 }
 
 // refuseDelete answers a read-only token's DELETE of a read-write session,
@@ -154,22 +150,26 @@ func (g *Gateway) refuseDelete(w http.ResponseWriter, r *http.Request, s *sessio
 // there (the built-in abort): safe in a read-only session, where there is
 // nothing to undo, but not for a token that may not write.
 func undoRefusal(id json.RawMessage, tool string) []byte {
-	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
-		Code: jsonrpc.CodeMethodNotFound,
-		Message: "gateway: tool " + quote(tool) + " would undo the work of this read-write session and this request's token is read-only; " +
-			"to use it, send it with a token that has the write scope",
-		Data: map[string]string{"kind": "readOnly", "tool": tool},
-	})
+	return refusal(id, "readOnly", "tool", tool, " would undo the work of this read-write session and this request's token is read-only; "+
+		"to use it, send it with a token that has the write scope")
 }
 
 // methodRefusal answers a read-only request for a method MCP does not
 // define as a read and the operator has not vouched for.
 func methodRefusal(id json.RawMessage, method string) []byte {
+	return refusal(id, "readOnly", "method", method, " is not known to be read-only and this request is read-only; "+
+		"use a token with the write scope, or have the operator list the method in worker.safe_methods")
+}
+
+// refusal is the gateway's -32601 answer to a tool or method it will not
+// forward: the message names what (what, as a JSON string) and says why and
+// what to do; data carries the kind and the name (what is "tool" or
+// "method"), already clipped by the caller.
+func refusal(id json.RawMessage, kind, what, name, why string) []byte {
 	return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{
-		Code: jsonrpc.CodeMethodNotFound,
-		Message: "gateway: method " + quote(method) + " is not known to be read-only and this request is read-only; " +
-			"use a token with the write scope, or have the operator list the method in worker.safe_methods",
-		Data: map[string]string{"kind": "readOnly", "method": method},
+		Code:    jsonrpc.CodeMethodNotFound,
+		Message: "gateway: " + what + " " + quote(name) + why,
+		Data:    map[string]string{"kind": kind, what: name},
 	})
 }
 
