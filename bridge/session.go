@@ -1,0 +1,184 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
+)
+
+func (b *bridge) logins() int {
+	b.reauthMu.Lock()
+	defer b.reauthMu.Unlock()
+	return b.reauthed
+}
+
+// reauthorize runs Reauthorize once for the requests refused together:
+// one that waited while another logged in takes the new token.
+func (b *bridge) reauthorize(ctx context.Context, scope string, seen int) (string, error) {
+	if b.o.Reauthorize == nil {
+		return "", errors.New("the server refused the token and it cannot be refreshed; run mcpgate login --url URL again")
+	}
+	b.reauthMu.Lock()
+	defer b.reauthMu.Unlock()
+	if b.reauthed != seen {
+		return b.o.Token(ctx)
+	}
+	b.o.Log.Warn("mcpgate bridge: the server refused the token; logging in again", "scope", scope)
+	tok, err := b.o.Reauthorize(ctx, scope)
+	if err != nil {
+		return "", fmt.Errorf("logging in again: %w", err)
+	}
+	b.reauthed++
+	return tok, nil
+}
+
+// challengeScope is the scope parameter of a Bearer challenge.
+func challengeScope(h string) string {
+	i := strings.Index(h, `scope="`)
+	if i < 0 {
+		return ""
+	}
+	rest := h[i+len(`scope="`):]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
+
+// requestVersion is the MCP-Protocol-Version to send: the negotiated one
+// on the 2025 revisions; a 2026-07-28 request names its own in _meta.
+func requestVersion(m *jsonrpc.Message, negotiated string) string {
+	if negotiated != "" {
+		return negotiated
+	}
+	var p struct {
+		Meta struct {
+			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	json.Unmarshal(m.Params, &p)
+	return p.Meta.Version
+}
+
+// observe learns from an answer what later requests need.
+func (b *bridge) observe(req *jsonrpc.Message, ans *jsonrpc.Message) {
+	switch req.Method {
+	case "initialize":
+		var r struct {
+			Version string `json:"protocolVersion"`
+		}
+		if json.Unmarshal(ans.Result, &r) == nil && r.Version != "" {
+			b.mu.Lock()
+			b.version = r.Version
+			b.mu.Unlock()
+		}
+	case "tools/list":
+		b.params.learn(ans.Result)
+	}
+}
+
+// reinitialize starts a new session with the client's own initialize
+// request (its answer is not relayed again) and notifications/initialized;
+// gen makes concurrent callers start one session between them.
+func (b *bridge) reinitialize(ctx context.Context, gen int) (started bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gen != gen {
+		return false, nil // another request already started the new session
+	}
+	if b.init == nil {
+		return false, errors.New("no initialize request to repeat")
+	}
+	m, _ := jsonrpc.Decode(b.init)
+	resp, err := b.post(ctx, b.init, m, "", "")
+	if err != nil {
+		return false, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("initialize answered %s", resp.Status)
+	}
+	b.sid, b.gen = resp.Header.Get("MCP-Session-Id"), b.gen+1
+	note := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	nm, _ := jsonrpc.Decode(note)
+	resp, err = b.post(ctx, note, nm, b.sid, b.version)
+	if err != nil {
+		return false, err
+	}
+	resp.Body.Close()
+	return true, nil
+}
+
+// startStream opens the standalone GET stream of the session for the
+// server's own messages; a server without one answers 405.
+func (b *bridge) startStream(ctx context.Context) {
+	b.mu.Lock()
+	sid, version := b.sid, b.version
+	b.mu.Unlock()
+	if sid == "" {
+		return
+	}
+	b.getWG.Add(1)
+	go func() {
+		defer b.getWG.Done()
+		tok, err := b.o.Token(ctx)
+		if err != nil {
+			return
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.o.URL, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("MCP-Session-Id", sid)
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		resp, err := b.o.HTTPClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			return
+		}
+		readSSE(resp.Body, b.write)
+	}()
+}
+
+// endSession tells the server the session is over (DELETE).
+func (b *bridge) endSession() {
+	b.mu.Lock()
+	sid, version := b.sid, b.version
+	b.mu.Unlock()
+	if sid == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tok, err := b.o.Token(ctx)
+	if err != nil {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, b.o.URL, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("MCP-Session-Id", sid)
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if resp, err := b.o.HTTPClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}

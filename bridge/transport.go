@@ -1,0 +1,210 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
+)
+
+// send posts one message and relays the answer; retry allows one new
+// session after the server forgot ours (a restart).
+func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retry bool) {
+	b.mu.Lock()
+	sid, version, gen := b.sid, b.version, b.gen
+	b.mu.Unlock()
+	resp, err := b.post(ctx, line, m, sid, version)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.fail(m.ID, "%s: %v", b.o.URL, err)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound && sid != "" && m.Method != "initialize" && retry:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		b.o.Log.Info("mcpgate bridge: the server no longer knows the session (restarted?); starting a new one")
+		started, err := b.reinitialize(ctx, gen)
+		if err != nil {
+			b.fail(m.ID, "starting a new session: %v", err)
+			return
+		}
+		if started {
+			b.startStream(ctx)
+		}
+		b.send(ctx, line, m, false)
+		return
+	case resp.StatusCode == http.StatusAccepted:
+		return
+	case resp.StatusCode == http.StatusBadRequest && m.Method == "tools/call" && retry:
+		// MCP 2026-07-28: a HeaderMismatch means the tool's x-mcp-header
+		// marks are not the ones the bridge knows (the client called it
+		// without listing tools through this bridge, or they changed):
+		// list the tools, then send the call once more.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes)))
+		if errorCode(body) == jsonrpc.CodeHeaderMismatch {
+			b.o.Log.Info("mcpgate bridge: header mismatch; listing the tools and trying again")
+			b.learnTools(ctx, m)
+			b.send(ctx, line, m, false)
+			return
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		ch := resp.Header.Get("WWW-Authenticate")
+		b.o.Log.Warn("mcpgate bridge: the server refused the token; run mcpgate login --url URL again (with the scopes it names)",
+			"status", resp.StatusCode, "challenge", ch)
+	}
+	if m.Method == "initialize" && resp.StatusCode == http.StatusOK {
+		b.mu.Lock()
+		b.sid = resp.Header.Get("MCP-Session-Id")
+		b.gen++
+		b.mu.Unlock()
+	}
+	b.relay(ctx, resp, m)
+	if m.Method == "initialize" && resp.StatusCode == http.StatusOK {
+		b.startStream(ctx)
+	}
+}
+
+// post sends one message with the token, retrying once with a refreshed
+// token after a 401.
+func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid, version string) (*http.Response, error) {
+	seen := b.logins()
+	tok, err := b.o.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.o.URL, bytes.NewReader(line))
+		if err != nil {
+			return nil, err
+		}
+		h := req.Header
+		h.Set("Content-Type", "application/json")
+		h.Set("Accept", "application/json, text/event-stream")
+		h.Set("Authorization", "Bearer "+tok)
+		if sid != "" {
+			h.Set("MCP-Session-Id", sid)
+		}
+		if v := requestVersion(m, version); v != "" {
+			h.Set("MCP-Protocol-Version", v)
+		}
+		if m.Method != "" {
+			h.Set("Mcp-Method", m.Method)
+			if n := nameOf(m.Method, m.Params); n != "" {
+				h.Set("Mcp-Name", encodeValue(n))
+			}
+			if m.Method == "tools/call" {
+				b.params.set(h, m.Params)
+			}
+		}
+		resp, err := b.o.HTTPClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		challenge := resp.Header.Get("WWW-Authenticate")
+		insufficient := resp.StatusCode == http.StatusForbidden && strings.Contains(challenge, "insufficient_scope")
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized && attempt == 0 && b.o.Refresh != nil:
+			drain(resp)
+			if tok, err = b.o.Refresh(ctx); err != nil {
+				if tok, err = b.reauthorize(ctx, "", seen); err != nil {
+					return nil, err
+				}
+				attempt++ // logged in again: one last try
+			} else {
+				b.o.Log.Info("mcpgate bridge: refreshed the token after a 401")
+			}
+		case (resp.StatusCode == http.StatusUnauthorized || insufficient) && attempt < 2 && b.o.Reauthorize != nil:
+			drain(resp)
+			if tok, err = b.reauthorize(ctx, challengeScope(challenge), seen); err != nil {
+				return nil, err
+			}
+			attempt = 2
+		default:
+			return resp, nil
+		}
+		seen = b.logins()
+	}
+}
+
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+}
+
+// relay passes the answer to the client: one JSON message (or batch), or
+// each message of an SSE stream. A refusal without a JSON-RPC body becomes
+// an error answer, so the client never waits for an answer that will not
+// come.
+func (b *bridge) relay(ctx context.Context, resp *http.Response, m *jsonrpc.Message) {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	answered := false
+	deliver := func(msg []byte) {
+		if a, err := jsonrpc.Decode(msg); err == nil {
+			if a.IsResponse() && bytes.Equal(a.ID, m.ID) {
+				answered = true
+				b.observe(m, a)
+			}
+		}
+		b.write(msg)
+	}
+	switch ct {
+	case "text/event-stream":
+		readSSE(resp.Body, deliver)
+	case "application/json":
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes)+1))
+		if err == nil && len(bytes.TrimSpace(body)) > 0 {
+			deliver(body)
+		}
+	}
+	if !answered && m.IsRequest() && ctx.Err() == nil {
+		if resp.StatusCode == http.StatusOK {
+			b.fail(m.ID, "the server's answer stream ended without an answer; send the request again")
+		} else if ct != "application/json" {
+			b.fail(m.ID, "the server answered %s", resp.Status)
+		}
+	}
+}
+
+// errorCode is the JSON-RPC error code of an answer, or 0.
+func errorCode(body []byte) int {
+	var a struct {
+		Error struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal(body, &a)
+	return a.Error.Code
+}
+
+// readSSE calls fn with the data of each event.
+func readSSE(body io.Reader, fn func([]byte)) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var data [][]byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if len(data) > 0 {
+				fn(bytes.Join(data, []byte("\n")))
+				data = nil
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(line[5:], []byte(" "))
+			data = append(data, append([]byte(nil), d...))
+		}
+	}
+	if len(data) > 0 {
+		fn(bytes.Join(data, []byte("\n")))
+	}
+}
