@@ -53,7 +53,7 @@ func catalogRead(ctx context.Context) context.Context {
 }
 
 // control holds the texts of the session's own transaction statements
-// (tools/db/session.go, and Begin below). A client's text can match one
+// (tools/db/transaction.go and session.go, and Begin below). A client's text can match one
 // only by being exactly that statement, which the tools refuse by keyword
 // before it reaches the engine, and never inside a read.
 var control = map[string]bool{

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"time"
+)
+
+// Worker says which process serves a session.
+type Worker struct {
+	// Command is the worker's argv. Empty means the built-in worker
+	// (`mcpgate worker`, the running executable). Any stdio MCP server may
+	// be named instead. In the environment and on the command line it is
+	// one string split like a shell would (quotes group, no expansion).
+	Command []string `mapstructure:"command"`
+	// Env holds NAME=value pairs added to the worker's environment. The
+	// YAML may give a list of NAME=value strings or a mapping; names keep
+	// their case. Names starting MCPGATE_WORKER_ are reserved for the
+	// identity the gateway hands the worker (worker.Environ) and refused.
+	Env []string `mapstructure:"env"`
+	// Dir is the worker's working directory; empty means the gateway's.
+	Dir string `mapstructure:"dir"`
+	// Toolsets names the built-in toolsets a session gets; empty means
+	// every built-in one.
+	Toolsets []string `mapstructure:"toolsets"`
+	// SafeTools names the tools of an external worker (Command set) that
+	// are safe in a read-only session. Empty means none: fail-closed
+	// (DESIGN.md, decision 4). The built-in toolsets vouch for their own.
+	SafeTools []string `mapstructure:"safe_tools"`
+	// SafeMethods names methods of an external worker, beyond MCP's read
+	// methods (gateway.ReadMethods), that a read-only request may send.
+	// Empty means none: fail-closed, as for tools.
+	SafeMethods []string `mapstructure:"safe_methods"`
+	// Limits bound each worker process (worker.limits.*).
+	Limits WorkerLimits `mapstructure:"limits"`
+}
+
+// WorkerLimits bound each worker process, so that one runaway worker cannot
+// take the machine. Zero means not set. The rlimits (address_space,
+// cpu_time, open_files) hold everywhere; memory, cpu and processes need a
+// delegated cgroup v2 (the shipped systemd unit's Delegate=) and are
+// skipped, with a warning at start, without one.
+type WorkerLimits struct {
+	// AddressSpace is RLIMIT_AS: the most virtual memory a worker may map.
+	// An allocation beyond it fails and the worker usually exits. Go
+	// programs map more than they use: keep it at 1GiB or more.
+	AddressSpace ByteSize `mapstructure:"address_space"`
+	// CPUTime is RLIMIT_CPU: the CPU time a worker may use over its life;
+	// then SIGXCPU, and SIGKILL a second later.
+	CPUTime time.Duration `mapstructure:"cpu_time"`
+	// OpenFiles is RLIMIT_NOFILE: the most files and sockets a worker may
+	// hold open.
+	OpenFiles int `mapstructure:"open_files"`
+	// Memory is the worker's cgroup memory.max (memory.swap.max is 0):
+	// resident memory and page cache; beyond it the kernel kills the
+	// worker.
+	Memory ByteSize `mapstructure:"memory"`
+	// CPU is the worker's cgroup cpu.max in cores (0.5 is half a core):
+	// a throttle, not a kill.
+	CPU float64 `mapstructure:"cpu"`
+	// Processes is the worker's cgroup pids.max: its processes and threads
+	// together; beyond it fork and thread creation fail.
+	Processes int `mapstructure:"processes"`
+}
+
+// Database is the built-in worker's database.
+type Database struct {
+	// Driver is "sqlite" (default) or "postgres".
+	Driver string `mapstructure:"driver"`
+	// Path is the SQLite file. Default data/mcpgate.db.
+	Path string `mapstructure:"path"`
+	// DSN is the PostgreSQL connection string (postgres:// URL or
+	// key=value). Prefer a DSN without a password plus PGPASSFILE, or set
+	// it through MCPGATE_DATABASE_DSN rather than in a file.
+	DSN string `mapstructure:"dsn"`
+	// SetRole makes each worker run `SET ROLE` to its session's user id on
+	// PostgreSQL, so grants and row-level security apply per user. Not a
+	// security boundary against a user who can run SQL: the shared login
+	// role is a member of every user's role. ConnectAsUser is one.
+	SetRole bool `mapstructure:"set_role"`
+	// ConnectAsUser makes each worker log in to PostgreSQL as its session's
+	// user id (the DSN's user and password are not used; authentication
+	// comes from client certificates, pg_hba peer/trust or PGPASSFILE), so
+	// the database enforces per-user rights against any SQL.
+	ConnectAsUser bool `mapstructure:"connect_as_user"`
+	// StatementTimeout bounds one SQL statement. Default 30s.
+	StatementTimeout time.Duration `mapstructure:"statement_timeout"`
+	// LockTimeout bounds the wait for another session's lock (SQLite's
+	// busy timeout, PostgreSQL's lock_timeout); a longer wait fails the
+	// statement with kind conflict. Default 5s.
+	LockTimeout time.Duration `mapstructure:"lock_timeout"`
+	// MaxRows caps the rows of one tool result (the true total is still
+	// reported). Default 500.
+	MaxRows int `mapstructure:"max_rows"`
+	// ChecksTimeout bounds one run of every check (run_checks,
+	// list_failing_checks); checks not reached by then are reported as not
+	// run. Default 2m.
+	ChecksTimeout time.Duration `mapstructure:"checks_timeout"`
+	// MaxTransactions bounds the transaction handles (begin) that one
+	// per-user worker, serving MCP 2026-07-28, holds open at once; each
+	// holds a database connection. Default 16.
+	MaxTransactions int `mapstructure:"max_transactions"`
+	// TransactionIdleTimeout rolls a handle's transaction back after this
+	// long without a call on it. Default: limits.session_idle_timeout.
+	TransactionIdleTimeout time.Duration `mapstructure:"transaction_idle_timeout"`
+}
