@@ -159,6 +159,13 @@ const (
 	DefaultMaxRows            = 500
 	DefaultChecksTimeout      = 2 * time.Minute
 	DefaultMaxTransactions    = 16
+	// DefaultPoolSize: four pre-started workers keep sessions started one
+	// after another (the bench's session-start loop, a client's reconnect
+	// storm) on the pool on two cores, for about 12 MiB of PSS
+	// (docs/gateway.md, docs/benchmarks.md).
+	DefaultPoolSize = 4
+	// MaxPoolSize bounds worker.pool_size.
+	MaxPoolSize               = 256
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
@@ -175,9 +182,16 @@ const (
 // Default returns a Config holding every default: the unauthenticated
 // localhost mode with the built-in worker on SQLite.
 func Default() *Config {
-	c := &Config{}
+	c := preset()
 	c.applyDefaults()
 	return c
+}
+
+// preset is the Config a load starts from: the defaults that zero cannot
+// stand for, because zero is a value of their own (worker.pool_size 0 turns
+// the pool off).
+func preset() *Config {
+	return &Config{Worker: Worker{PoolSize: DefaultPoolSize}}
 }
 
 // applyDefaults fills every zero field that has a default. It is idempotent.

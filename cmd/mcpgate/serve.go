@@ -106,6 +106,11 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		ServerTitle:     cfg.Server.Title,
 		StopGrace:       l.WorkerStopGrace,
 		MaxMessageBytes: int(l.MaxWorkerMessageBytes),
+		// Pre-started workers only for a command that takes its identity
+		// on stdin: the built-in one, or an external one that says so.
+		PoolSize:        cfg.Worker.PoolSize,
+		IdentityOnStdin: cfg.Worker.IdentityOnStdin,
+		Logger:          log,
 	}
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
 	// An external worker's database, if any, is its own business.
@@ -120,6 +125,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 			return nil, opts, fmt.Errorf("mcpgate: finding the built-in worker (this executable): %w", err)
 		}
 		command = builtinWorkerCommand(exe, log)
+		wopts.IdentityOnStdin = true
 		opts.SafeTools, opts.UndoTools = safe, undo
 		wopts.Env = append(d.Environ(), wopts.Env...)
 		dbReady = databaseAnswers(d.WithDefaults())
