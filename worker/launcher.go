@@ -173,6 +173,7 @@ func (l *Launcher) claim(id Identity, log *slog.Logger) *Process {
 	for {
 		p := l.pool.claim()
 		if p == nil {
+			l.pool.misses.Add(1)
 			return nil
 		}
 		if log != nil {
@@ -180,6 +181,7 @@ func (l *Launcher) claim(id Identity, log *slog.Logger) *Process {
 		}
 		if err := p.Send(line); err == nil {
 			l.pool.claimed()
+			l.pool.hits.Add(1)
 			return p
 		}
 		l.pool.stopProc(p) // gone between claim and write: the next one
@@ -203,6 +205,23 @@ func (l *Launcher) StopPool(ctx context.Context) error {
 		return nil
 	}
 	return l.pool.close(ctx)
+}
+
+// WaitPool waits until n pre-started workers are ready, for tests and
+// benchmarks that want a full pool; false when the launcher keeps no pool,
+// the pool has stopped, or ctx ended first.
+func (l *Launcher) WaitPool(ctx context.Context, n int) bool {
+	return l.pool != nil && l.pool.wait(ctx, n)
+}
+
+// PoolStats returns how many Starts found a pre-started worker ready
+// (hits) and how many started one cold because the pool was empty
+// (misses); both 0 without a pool.
+func (l *Launcher) PoolStats() (hits, misses int64) {
+	if l.pool == nil {
+		return 0, 0
+	}
+	return l.pool.hits.Load(), l.pool.misses.Load()
 }
 
 // processConfig is how every worker of l starts, with env as its whole

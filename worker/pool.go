@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,10 @@ type pool struct {
 	fails    int       // consecutive workers that did not start or died unclaimed
 	running  bool      // run has been started
 	stopped  bool
+	changed  *sync.Cond // on mu: broadcast when idle or stopped changes
+
+	hits, misses atomic.Int64 // Starts that found a worker ready, and that did not
+	starts       atomic.Int64 // processes the pool has started
 
 	wake     chan struct{} // one pending wake-up for run
 	stop     chan struct{} // closed by close
@@ -59,8 +64,10 @@ func poolBackoff(fails int) time.Duration {
 }
 
 func newPool(l *Launcher, size int, log *slog.Logger) *pool {
-	return &pool{l: l, size: size, log: log, after: time.After,
+	p := &pool{l: l, size: size, log: log, after: time.After,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	p.changed = sync.NewCond(&p.mu)
+	return p
 }
 
 // start begins filling the pool; it is idempotent, and does nothing once
@@ -108,6 +115,7 @@ func (p *pool) run() {
 				return
 			}
 			p.starting += need
+			p.starts.Add(int64(need))
 			for range need {
 				p.starters.Go(p.startOne)
 			}
@@ -135,6 +143,7 @@ func (p *pool) startOne() {
 		e := &pooled{proc: proc, taken: make(chan struct{})}
 		p.idle = append(p.idle, e)
 		p.watchers.Go(func() { p.watch(e) })
+		p.changed.Broadcast()
 	}
 	p.mu.Unlock()
 	if err == nil && stopped {
@@ -157,6 +166,7 @@ func (p *pool) watch(e *pooled) {
 	if i >= 0 {
 		p.idle = slices.Delete(p.idle, i, i+1)
 		p.fails++
+		p.changed.Broadcast()
 	}
 	fails := p.fails
 	p.mu.Unlock()
@@ -188,6 +198,23 @@ func (p *pool) claim() *Process {
 	return nil
 }
 
+// wait waits until n workers are ready in the pool, or it is stopped
+// (false), or ctx ends (false).
+func (p *pool) wait(ctx context.Context, n int) bool {
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.changed.Broadcast()
+		p.mu.Unlock()
+	})
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.idle) < n && !p.stopped && ctx.Err() == nil {
+		p.changed.Wait()
+	}
+	return len(p.idle) >= n
+}
+
 // claimed says a claimed worker took its identity: the command works, so a
 // past failure no longer holds refills back.
 func (p *pool) claimed() {
@@ -205,6 +232,7 @@ func (p *pool) close(ctx context.Context) error {
 		return nil
 	}
 	p.stopped = true
+	p.changed.Broadcast()
 	running := p.running
 	idle := p.idle
 	p.idle = nil
