@@ -84,7 +84,6 @@ func envOf(t *testing.T, log lineLog) []string {
 	}
 }
 
-
 // TestPoolHandsIdentityFirst: a claimed worker's first stdin line is its
 // session's identity, written before Start returns (so before any client
 // message can be sent to it); its environment holds the base variables,
