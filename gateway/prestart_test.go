@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +31,8 @@ func builtinGateway(t testing.TB, poolSize int) (*Gateway, *worker.Launcher, str
 	safe, err := tools.SafeToolNames(nil)
 	require.NoError(t, err)
 	l, err := worker.NewLauncher([]string{builtinWorker}, worker.LauncherOptions{
-		Env:       (db.Config{Driver: db.SQLite, DSN: filepath.Join(t.TempDir(), "data", "mcpgate.db")}).Environ(),
-		PoolSize:  poolSize, IdentityOnStdin: true, StopGrace: 2 * time.Second, Logger: testLogger(t),
+		Env:      (db.Config{Driver: db.SQLite, DSN: filepath.Join(t.TempDir(), "data", "mcpgate.db")}).Environ(),
+		PoolSize: poolSize, IdentityOnStdin: true, StopGrace: 2 * time.Second, Logger: testLogger(t),
 	})
 	require.NoError(t, err)
 	g, err := New(l, Options{Logger: testLogger(t), SafeTools: safe, MaxSessionsPerUser: 64, WorkerStartTimeout: time.Minute})
@@ -185,4 +186,46 @@ func TestPrestartedStoppedOnClose(t *testing.T) {
 	defer cancel()
 	require.NoError(t, g.Drain(ctx))
 	assert.False(t, l.WaitPool(ctx, 1), "the pool still holds workers after a drain")
+}
+
+// BenchmarkSessionStart measures what a client waits for a new session of
+// the built-in worker: initialize and a first tools/call (status) through
+// a real gateway on httptest with the go-sdk client, one session after
+// another, with the pool off and at its default size. The session's end
+// (DELETE, worker stop) is outside the timing. It reports the median and
+// the share of sessions that found a pre-started worker.
+func BenchmarkSessionStart(b *testing.B) {
+	for _, size := range []int{0, 1, 2, 4} {
+		b.Run(fmt.Sprintf("pool_size=%d", size), func(b *testing.B) {
+			_, l, url := builtinGateway(b, size)
+			if size > 0 {
+				require.True(b, l.WaitPool(b.Context(), size))
+			}
+			tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, HTTPClient: &http.Client{Transport: headers{"X-Test-User": "alice"}}}
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				cs, err := c.Connect(b.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "status"}); err != nil || res.IsError {
+					b.Fatalf("status: %v %v", err, res)
+				}
+				lat = append(lat, time.Since(start))
+				b.StopTimer()
+				cs.Close()
+				b.StartTimer()
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			hits, misses := l.PoolStats()
+			if hits+misses > 0 {
+				b.ReportMetric(float64(hits)/float64(hits+misses), "pool-hits")
+			}
+		})
+	}
 }
