@@ -49,6 +49,7 @@ func Engine(driver string) (db.Engine, bool) {
 // only: stdout carries the protocol.
 func Run(ctx context.Context, p Program) error {
 	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prestarted := p.Getenv(worker.EnvPrestarted) != ""
 	id, stdin, cfg, err := identity(ctx, p)
 	if err != nil {
 		return err
@@ -125,7 +126,10 @@ func Run(ctx context.Context, p Program) error {
 	// session never reaches: returned to the system now, beside the
 	// initialize exchange rather than in its way, it is about 0.8 MiB less
 	// private memory per idle worker (docs/benchmarks.md).
-	go debug.FreeOSMemory()
+	// A pre-started worker did this before its identity came.
+	if !prestarted {
+		go debug.FreeOSMemory()
+	}
 	if err := tools.Serve(ctx, srv, stdin, p.Stdout); err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
@@ -153,6 +157,14 @@ func identity(ctx context.Context, p Program) (worker.Identity, io.Reader, *db.C
 	if err != nil {
 		return worker.Identity{}, nil, nil, err
 	}
+	// What a session would otherwise wait for and needs no identity: the
+	// go-sdk's and the toolsets' first-use work (a server of the tools
+	// that need no database, thrown away), then the start-up garbage
+	// returned to the system while nobody waits (see Run).
+	if _, err := tools.NewServer(tools.Options{}); err != nil {
+		return worker.Identity{}, nil, nil, err
+	}
+	debug.FreeOSMemory()
 	// The reader the server goes on to read: what follows the line in its
 	// buffer is the session's.
 	in := bufio.NewReaderSize(p.Stdin, worker.MaxIdentityLine)
