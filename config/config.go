@@ -161,7 +161,7 @@ const (
 	DefaultMaxTransactions    = 16
 	// DefaultPoolSize: four pre-started workers keep sessions started one
 	// after another (the bench's session-start loop, a client's reconnect
-	// storm) on the pool on two cores, for about 12 MiB of PSS
+	// storm) on the pool on two cores, for under 10 MiB (about 2 MiB private each)
 	// (docs/gateway.md, docs/benchmarks.md).
 	DefaultPoolSize = 4
 	// MaxPoolSize bounds worker.pool_size.
