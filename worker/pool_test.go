@@ -44,8 +44,9 @@ func awaitLog(t *testing.T, l lineLog, want string) string {
 
 // echoFirst is a pre-startable worker: it says its first stdin line on
 // stderr, then reads on until its stdin closes.
-// Then it lists its environment, one ENV line each, and ENDENV.
-var echoFirst = []string{"/bin/sh", "-c", `read -r first; printf 'FIRST %s\n' "$first" >&2; env | sed 's/^/ENV /' >&2; echo ENDENV >&2; exec cat >/dev/null`}
+// Then it lists its environment, one ENV line each, and ENDENV. It keeps
+// stdout open: a worker that closes it has gone, for a Conn.
+var echoFirst = []string{"/bin/sh", "-c", `read -r first; printf 'FIRST %s\n' "$first" >&2; env | sed 's/^/ENV /' >&2; echo ENDENV >&2; exec cat`}
 
 func poolLauncher(t *testing.T, command []string, size int, log lineLog) *Launcher {
 	t.Helper()
@@ -139,7 +140,7 @@ func TestPoolHandsIdentityFirst(t *testing.T) {
 // reads its identity on stdin is never pre-started, whatever the size.
 func TestPoolNotForUndeclaredCommand(t *testing.T) {
 	log := make(lineLog, 64)
-	envDump := []string{"/bin/sh", "-c", `env | sed 's/^/ENV /' >&2; echo ENDENV >&2; exec cat >/dev/null`}
+	envDump := []string{"/bin/sh", "-c", `env | sed 's/^/ENV /' >&2; echo ENDENV >&2; exec cat`}
 	l, err := NewLauncher(envDump, LauncherOptions{PoolSize: 4, StopGrace: 2 * time.Second})
 	require.NoError(t, err)
 	l.StartPool()
