@@ -159,9 +159,10 @@ const (
 	DefaultMaxRows            = 500
 	DefaultChecksTimeout      = 2 * time.Minute
 	DefaultMaxTransactions    = 16
-	// DefaultPoolSize: four pre-started workers keep sessions started one
-	// after another (the bench's session-start loop, a client's reconnect
-	// storm) on the pool on two cores, for under 10 MiB (about 2 MiB private each)
+	// DefaultPoolSize: sessions started one after another found a
+	// pre-started worker every time already at size 1 (BenchmarkSessionStart);
+	// four also cover a burst of four concurrent starts (a client
+	// reconnecting its sessions), for about 2 MiB of private memory each
 	// (docs/gateway.md, docs/benchmarks.md).
 	DefaultPoolSize = 4
 	// MaxPoolSize bounds worker.pool_size.
