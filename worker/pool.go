@@ -106,7 +106,9 @@ func (p *pool) run() {
 			case <-p.stop:
 				return
 			}
-			need = 1
+			p.mu.Lock()
+			need = min(1, p.size-len(p.idle)-p.starting) // one at a time while they fail
+			p.mu.Unlock()
 		}
 		if need > 0 {
 			p.mu.Lock()

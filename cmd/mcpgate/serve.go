@@ -130,6 +130,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		wopts.Env = append(d.Environ(), wopts.Env...)
 		dbReady = databaseAnswers(d.WithDefaults())
 	}
+	if wopts.PoolSize > 0 && !wopts.IdentityOnStdin {
+		log.Info("mcpgate: worker.pool_size does not apply: the external worker.command has not declared worker.identity_on_stdin, so each session starts its own worker")
+	}
 	if err := workerLimits(cfg, log, &wopts); err != nil {
 		return nil, opts, err
 	}

@@ -45,7 +45,9 @@ func Engine(driver string) (db.Engine, bool) {
 
 // Run is the built-in worker. The gateway starts it with the session's
 // identity (package worker's variables) and database settings (package
-// db's); it serves until stdin closes or ctx ends. Its log goes to stderr
+// db's), or, pre-started (worker.EnvPrestarted), with the database
+// settings alone, the identity then coming as the first line on stdin
+// (worker.ReadIdentityLine); it serves until stdin closes or ctx ends. Its log goes to stderr
 // only: stdout carries the protocol.
 func Run(ctx context.Context, p Program) error {
 	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
