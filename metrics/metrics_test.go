@@ -385,3 +385,18 @@ func TestConnectionRefusals(t *testing.T) {
 	defer mx.Close()
 	assert.Equal(t, map[string]float64{"reason=maxConnections": 1}, values(scrape(t, mx.URL), "mcpgate_refusals_total"))
 }
+
+// TestWorkerStartedPooled: a pre-started worker's start is labelled apart
+// from a cold one, with two label values only.
+func TestWorkerStartedPooled(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	m.WorkerStarted(gateway.WorkerSession, true, time.Millisecond)
+	m.WorkerStarted(gateway.WorkerSession, false, 20*time.Millisecond)
+	m.WorkerStarted(gateway.WorkerUser, true, time.Millisecond)
+	mx := httptest.NewServer(m.Handler())
+	defer mx.Close()
+	fams := scrape(t, mx.URL)
+	want := map[string]float64{"kind=session,start=cold": 1, "kind=session,start=pooled": 1, "kind=user,start=pooled": 1}
+	assert.Equal(t, want, values(fams, "mcpgate_worker_starts_total"))
+	assert.Equal(t, want, values(fams, "mcpgate_worker_start_duration_seconds"))
+}
