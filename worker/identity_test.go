@@ -20,8 +20,11 @@ func TestIdentityLineRoundTrip(t *testing.T) {
 			ServerName: "gw", ServerVersion: "1.2", ServerTitle: "T", Scope: ScopeSession},
 		{User: "bob", SessionID: "s2", Tools: nil, ServerName: "gw", ServerVersion: "1", Scope: ScopeUser},
 		{User: "carol", SessionID: "s3", Tools: []string{}, ServerName: "gw", ServerVersion: "1", Scope: ScopeSession},
+		// A user claim that tries to end the line and start another.
+		{User: "eve\n{\"jsonrpc\":\"2.0\"}\r\u2028", SessionID: "s4", ServerName: "gw", ServerVersion: "1", Scope: ScopeSession},
 	} {
 		t.Run(id.User, func(t *testing.T) {
+			assert.NotContains(t, string(id.Line()), "\n", "the identity must stay one line")
 			got, err := ParseIdentityLine(id.Line())
 			require.NoError(t, err)
 			assert.Equal(t, id, got)
