@@ -14,10 +14,11 @@ import (
 // One session's calls rarely overlap, and each P costs an idle process
 // memory (its allocation cache's spans, a GC worker) and a call on a worker
 // idle for a while thread wakeups. Set at start it is 0.25–0.3 MiB less
-// private memory per idle worker, and 9–12 voluntary context switches per
-// call on a worker idle for 50 ms instead of 45–50; set later, with
-// runtime.GOMAXPROCS, it saves no memory (docs/benchmarks.md, "Lighter
-// workers"). A per-user worker raises it again (Run).
+// private memory per idle worker, and a call on a worker idle for 300 ms
+// makes 14 voluntary context switches instead of 45 (6 with PollableStdin)
+// and uses about 40 % less CPU; set later, with runtime.GOMAXPROCS, it
+// saves no memory (docs/benchmarks.md, "Lighter workers"). A per-user
+// worker raises it again (Run).
 func Environ() []string { return []string{"GOMAXPROCS=" + sessionProcs} }
 
 // sessionProcs is a session worker's GOMAXPROCS.
@@ -38,7 +39,7 @@ func perUserProcs(scope, gomaxprocs string, ncpu int) int {
 // a pipe, as the gateway's worker's stdin is, and f itself otherwise. A
 // read of a blocking pipe parks a thread in read(2) and wakes the runtime's
 // monitor on its return; through the poller, a call on an idle worker wakes
-// one thread (6 voluntary context switches a call instead of 9–12 at
+// one thread (6 voluntary context switches a call instead of 14 at
 // GOMAXPROCS=1, docs/benchmarks.md). Only the worker reads its end of the
 // pipe, so making it non-blocking changes nothing for another process. The
 // returned file shares f's descriptor: the caller keeps both until it stops
