@@ -322,7 +322,8 @@ var (
 // blob answers id with a result of exactly size bytes, written as the
 // go-sdk does ("jsonrpc", "id", then "result"), or in another form:
 // "id-last" puts the id after the result, "dup-id" writes the id twice
-// (a wrong one after the result), "cut" writes half the line and exits.
+// (a wrong one first, the right one after the result: encoding/json takes
+// the last), "cut" writes half the line and exits.
 func (s *stub) blob(id json.RawMessage, size int, form string) {
 	blobMu.Lock()
 	res := blobs[size]
@@ -352,7 +353,7 @@ func (s *stub) blob(id json.RawMessage, size int, form string) {
 	case "id-last":
 		line = append(append(append(append([]byte(`{"jsonrpc":"2.0","result":`), res...), `,"id":`...), id...), '}')
 	case "dup-id":
-		line = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), res...), `,"id":999999}`...)
+		line = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":999999,"result":`), res...), `,"id":`...), id...), '}')
 	default: // "cut"
 		line = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), res...), '}')
 	}
