@@ -162,3 +162,60 @@ func BenchmarkAnswer(b *testing.B) {
 		})
 	}
 }
+
+// checkAnswerInPlace holds AnswerInPlace to EncodeWithID: when it writes
+// in place, it writes the same bytes, for any line and any room before it.
+func checkAnswerInPlace(t *testing.T, in []byte, room int, id json.RawMessage) bool {
+	t.Helper()
+	m, err := Decode(bytes.Clone(in))
+	if err != nil {
+		return false
+	}
+	want, err := m.EncodeWithID(id)
+	if err != nil {
+		return false
+	}
+	own := append(bytes.Repeat([]byte{'#'}, room), in...)
+	m, _ = Decode(bytes.TrimRight(own[room:], "\r\n")) // as the worker's reader hands it over
+	got, ok := m.AnswerInPlace(own, id)
+	if ok && !bytes.Equal(got, want) {
+		t.Fatalf("in place %q, want %q", got, want)
+	}
+	return ok
+}
+
+func TestAnswerInPlace(t *testing.T) {
+	for _, tc := range decodeCases {
+		for _, room := range []int{0, 256} {
+			checkAnswerInPlace(t, []byte(tc.in), room, json.RawMessage(`"client-7"`))
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		room int
+		id   string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"}}`, 0, `3`, true},
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"}}`, 0, `"client-7"`, false}, // no room for the longer id
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"}}`, 256, `"client-7"`, true},
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"} }` + "\r\n", 256, `"client-7"`, true},
+		{`{"jsonrpc":"2.0","result":{"a":"b"},"id":17}`, 256, `"c"`, false}, // the id after the result
+		{`{"jsonrpc":"2.0","id":1,"result":{},"id":17}`, 256, `"c"`, false}, // a duplicate: encoding/json's
+		{`{"jsonrpc":"2.0","id":17,"error":{"code":1,"message":"x"}}`, 256, `"c"`, false},
+		{`{"jsonrpc":"2.0","id":17,"method":"m","params":{}}`, 256, `"c"`, false},
+	} {
+		if got := checkAnswerInPlace(t, []byte(tc.in), tc.room, json.RawMessage(tc.id)); got != tc.want {
+			t.Errorf("%s with room %d: in place %v, want %v", tc.in, tc.room, got, tc.want)
+		}
+	}
+}
+
+func FuzzAnswerInPlace(f *testing.F) {
+	for _, tc := range decodeCases {
+		f.Add([]byte(tc.in), 8)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, room int) {
+		checkAnswerInPlace(t, in, room&1023, json.RawMessage(`"c"`))
+	})
+}

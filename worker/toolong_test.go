@@ -26,7 +26,7 @@ func TestReadLoopOverLimit(t *testing.T) {
 	var lines []string
 	var head string
 	n := 0
-	if err := p.ReadLoop(func(l []byte) { lines = append(lines, string(l)) }, func(h []byte, size int) { head, n = string(h), size }); err != nil {
+	if err := p.ReadLoop(func(l, _ []byte) { lines = append(lines, string(l)) }, func(h []byte, size int) { head, n = string(h), size }); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(lines, ",") != "first,last" {
