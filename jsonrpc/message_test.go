@@ -124,11 +124,11 @@ func FuzzDecode(f *testing.F) {
 
 // BenchmarkAnswer measures what the gateway does to a worker's answer on
 // its way to the client — read it, restore the client's id, write it — for
-// a small and a 64 KiB result: "encoding/json" is json.Unmarshal into a
-// Message and Marshal (the way before Decode), "decode" is Decode and
+// a small, a 64 KiB and a 1 MiB result: "encoding/json" is json.Unmarshal
+// into a Message and Marshal (the way before Decode), "decode" is Decode and
 // EncodeWithID.
 func BenchmarkAnswer(b *testing.B) {
-	for _, size := range []int{16, 64 << 10} {
+	for _, size := range []int{16, 64 << 10, 1 << 20} {
 		text := bytes.Repeat([]byte("x"), size)
 		line := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"` + string(text) +
 			`"}],"structuredContent":{"text":"` + string(text) + `"}}}`)
@@ -157,6 +157,24 @@ func BenchmarkAnswer(b *testing.B) {
 				}
 				if _, err := m.EncodeWithID(clientID); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+		// "in-place" is Decode and AnswerInPlace, as the worker's reader
+		// does for a line longer than its buffer (the copy into the line's
+		// own buffer is the reader's, outside this figure).
+		own := make([]byte, 256+len(line))
+		b.Run(fmt.Sprintf("%dB/in-place", size), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				copy(own[256:], line) // AnswerInPlace overwrites the head
+				m, err := Decode(own[256:])
+				if err != nil || m.Validate() != nil {
+					b.Fatal("not a message")
+				}
+				if _, ok := m.AnswerInPlace(own, clientID); !ok {
+					b.Fatal("not answered in place")
 				}
 			}
 		})
