@@ -316,7 +316,8 @@ func (p *Process) Send(msg []byte) error {
 // file.
 func (p *Process) ReadLoop(fn func(line, own []byte), tooLong func(head []byte, n int)) error {
 	defer p.stdout.Close()
-	r := bufio.NewReaderSize(p.stdout, 64<<10)
+	var src io.Reader = p.stdout // what r reads
+	r := bufio.NewReaderSize(src, 64<<10)
 	var (
 		long lineBlocks // a line longer than r's buffer, so far
 		head []byte     // the start of a line over the limit
@@ -335,6 +336,23 @@ func (p *Process) ReadLoop(fn func(line, own []byte), tooLong func(head []byte, 
 			line(chunk, nil, fn) // the whole line in r's buffer: no copy
 		default:
 			long.add(chunk)
+			if errors.Is(err, bufio.ErrBufferFull) && r.Buffered() == 0 {
+				// A long line, and r holds nothing: the rest goes
+				// straight into the blocks, not through r's buffer.
+				before := long.n
+				var rest []byte
+				end, rest, err = long.readFrom(src, p.max)
+				n += long.n - before
+				if len(rest) > 0 { // the next lines' start: r reads it first
+					src = io.MultiReader(bytes.NewReader(rest), src)
+					r.Reset(src)
+				}
+				if end {
+					err = nil
+				} else if err == nil {
+					err = bufio.ErrBufferFull // near the limit: on through r
+				}
+			}
 			if end {
 				own := long.join(LineRoom)
 				line(own[LineRoom:], own, fn)
@@ -397,6 +415,34 @@ func (l *lineBlocks) add(p []byte) {
 		k := min(len(p), blockSize-len(*b))
 		*b = append(*b, p[:k]...)
 		p = p[k:]
+	}
+}
+
+// readFrom reads the rest of the line from src straight into the blocks,
+// while the line stays within max bytes. It reports whether the line ended
+// (its newline read) and returns a copy of what src gave after the newline,
+// or src's error, or neither when the line came near max.
+func (l *lineBlocks) readFrom(src io.Reader, max int) (ended bool, rest []byte, err error) {
+	for {
+		if len(l.blocks) == 0 || len(*l.blocks[len(l.blocks)-1]) == blockSize {
+			l.blocks = append(l.blocks, blockPool.Get().(*[]byte))
+		}
+		b := l.blocks[len(l.blocks)-1]
+		free := (*b)[len(*b):blockSize]
+		if l.n+len(free) > max {
+			return false, nil, nil
+		}
+		k, err := src.Read(free)
+		if i := bytes.IndexByte(free[:k], '\n'); i >= 0 {
+			*b = (*b)[:len(*b)+i+1]
+			l.n += i + 1
+			return true, bytes.Clone(free[i+1 : k]), nil
+		}
+		*b = (*b)[:len(*b)+k]
+		l.n += k
+		if err != nil {
+			return false, nil, err
+		}
 	}
 }
 
