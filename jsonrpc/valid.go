@@ -176,16 +176,19 @@ func validString(data []byte, i int) int {
 }
 
 // plainRun returns the index of the first byte at or after j that ends a
-// run of plain string content (see stringStop), or len(data): eight bytes
-// at a time while none of them does, a string's long runs being most of a
-// large result.
+// run of plain string content (see stringStop), or len(data): 32, then 8
+// bytes at a time while none of them does, a string's long runs being most
+// of a large result.
 func plainRun(data []byte, j int) int {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; j+32 <= len(data); j += 32 {
+		w := data[j : j+32]
+		if stops(binary.LittleEndian.Uint64(w))|stops(binary.LittleEndian.Uint64(w[8:]))|
+			stops(binary.LittleEndian.Uint64(w[16:]))|stops(binary.LittleEndian.Uint64(w[24:])) != 0 {
+			break
+		}
+	}
 	for ; j+8 <= len(data); j += 8 {
-		w := binary.LittleEndian.Uint64(data[j:])
-		q, b := w^(lo*'"'), w^(lo*'\\')
-		// Exact tests for "some byte is < 0x20", "== '\"'", "== '\\'".
-		if ((w-lo*0x20)&^w|(q-lo)&^q|(b-lo)&^b)&hi != 0 {
+		if stops(binary.LittleEndian.Uint64(data[j:])) != 0 {
 			break
 		}
 	}
@@ -193,6 +196,16 @@ func plainRun(data []byte, j int) int {
 		j++
 	}
 	return j
+}
+
+// stops is not 0 exactly when one of the eight bytes of w ends a run of
+// plain string content: a byte < 0x20, '"' or '\\' (the "has a byte less
+// than" and "has a zero byte" tests, which are exact about whether there is
+// one).
+func stops(w uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q, b := w^(lo*'"'), w^(lo*'\\')
+	return ((w-lo*0x20)&^w | (q-lo)&^q | (b-lo)&^b) & hi
 }
 
 func isHex(c byte) bool {

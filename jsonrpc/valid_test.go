@@ -26,6 +26,18 @@ func TestValidMatchesJSONValid(t *testing.T) {
 	for _, in := range validCases {
 		checkValid(t, []byte(in))
 	}
+	// Strings of every length up to 80 with one byte that ends a plain
+	// run (or an escape, or a byte above 0x7f) at every place: the 32- and
+	// 8-byte steps of plainRun must stop exactly there.
+	for n := range 80 {
+		for at := range n {
+			for _, c := range []string{`"`, `\`, `\n`, "\x00", "\x1f", "\n", "\x7f", "\xc3\xa9", " "} {
+				s := strings.Repeat("a", at) + c + strings.Repeat("b", n-at)
+				checkValid(t, []byte(`"`+s+`"`))
+				checkValid(t, []byte(`{"k":"`+s+`","l":1}`))
+			}
+		}
+	}
 }
 
 // checkValid holds validLines to json.Valid, and its line breaks to the
