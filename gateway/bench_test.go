@@ -176,8 +176,9 @@ func residentKiB(pid int) int64 {
 	return 0
 }
 
-// relaySizes are the result sizes of BenchmarkRelay.
-var relaySizes = []int{1 << 20, 16 << 20}
+// relaySizes are the result sizes of BenchmarkRelay: 1 KiB shows what a
+// call costs whatever its size.
+var relaySizes = []int{1 << 10, 1 << 20, 16 << 20}
 
 // BenchmarkRelay measures the relay of a large result (issue 13, target 5):
 // the stub worker answers a tools/call "blob" with a pre-built result of
@@ -190,6 +191,9 @@ var relaySizes = []int{1 << 20, 16 << 20}
 func BenchmarkRelay(b *testing.B) {
 	for _, size := range relaySizes {
 		name := fmt.Sprintf("%dMiB", size>>20)
+		if size < 1<<20 {
+			name = fmt.Sprintf("%dKiB", size>>10)
+		}
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"blob","arguments":{"size":%d}}}`, size)
 		sseBody := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"blob","arguments":{"size":%d},"_meta":{"progressToken":"p"}}}`, size)
 		b.Run("baseline/"+name, func(b *testing.B) {
