@@ -124,7 +124,7 @@ bin/mcpbench run -out "$OUT" "${args[@]}" ${BENCH_FLAGS:-} "$@"
 # The Go micro-benchmarks of the hot paths (JWT verification, the forward
 # path: gateway's BenchmarkForward and any other in auth/, gateway/,
 # jsonrpc/ and worker/; gateway's BenchmarkRelay, a 1 MiB and a 16 MiB
-# result with its no-gateway baseline, about 10 s of the step; the built-in
+# result with its no-gateway baseline, about 15 s of the step; the built-in
 # worker's call in a session and in a per-user worker, tools'
 # BenchmarkWorkerCall), with allocations, after the systems have stopped.
 pkgs=$(go list ./auth/... ./gateway/... ./jsonrpc/... ./worker/... ./tools 2>/dev/null | tr '\n' ' ')
