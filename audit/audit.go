@@ -126,16 +126,22 @@ func (l *Log) Close() error {
 	return l.file.close()
 }
 
-// Call records one event.
+// Call records one event. The fields are built once for both sinks, and the
+// main log's handler is called directly: slog.Logger.LogAttrs would walk
+// the stack (runtime.Callers) for a source no handler here prints, on
+// every call the gateway forwards (docs/benchmarks.md).
 func (l *Log) Call(e *gateway.CallEvent) {
 	name := e.Method
 	if name == "" {
 		name = "request"
 	}
-	r := slog.NewRecord(e.Time, slog.LevelInfo, name, 0)
-	r.AddAttrs(l.attrs(e)...)
+	var buf [18]slog.Attr
+	as := l.appendAttrs(buf[:0], e)
+	ctx := context.Background()
 	if l.h != nil {
-		if err := l.h.Handle(context.Background(), r); err != nil {
+		r := slog.NewRecord(e.Time, slog.LevelInfo, name, 0)
+		r.AddAttrs(as...)
+		if err := l.h.Handle(ctx, r); err != nil {
 			if l.opts.OnWriteError != nil {
 				l.opts.OnWriteError()
 			}
@@ -143,14 +149,18 @@ func (l *Log) Call(e *gateway.CallEvent) {
 				"path", l.opts.Path, "err", err, "user", e.User, "tool", e.Tool, "decision", e.Decision)
 		}
 	}
-	if l.opts.Logger != nil {
-		l.opts.Logger.LogAttrs(context.Background(), slog.LevelInfo, "audit", append([]slog.Attr{slog.String("event", name)}, l.attrs(e)...)...)
+	if lg := l.opts.Logger; lg != nil && lg.Enabled(ctx, slog.LevelInfo) {
+		r := slog.NewRecord(time.Now(), slog.LevelInfo, "audit", 0)
+		r.AddAttrs(slog.String("event", name))
+		r.AddAttrs(as...)
+		_ = lg.Handler().Handle(ctx, r)
 	}
 }
 
-// attrs are the event's fields (docs/operations.md, "Audit trail").
-func (l *Log) attrs(e *gateway.CallEvent) []slog.Attr {
-	as := []slog.Attr{
+// appendAttrs appends the event's fields to as (docs/operations.md, "Audit
+// trail").
+func (l *Log) appendAttrs(as []slog.Attr, e *gateway.CallEvent) []slog.Attr {
+	as = append(as,
 		slog.String("user", e.User),
 		slog.String("client_id", e.ClientID),
 		slog.String("issuer", e.Issuer),
@@ -164,7 +174,7 @@ func (l *Log) attrs(e *gateway.CallEvent) []slog.Attr {
 		slog.Float64("duration_ms", float64(e.Duration)/float64(time.Millisecond)),
 		slog.String("outcome", e.Outcome),
 		slog.String("request_id", e.RequestID),
-	}
+	)
 	if e.Status != 0 {
 		as = append(as, slog.Int("status", e.Status))
 	}

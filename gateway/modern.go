@@ -77,7 +77,19 @@ func readModernMeta(params json.RawMessage) modernMeta {
 // when a key equal to key ignoring case appears twice or spelled otherwise:
 // encoding/json and the SDKs would then read different members, so the
 // gateway refuses to decide on it (SECURITY.md: two readers of one input).
+//
+// A plain object (valid JSON, no escaped keys) is read by a scan that
+// decodes nothing; anything else by encoding/json's tokenizer, which decides
+// the odd cases (TestExactMemberScanAgrees).
 func exactMember(obj json.RawMessage, key string) (val json.RawMessage, ok bool) {
+	if v, plain := jsonrpc.PlainMember(obj, key, nil); plain && json.Valid(obj) {
+		return v, true
+	}
+	return decodeExactMember(obj, key)
+}
+
+// decodeExactMember is exactMember by encoding/json's tokenizer.
+func decodeExactMember(obj json.RawMessage, key string) (val json.RawMessage, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, false

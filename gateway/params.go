@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
@@ -19,7 +20,30 @@ import (
 // regard to case and keeps the last duplicate, while SDKs match exactly, so
 // {"name":"write","Name":"echo"} would otherwise pass the gateway's
 // read-only check as echo and run as write.
+//
+// Plain params (valid JSON, no escaped keys: what clients send) are read by
+// a scan that decodes nothing but the name; anything else by encoding/json's
+// tokenizer, which is what decides the odd cases (TestToolNameScanAgrees).
 func toolName(params json.RawMessage) (name string, ok bool) {
+	if v, plain := jsonrpc.PlainMember(params, "name", nil); plain && json.Valid(params) {
+		if v == nil {
+			return "", false
+		}
+		if v[0] == '"' { // valid JSON: a whole string, quotes included
+			if s := v[1 : len(v)-1]; bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+				return string(s), true // what encoding/json would decode, without its decoder
+			}
+		}
+		if json.Unmarshal(v, &name) != nil {
+			return "", false
+		}
+		return name, true
+	}
+	return decodeToolName(params)
+}
+
+// decodeToolName is toolName by encoding/json's tokenizer.
+func decodeToolName(params json.RawMessage) (name string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", false

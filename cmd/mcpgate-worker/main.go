@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/mcpgate/mcpgate/tools/builtin"
@@ -28,8 +29,10 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := builtin.Run(ctx, builtin.Program{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Version: Version})
+	stdin := builtin.PollableStdin(os.Stdin)
+	err := builtin.Run(ctx, builtin.Program{Stdin: stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Version: Version})
 	stop()
+	runtime.KeepAlive(stdin) // it shares os.Stdin's descriptor: never collected (and closed) early
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,14 +1,22 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/tools/builtin"
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // TestWorkerBinaryLinksNoGateway: the worker-only binary exists to be
@@ -44,4 +52,38 @@ func TestWorkerBinaryLinksNoGateway(t *testing.T) {
 				"mcpgate-worker links %s (through %s): keep the gateway's dependencies out of the worker", f, d)
 		}
 	}
+}
+
+// asMain makes this test binary the worker itself, for TestWorkerOverPipe.
+const asMain = "MCPGATE_WORKER_BINARY_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestWorkerOverPipe runs the program as the gateway does, stdin and stdout
+// pipes (stdin read through the poller: builtin.PollableStdin), with the
+// gateway's GOMAXPROCS=1: it initializes, answers a call, and ends cleanly
+// when stdin closes.
+func TestWorkerOverPipe(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe)
+	id := worker.Identity{User: "alice", SessionID: "s1"}
+	cfg := db.Config{Driver: db.SQLite, DSN: filepath.Join(t.TempDir(), "demo.db")}
+	cmd.Env = slices.Concat([]string{asMain + "=1", "PATH=" + os.Getenv("PATH")}, cfg.Environ(), builtin.Environ(), id.Environ())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, "%s", &stderr)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "status", Arguments: map[string]any{}})
+	require.NoError(t, err, "%s", &stderr)
+	assert.False(t, res.IsError, "status: %+v", res.Content)
+	require.NoError(t, cs.Close())
+	assert.Equal(t, 0, cmd.ProcessState.ExitCode(), "%s", &stderr)
 }

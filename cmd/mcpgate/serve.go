@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/metrics"
 	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tools/builtin"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
 	"github.com/mcpgate/mcpgate/worker"
@@ -58,6 +60,14 @@ func serve(ctx context.Context, m *Main, args []string) error {
 		log.Warn("mcpgate: unknown configuration variable ignored; see docs/configuration.md", "name", name)
 	}
 	return runGateway(ctx, m, cfg, log)
+}
+
+// builtinEnv is the built-in worker's environment besides its identity:
+// the database settings, the worker's runtime defaults (builtin.Environ),
+// then the operator's worker.env, last, so that it may override the
+// defaults (os/exec keeps the last of a name).
+func builtinEnv(d db.Config, operator []string) []string {
+	return slices.Concat(d.Environ(), builtin.Environ(), operator)
 }
 
 // newLogger builds the gateway's log from log.level and log.format.
@@ -121,7 +131,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		}
 		command = builtinWorkerCommand(exe, log)
 		opts.SafeTools, opts.UndoTools = safe, undo
-		wopts.Env = append(d.Environ(), wopts.Env...)
+		wopts.Env = builtinEnv(d, wopts.Env)
 		dbReady = databaseAnswers(d.WithDefaults())
 	}
 	if err := workerLimits(cfg, log, &wopts); err != nil {

@@ -463,3 +463,25 @@ func TestHelpAndUnknown(t *testing.T) {
 	require.ErrorIs(t, m.Run(context.Background(), []string{"serv"}), errUsage)
 	assert.Contains(t, errOut.String(), `unknown command "serv"`)
 }
+
+// TestBuiltinEnvGOMAXPROCS: the built-in worker starts with GOMAXPROCS=1
+// (builtin.Environ: only set at start does it save memory), and the
+// operator's worker.env, coming last, overrides it.
+func TestBuiltinEnvGOMAXPROCS(t *testing.T) {
+	d := db.Config{Driver: db.SQLite, DSN: "/data/x.db"}
+	last := func(env []string, name string) string {
+		v := ""
+		for _, kv := range env {
+			if k, val, _ := strings.Cut(kv, "="); k == name {
+				v = val
+			}
+		}
+		return v
+	}
+	env := builtinEnv(d, nil)
+	assert.Equal(t, "1", last(env, "GOMAXPROCS"), "the default")
+	assert.Equal(t, "/data/x.db", last(env, db.EnvDSN), "the database settings stay")
+	env = builtinEnv(d, []string{"GOMAXPROCS=4", "TZ=UTC"})
+	assert.Equal(t, "4", last(env, "GOMAXPROCS"), "worker.env wins")
+	assert.Equal(t, "UTC", last(env, "TZ"))
+}

@@ -98,6 +98,7 @@ func Run(ctx context.Context, p Program) error {
 		}
 		defer txs.Close()
 		opts.Transactions = txs
+		raiseProcs(p.Getenv)
 	case "", worker.ScopeSession:
 		session, err := db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
 		if err != nil {

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// memberCorpus: objects as clients send them and as an attacker would,
+// for holding the scans of toolName and exactMember to encoding/json's
+// tokenizer (SECURITY.md: two readers of one input must agree).
+var memberCorpus = []string{
+	`{"name":"echo","arguments":{"name":"x"}}`,
+	`{"arguments":{"Name":"x","name":"y"},"name":"echo"}`,
+	` { "name" : "echo" , "_meta" : { "progressToken" : 1 } } `,
+	`{"n\u0061me":"echo"}`,
+	`{"name":"echo","n\u0061me":"write"}`,
+	`{"name":"write","Name":"echo"}`,
+	`{"Name":"echo"}`,
+	`{"NAME":"echo","name":"write"}`,
+	`{"name":"echo","name":"write"}`,
+	`{"name":"echo","name":"echo"}`,
+	`{"nam\u0065":"write","name":"echo"}`,
+	"{\"na\u212ae\":\"write\"}", // Kelvin sign: equal to k ignoring case
+	"{\"name\":\"wr\\u0069te\"}",
+	"{\"name\":\"\xff\"}", // invalid UTF-8 in the value
+	`{"name":7}`, `{"name":null}`, `{"name":{"name":"x"}}`, `{"name":["echo"]}`, `{"name":""}`,
+	`{"arguments":{}}`, `{}`, `[]`, `["name","echo"]`, `"name"`, `null`, `7`,
+	`{"name":"echo"`, `{"name":"echo"}x`, `{"name":"echo",}`, `{"name" "echo"}`, ``, ` `,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"status"}`,
+	`{"a":"}","name":"x\"}"}`, `{"a":"\\","name":"e"}`, `{"a":[{"name":"x"}],"b":1.5e3,"name":"e"}`,
+}
+
+// TestToolNameScanAgrees: toolName's scan gives encoding/json's answer on
+// every input of the corpus.
+func TestToolNameScanAgrees(t *testing.T) {
+	for _, in := range memberCorpus {
+		name, ok := toolName(json.RawMessage(in))
+		wantName, wantOK := decodeToolName(json.RawMessage(in))
+		if ok != wantOK || name != wantName {
+			t.Errorf("toolName(%s) = %q %v; encoding/json: %q %v", in, name, ok, wantName, wantOK)
+		}
+	}
+}
+
+// TestExactMemberScanAgrees: exactMember's scan gives encoding/json's
+// answer on every input of the corpus, for several keys.
+func TestExactMemberScanAgrees(t *testing.T) {
+	for _, in := range memberCorpus {
+		for _, key := range []string{"name", "arguments", "_meta", "a", "missing"} {
+			v, ok := exactMember(json.RawMessage(in), key)
+			wantV, wantOK := decodeExactMember(json.RawMessage(in), key)
+			if ok != wantOK || !bytes.Equal(v, wantV) || (v == nil) != (wantV == nil) {
+				t.Errorf("exactMember(%s, %q) = %s %v; encoding/json: %s %v", in, key, v, ok, wantV, wantOK)
+			}
+		}
+	}
+}
+
+// BenchmarkToolName: a tools/call's params, by the scan and by
+// encoding/json's tokenizer (what toolName did before; it runs up to three
+// times a call: the audit event, the policy and the read-only check).
+func BenchmarkToolName(b *testing.B) {
+	params := json.RawMessage(`{"name":"query","arguments":{"sql":"SELECT * FROM order_totals ORDER BY order_id"},"_meta":{"progressToken":7}}`)
+	for _, f := range []struct {
+		name string
+		fn   func(json.RawMessage) (string, bool)
+	}{{"scan", toolName}, {"decoder", decodeToolName}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, ok := f.fn(params); !ok || n != "query" {
+					b.Fatal(n, ok)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkExactMember: a 2026-07-28 request's _meta, read on every POST.
+func BenchmarkExactMember(b *testing.B) {
+	params := json.RawMessage(`{"name":"status","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`)
+	for _, f := range []struct {
+		name string
+		fn   func(json.RawMessage, string) (json.RawMessage, bool)
+	}{{"scan", exactMember}, {"decoder", decodeExactMember}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, ok := f.fn(params, "_meta"); !ok || v == nil {
+					b.Fatal(string(v), ok)
+				}
+			}
+		})
+	}
+}
