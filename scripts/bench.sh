@@ -122,11 +122,12 @@ say "running (results in $OUT)"
 bin/mcpbench run -out "$OUT" "${args[@]}" ${BENCH_FLAGS:-} "$@"
 
 # The Go micro-benchmarks of the hot paths (JWT verification, the forward
-# path: gateway's BenchmarkForward and any other in auth/, gateway/ and
-# worker/; the built-in worker's call in a session and in a per-user worker,
-# tools' BenchmarkWorkerCall), with allocations, after the systems have
-# stopped.
-pkgs=$(go list ./auth/... ./gateway/... ./worker/... ./tools 2>/dev/null | tr '\n' ' ')
+# path: gateway's BenchmarkForward and any other in auth/, gateway/,
+# jsonrpc/ and worker/; gateway's BenchmarkRelay, a 1 MiB and a 16 MiB
+# result with its no-gateway baseline, about 15 s of the step; the built-in
+# worker's call in a session and in a per-user worker, tools'
+# BenchmarkWorkerCall), with allocations, after the systems have stopped.
+pkgs=$(go list ./auth/... ./gateway/... ./jsonrpc/... ./worker/... ./tools 2>/dev/null | tr '\n' ' ')
 if [ -n "$pkgs" ]; then
 	say "Go benchmarks (go test -bench, ${BENCH_GOTIME:-1s} each)"
 	# shellcheck disable=SC2086
