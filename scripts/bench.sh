@@ -32,7 +32,8 @@ go build -o bin/mcpgate ./cmd/mcpgate
 [ -d cmd/mcpgate-testissuer ] && go build -o bin/mcpgate-testissuer ./cmd/mcpgate-testissuer
 
 # 1,000 sessions over HTTP hold ~2,000 sockets on each side plus three pipes
-# per worker; node (supergateway) does not raise its own limit.
+# per worker, and the harness holds those of every -hold-systems system at
+# once; node (supergateway) does not raise its own limit.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 args=()
