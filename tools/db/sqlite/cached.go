@@ -32,9 +32,11 @@ var ownTexts = func() map[string]bool {
 
 // maxSingle bounds the cache of client texts known to be one statement;
 // it is emptied when full. maxSingleLen is the longest text it keeps.
+// maxReads bounds the client reads kept compiled.
 const (
 	maxSingle    = 64
 	maxSingleLen = 4 << 10
+	maxReads     = 16
 )
 
 type ownKey struct {
@@ -42,21 +44,34 @@ type ownKey struct {
 	q string
 }
 
-// ownStmt is a cached statement of ownTexts.
+// ownStmt is a cached statement: one of ownTexts, or a client's read.
 type ownStmt struct {
-	g    *guard
-	m    mode
-	s    driver.Stmt
-	busy bool // its rows are open
+	g      *guard
+	m      mode
+	pv     bool // pragmaValue of its text
+	client bool
+	s      driver.Stmt
+	busy   bool // its rows are open
 }
 
 // ownStmt returns the cached statement for query run in mode m, preparing
-// it the first time; nil when query is not one of ownTexts, has arguments,
-// is in use, or does not prepare (the caller then runs it as any other
-// text, which reports the error).
+// it the first time; nil when query has arguments, is in use, does not
+// prepare (the caller then runs it as any other text, which reports the
+// error), or is neither one of ownTexts nor a client's read (modeRead: the
+// query tool and the checks) already seen to be one statement (single).
+// A client's read is kept compiled as the engine's own statements are:
+// run only in the mode it was compiled in, its pragmaValue set for a
+// recompile; a PRAGMA setting and an authorizer change expire it in SQLite.
 func (g *guard) ownStmt(ctx context.Context, m mode, query string, args []driver.NamedValue) *ownStmt {
-	if len(args) != 0 || !ownTexts[query] {
+	if len(args) != 0 {
 		return nil
+	}
+	client, pv := !ownTexts[query], false
+	if client {
+		var ok bool
+		if pv, ok = g.single[query]; !ok || m != modeRead {
+			return nil
+		}
 	}
 	k := ownKey{m, query}
 	if os := g.own[k]; os != nil {
@@ -65,27 +80,54 @@ func (g *guard) ownStmt(ctx context.Context, m mode, query string, args []driver
 		}
 		return os
 	}
-	g.set(m, false)
-	if _, err := g.check(m, query); err != nil {
+	if client && !g.roomForRead() {
 		return nil
+	}
+	g.set(m, pv)
+	if !client {
+		if _, err := g.check(m, query); err != nil {
+			return nil
+		}
 	}
 	s, err := g.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 	if err != nil {
 		return nil
 	}
-	os := &ownStmt{g: g, m: m, s: s}
+	os := &ownStmt{g: g, m: m, pv: pv, client: client, s: s}
 	g.own[k] = os
 	return os
 }
 
+// roomForRead makes room for one more client read, closing those not in
+// use when maxReads are kept.
+func (g *guard) roomForRead() bool {
+	n := 0
+	for _, os := range g.own {
+		if os.client {
+			n++
+		}
+	}
+	if n < maxReads {
+		return true
+	}
+	for k, os := range g.own {
+		if os.client && !os.busy {
+			os.s.Close() //nolint:errcheck // finalizing a statement that is not running
+			delete(g.own, k)
+			n--
+		}
+	}
+	return n < maxReads
+}
+
 func (os *ownStmt) exec(ctx context.Context) (driver.Result, error) {
-	os.g.set(os.m, false)
+	os.g.set(os.m, os.pv)
 	r, err := os.s.(driver.StmtExecContext).ExecContext(ctx, nil)
 	return r, os.g.explain(err)
 }
 
 func (os *ownStmt) query(ctx context.Context) (driver.Rows, error) {
-	os.g.set(os.m, false)
+	os.g.set(os.m, os.pv)
 	r, err := os.s.(driver.StmtQueryContext).QueryContext(ctx, nil)
 	if err != nil {
 		return bound(r, os.g.explain(err))

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/tools/db"
@@ -78,4 +79,83 @@ func TestCachesKeepTheGuard(t *testing.T) {
 	st, err = s.Status(ctx)
 	require.NoError(t, err)
 	assert.False(t, st.Uncommitted)
+}
+
+// readRows reads query's rows as text through Session.Read, as the query
+// tool does.
+func readRows(t *testing.T, s *db.Session, query string) [][]string {
+	t.Helper()
+	var out [][]string
+	require.NoError(t, s.Read(t.Context(), func(ctx context.Context, q db.Querier) error {
+		r, err := q.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		rows, err := db.Collect(r, 100, db.DefaultMaxCell)
+		if err != nil {
+			return err
+		}
+		out = nil
+		for i := range rows.Rows {
+			line := []string{}
+			for j := range rows.Rows[i] {
+				line = append(line, fmt.Sprint(rows.Rows[i][j]))
+			}
+			out = append(out, line)
+		}
+		return nil
+	}))
+	return out
+}
+
+// TestCachedReadsAnswerAfresh: a client's read kept compiled (cached.go)
+// answers as a fresh compile would after a data change, a schema change, a
+// PRAGMA setting and a commit, and more distinct reads than the cache
+// keeps still answer.
+func TestCachedReadsAnswerAfresh(t *testing.T) {
+	cfg := dbtest.Config(t, db.SQLite)
+	s := open(t, cfg, false)
+	ctx := t.Context()
+	require.NoError(t, dbtest.Run(ctx, s, "CREATE TABLE c (x)"))
+	require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO c VALUES (1), (2)"))
+	all := "SELECT * FROM c ORDER BY x"
+	for range 3 {
+		assert.Equal(t, [][]string{{"1"}, {"2"}}, readRows(t, s, all))
+	}
+	require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO c VALUES (3)"))
+	assert.Equal(t, [][]string{{"1"}, {"2"}, {"3"}}, readRows(t, s, all), "after a write")
+	require.NoError(t, dbtest.Run(ctx, s, "ALTER TABLE c ADD COLUMN y DEFAULT 'y'"))
+	assert.Equal(t, [][]string{{"1", "y"}, {"2", "y"}, {"3", "y"}}, readRows(t, s, all), "after a schema change")
+	require.NoError(t, s.Commit(ctx))
+	assert.Equal(t, [][]string{{"1", "y"}, {"2", "y"}, {"3", "y"}}, readRows(t, s, all), "after a commit")
+
+	like := "SELECT 'a' LIKE 'A'"
+	for range 3 {
+		assert.Equal(t, [][]string{{"1"}}, readRows(t, s, like))
+	}
+	require.NoError(t, dbtest.Run(ctx, s, "PRAGMA case_sensitive_like = 1"))
+	assert.Equal(t, [][]string{{"0"}}, readRows(t, s, like), "after a PRAGMA setting")
+	require.NoError(t, dbtest.Run(ctx, s, "PRAGMA case_sensitive_like = 0"))
+
+	unordered := "SELECT x FROM c"
+	for range 3 {
+		assert.Equal(t, [][]string{{"1"}, {"2"}, {"3"}}, readRows(t, s, unordered))
+	}
+	require.NoError(t, dbtest.Run(ctx, s, "PRAGMA reverse_unordered_selects = 1"))
+	assert.Equal(t, [][]string{{"3"}, {"2"}, {"1"}}, readRows(t, s, unordered), "after a flag PRAGMA")
+	require.NoError(t, dbtest.Run(ctx, s, "PRAGMA reverse_unordered_selects = 0"))
+
+	for round := range 2 {
+		for i := range 40 {
+			q := fmt.Sprintf("SELECT %d + x FROM c WHERE x = 1", i)
+			assert.Equal(t, [][]string{{fmt.Sprint(i + 1)}}, readRows(t, s, q), "round %d", round)
+		}
+	}
+
+	// A cached read whose table is gone fails as a fresh compile would,
+	// every time.
+	require.NoError(t, dbtest.Run(ctx, s, "DROP TABLE c"))
+	for range 2 {
+		assert.Equal(t, db.KindSQLError, kindOf(t, read(ctx, s, all)), "the table is gone")
+	}
 }
