@@ -113,7 +113,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&conc, "concurrency", conc, "concurrent sessions for the latency runs; the last is the throughput figure")
 	fs.DurationVar(&cfg.Duration, "duration", 4*time.Second, "measured time of each closed-loop run (and of the call run while sessions are held)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up before each closed-loop run (100ms at most in later rounds)")
-	fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds each closed loop is split into, the systems taking turns")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds each closed loop and the held calls are split into, the systems taking turns")
 	fs.DurationVar(&cfg.Settle, "settle", time.Second, "pause before reading memory after opening idle sessions")
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", 30*time.Second, "timeout of one open or call")
 	fs.IntVar(&cfg.Starts, "starts", 50, "session starts measured one after another")

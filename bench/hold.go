@@ -8,18 +8,33 @@ import (
 	"time"
 )
 
-// hold opens n sessions at once, checks that every one answers while all are
-// open, reads the memory, and measures calls one at a time meanwhile.
-func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
-	res := HoldResult{Sessions: n}
+// holdRun is one system's held sessions, measured in rounds: the runner
+// opens the held sessions of every system first, then interleaves the
+// rounds of calls, so that a burst of background load on the shared machine
+// lands on every system alike.
+type holdRun struct {
+	res      HoldResult
+	sessions []*session
+	lat      Latencies
+	errs     errOnce
+	next     int    // the session the next call goes to, round robin
+	stop     func() // ends the profile, if any
+}
+
+// startHold opens n sessions at once, checks that every one answers while
+// all are open, reads the memory, and the CPU spent while nobody calls. The
+// sessions stay open for holdRound until finishHold.
+func (b *bench) startHold(ctx context.Context, n int) (*holdRun, error) {
+	h := &holdRun{res: HoldResult{Sessions: n}, lat: make(Latencies, 0, 1024)}
+	res := &h.res
 	t0 := time.Now()
 	sessions, errs := b.openMany(ctx, n, 16, b.openSession)
 	res.OpenTime = time.Since(t0)
-	defer closeAll(sessions, 32)
+	h.sessions = sessions
 	res.Opened = len(sessions)
 	res.FirstError = errs.String()
 	if len(sessions) == 0 {
-		return res, errors.New("mcpbench: no session opened")
+		return h, errors.New("mcpbench: no session opened")
 	}
 	// Every held session answers once more, now that all are open.
 	var answered atomic.Int64
@@ -48,7 +63,7 @@ func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
 	}
 	mem, err := b.memory()
 	if err != nil {
-		return res, err
+		return h, err
 	}
 	res.Memory = mem
 	// What the held sessions cost while nobody calls: CPU over a quiet
@@ -59,33 +74,59 @@ func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
 			select {
 			case <-time.After(b.cfg.Settle):
 			case <-ctx.Done():
-				return res, ctx.Err()
+				return h, ctx.Err()
 			}
 			if c1, err := b.cpu(pids); err == nil {
 				res.IdleCPU = float64(c1.server-c0.server) / float64(time.Since(t0))
 			}
 		}
 		if b.profile != nil {
-			defer b.profile(Tool{Label: "held", Name: b.trivial.Name}, n, pids)()
+			h.stop = b.profile(Tool{Label: "held", Name: b.trivial.Name}, n, pids)
 		}
 	}
-	// Meanwhile: one call at a time, round robin over the held sessions.
-	lat := make(Latencies, 0, 1024)
-	var callErr errOnce
-	end := time.Now().Add(b.cfg.Duration)
-	for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
-		s := sessions[i%len(sessions)]
+	return h, nil
+}
+
+// holdRound makes calls for d, one at a time, round robin over the held
+// sessions, carrying on from where the previous round stopped.
+func (b *bench) holdRound(ctx context.Context, h *holdRun, d time.Duration) {
+	if len(h.sessions) == 0 {
+		return
+	}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		s := h.sessions[h.next%len(h.sessions)]
+		h.next++
 		c0 := time.Now()
 		if err := call(ctx, s, b.trivial, b.cfg.CallTimeout); err != nil {
-			callErr.add(err)
+			h.errs.add(err)
 			continue
 		}
-		lat = append(lat, time.Since(c0))
+		h.lat = append(h.lat, time.Since(c0))
 	}
-	res.Call = Summarize(lat)
-	res.CallErrors = int(callErr.n.Load())
+}
+
+// finishHold closes the held sessions and summarises the calls of every
+// round.
+func (b *bench) finishHold(h *holdRun) HoldResult {
+	if h.stop != nil {
+		h.stop()
+	}
+	closeAll(h.sessions, 32)
+	res := h.res
+	res.Call = Summarize(h.lat)
+	res.CallErrors = int(h.errs.n.Load())
 	if res.FirstError == "" {
-		res.FirstError = callErr.String()
+		res.FirstError = h.errs.String()
 	}
-	return res, nil
+	return res
+}
+
+// hold is the held phase of one system alone, its calls in a single round.
+func (b *bench) hold(ctx context.Context, n int) (HoldResult, error) {
+	h, err := b.startHold(ctx, n)
+	if err == nil {
+		b.holdRound(ctx, h, b.cfg.Duration)
+	}
+	return b.finishHold(h), err
 }

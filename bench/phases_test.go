@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,5 +144,87 @@ func TestBuiltinServerOverSQLite(t *testing.T) {
 		if lr := b.load(context.Background(), tool, 2); lr.Errors != 0 || lr.Calls == 0 {
 			t.Errorf("%s: got %d calls, %d errors (%s)", tool.Name, lr.Calls, lr.Errors, lr.FirstError)
 		}
+	}
+}
+
+// heldCounter wraps a target and counts its sessions opened and still open.
+type heldCounter struct {
+	target
+	opened, held *atomic.Int64
+}
+
+func (c heldCounter) open(ctx context.Context) (*session, error) {
+	s, err := c.target.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.opened.Add(1)
+	c.held.Add(1)
+	release := s.release
+	s.release = func() {
+		c.held.Add(-1)
+		if release != nil {
+			release()
+		}
+	}
+	return s, nil
+}
+
+// The held phase opens the sessions of every system first, holds them all
+// at once, and takes the rounds of calls in turn: the calls the servers see
+// switch from one system to the other at every round, and the sessions of
+// both are open together. (Run one system after another, the calls would
+// switch once and at most one system's sessions would be open.)
+func TestHoldInterleaved(t *testing.T) {
+	const n, rounds = 3, 3
+	var mu sync.Mutex
+	var calls []string // the system of every call, in the order served
+	var open, maxOpen atomic.Int64
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbench-test", Version: "0"}, nil)
+	cfg := Config{Hold: n, Rounds: rounds, Duration: 150 * time.Millisecond, CallTimeout: 10 * time.Second}
+	echo := Tool{Label: "trivial", Name: "echo", Args: json.RawMessage(`{"text":"hi"}`)}
+	var systems []live
+	opened := map[string]*atomic.Int64{}
+	for _, name := range []string{"a", "b"} {
+		srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "0"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, echoResult, error) {
+			mu.Lock()
+			calls = append(calls, name)
+			mu.Unlock()
+			maxOpen.Store(max(maxOpen.Load(), open.Load()))
+			return nil, echoResult(in), nil
+		})
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		t.Cleanup(hs.Close)
+		opened[name] = new(atomic.Int64)
+		tg := heldCounter{target: &httpTarget{client: client, endpoint: hs.URL}, opened: opened[name], held: &open}
+		systems = append(systems, live{res: &SystemResult{Name: name}, b: &bench{cfg: cfg, t: tg, trivial: echo}})
+	}
+	runHold(context.Background(), cfg, systems, io.Discard)
+
+	for _, s := range systems {
+		h := s.res.Hold
+		if h == nil || h.Opened != n || h.Answered != n || h.Call.Count == 0 || h.CallErrors != 0 || s.res.Error != "" {
+			t.Fatalf("%s: got %+v (%s), want %d opened and answered, calls, no errors", s.res.Name, h, s.res.Error, n)
+		}
+		if got := opened[s.res.Name].Load(); got != n {
+			t.Errorf("%s: got %d sessions opened, want %d (opened once, held through every round)", s.res.Name, got, n)
+		}
+	}
+	if got := maxOpen.Load(); got != 2*n {
+		t.Errorf("got at most %d sessions open at once, want %d: both systems' held together", got, 2*n)
+	}
+	if got := open.Load(); got != 0 {
+		t.Errorf("got %d sessions still open after the phase, want 0", got)
+	}
+	switches := 0
+	for i := 1; i < len(calls); i++ {
+		if calls[i] != calls[i-1] {
+			switches++
+		}
+	}
+	// a opens, b opens, then a b a b a b: 2*rounds switches.
+	if switches < 2*rounds {
+		t.Errorf("got the calls switching system %d times, want %d (rounds taken in turn)", switches, 2*rounds)
 	}
 }

@@ -106,22 +106,52 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 		}
 	}
 	if cfg.Hold > 0 {
+		var held []live
 		for _, s := range systems {
-			if !slices.Contains(cfg.HoldSystems, s.res.Name) {
-				continue
+			if slices.Contains(cfg.HoldSystems, s.res.Name) {
+				held = append(held, s)
 			}
-			h, err := s.b.hold(ctx, cfg.Hold)
-			s.res.Hold = &h
-			fail(s.res, err)
-			progress(stderr, s.res.Name, "hold: %d opened, %d answered of %d in %s; %.0f MiB RSS, %.0f MiB PSS; call p50 %s %s",
-				h.Opened, h.Answered, h.Sessions, h.OpenTime.Round(time.Millisecond), mib(h.Memory.RSS), mib(h.Memory.PSS),
-				fmtDur(h.Call.P50), errNote(h.FirstError))
 		}
+		runHold(ctx, cfg, held, stderr)
 	}
 	// Last: the per-user workers it starts outlive it (until their idle
 	// timeout), and would count in the memory figures of the phases above.
 	if cfg.ModernClients > 0 {
 		runModern(ctx, cfg, modern, tools, per, stderr)
+	}
+}
+
+// runHold is the held phase: the held sessions of every system are opened
+// first (each system's memory and idle CPU read as its own are opened),
+// and all stay open while the calls to them run in rounds that the systems
+// take in turn, as the closed loops do.
+func runHold(ctx context.Context, cfg Config, systems []live, stderr io.Writer) {
+	runs := make([]*holdRun, len(systems))
+	for i, s := range systems {
+		h, err := s.b.startHold(ctx, cfg.Hold)
+		runs[i] = h
+		if err != nil && s.res.Error == "" {
+			s.res.Error = err.Error()
+		}
+		progress(stderr, s.res.Name, "hold: %d opened, %d answered of %d in %s; %.0f MiB RSS, %.0f MiB PSS; %.2f cores idle",
+			h.res.Opened, h.res.Answered, h.res.Sessions, h.res.OpenTime.Round(time.Millisecond),
+			mib(h.res.Memory.RSS), mib(h.res.Memory.PSS), h.res.IdleCPU)
+		if err != nil { // not measured: its sessions are held no longer
+			closeAll(h.sessions, 32)
+			h.sessions = nil
+		}
+	}
+	per := cfg.Duration / time.Duration(cfg.Rounds)
+	for range cfg.Rounds {
+		for i, s := range systems {
+			s.b.holdRound(ctx, runs[i], per)
+		}
+	}
+	for i, s := range systems {
+		h := s.b.finishHold(runs[i])
+		s.res.Hold = &h
+		progress(stderr, s.res.Name, "hold: call p50 %s p99 %s over %d calls (%d errors) %s",
+			fmtDur(h.Call.P50), fmtDur(h.Call.P99), h.Call.Count, h.CallErrors, errNote(h.FirstError))
 	}
 }
 

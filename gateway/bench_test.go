@@ -1,18 +1,21 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,4 +174,120 @@ func residentKiB(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// relaySizes are the result sizes of BenchmarkRelay: 1 KiB shows what a
+// call costs whatever its size.
+var relaySizes = []int{1 << 10, 1 << 20, 16 << 20}
+
+// BenchmarkRelay measures the relay of a large result (issue 13, target 5):
+// the stub worker answers a tools/call "blob" with a pre-built result of
+// the size, which the client reads over loopback HTTP. "baseline" is the
+// same worker and client with no gateway between them: a handler that
+// writes the request to the worker's stdin and copies its stdout line to
+// the response as it comes, so the gateway's own cost is "json" (or "sse",
+// where a progress notification first turns the response into an event
+// stream) less "baseline", in the same run.
+func BenchmarkRelay(b *testing.B) {
+	for _, size := range relaySizes {
+		name := fmt.Sprintf("%dMiB", size>>20)
+		if size < 1<<20 {
+			name = fmt.Sprintf("%dKiB", size>>10)
+		}
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"blob","arguments":{"size":%d}}}`, size)
+		sseBody := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"blob","arguments":{"size":%d},"_meta":{"progressToken":"p"}}}`, size)
+		b.Run("baseline/"+name, func(b *testing.B) {
+			url := relayBaseline(b)
+			benchRelay(b, url, body, "application/json", size)
+		})
+		_, srv := newTestGateway(b, Options{})
+		sid := rawSession(b, srv.URL)
+		b.Run("json/"+name, func(b *testing.B) {
+			benchRelay(b, srv.URL, body, "application/json", size, sidHdr, sid, protoHdr, "2025-11-25")
+		})
+		b.Run("sse/"+name, func(b *testing.B) {
+			benchRelay(b, srv.URL, sseBody, "text/event-stream", size, sidHdr, sid, protoHdr, "2025-11-25")
+		})
+	}
+}
+
+// benchRelay posts body to url b.N times and reads each answer through,
+// checking its content type, its start and that it holds at least size
+// bytes.
+func benchRelay(b *testing.B, url, body, ctype string, size int, headers ...string) {
+	client := &http.Client{Transport: &http.Transport{}}
+	b.Cleanup(client.CloseIdleConnections)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	head := make([]byte, 512)
+	cpu0 := processCPU()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.ReadFull(resp.Body, head)
+		rest, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != ctype ||
+			!bytes.Contains(head[:n], []byte(`"id":7`)) && !bytes.Contains(head[:n], []byte(`"progressToken":"p"`)) || int(rest)+n < size {
+			b.Fatalf("got %d %s, %d bytes: %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), int(rest)+n, head[:n])
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU returns the CPU time (user and system) this process has used,
+// in nanoseconds: the client's and the gateway's (or the baseline's
+// handler's), not the worker's.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// relayBaseline serves the stub worker with no gateway: each POST's body
+// goes to the worker's stdin as it is, and the worker's next line comes
+// back as the response, copied as it is read. It returns the server's URL.
+func relayBaseline(b *testing.B) string {
+	cmd := exec.Command(stubWorker)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	r := bufio.NewReaderSize(out, 64<<10)
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := in.Write(append(body, '\n')); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		for {
+			chunk, err := r.ReadSlice('\n')
+			w.Write(bytes.TrimSuffix(chunk, []byte("\n")))
+			if err != bufio.ErrBufferFull {
+				return
+			}
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
 }

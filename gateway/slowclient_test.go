@@ -108,6 +108,12 @@ func TestNeverReadingClientsStayBounded(t *testing.T) {
 		postRaw(t, dialNonReader(t, srv.URL), sid, accept, bigBatch(12, mib))
 		t.Logf("session %d (%s) posted", i, accept)
 	}
+	// The answers are held for the clients first (awaitIdle alone could
+	// look before a request is served): a JSON response of 1 MiB answers
+	// fits at least three in its 4 MiB stream limit, whatever the others
+	// took of the user's 8 MiB.
+	require.Eventually(t, func() bool { return g.buffered.peak.Load() >= 3*mib }, 60*time.Second, 10*time.Millisecond,
+		"the answers are never held for the clients")
 	for _, sid := range sids {
 		awaitIdle(t, g, sid) // the write deadline ended each response
 	}

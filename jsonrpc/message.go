@@ -123,7 +123,7 @@ func Marshal(v any) ([]byte, error) {
 // for text that is not JSON); the caller still calls Validate. Either way
 // every member of the message is valid JSON, which PlainMember relies on.
 func Decode(data []byte) (*Message, error) {
-	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 && valid(data) {
+	if ok, breaks := validLines(data); ok && !breaks {
 		if m, ok := decodeFast(data); ok {
 			return m, nil
 		}
@@ -421,6 +421,41 @@ func (m *Message) EncodeWithID(id json.RawMessage) ([]byte, error) {
 	out := *m
 	out.ID = id
 	return out.Encode()
+}
+
+// AnswerInPlace writes m, an answer Decode read from a line at the tail of
+// own (a buffer that holds that line alone, and that the caller owns), with
+// id in place of its own, into own itself, and returns it: the same bytes as
+// EncodeWithID, without copying the result. The head up to the result is
+// written over what comes before the result in own (the worker's head and
+// the free room before the line), and a '}' after it. It reports false,
+// changing nothing, unless m is a result read on Decode's fast path and its
+// last member, and the head fits. m and the line must not be used after it
+// reported true: their bytes are overwritten.
+func (m *Message) AnswerInPlace(own []byte, id json.RawMessage) ([]byte, bool) {
+	if !m.plain || m.Method != "" || m.Params != nil || m.Error != nil || len(m.Result) == 0 || len(id) == 0 {
+		return nil, false
+	}
+	// Where the result starts in own: it aliases own, being a slice of line.
+	at := cap(own) - cap(m.Result)
+	if at < 0 || at+len(m.Result) > len(own) || &own[at] != &m.Result[0] {
+		return nil, false
+	}
+	end := at + len(m.Result)
+	rest := bytes.TrimSpace(own[end:])
+	if len(rest) != 1 || rest[0] != '}' {
+		return nil, false // a member after the result (the id, say)
+	}
+	const before, after = `{"jsonrpc":"2.0","id":`, `,"result":`
+	start := at - len(before) - len(id) - len(after)
+	if start < 0 {
+		return nil, false
+	}
+	copy(own[start:], before)
+	copy(own[start+len(before):], id)
+	copy(own[start+len(before)+len(id):], after)
+	own[end] = '}'
+	return own[start : end+1], true
 }
 
 // WithParams returns a copy of m with params in place of its own.

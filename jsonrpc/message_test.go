@@ -124,11 +124,11 @@ func FuzzDecode(f *testing.F) {
 
 // BenchmarkAnswer measures what the gateway does to a worker's answer on
 // its way to the client — read it, restore the client's id, write it — for
-// a small and a 64 KiB result: "encoding/json" is json.Unmarshal into a
-// Message and Marshal (the way before Decode), "decode" is Decode and
+// a small, a 64 KiB and a 1 MiB result: "encoding/json" is json.Unmarshal
+// into a Message and Marshal (the way before Decode), "decode" is Decode and
 // EncodeWithID.
 func BenchmarkAnswer(b *testing.B) {
-	for _, size := range []int{16, 64 << 10} {
+	for _, size := range []int{16, 64 << 10, 1 << 20} {
 		text := bytes.Repeat([]byte("x"), size)
 		line := []byte(`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"` + string(text) +
 			`"}],"structuredContent":{"text":"` + string(text) + `"}}}`)
@@ -160,5 +160,80 @@ func BenchmarkAnswer(b *testing.B) {
 				}
 			}
 		})
+		// "in-place" is Decode and AnswerInPlace, as the worker's reader
+		// does for a line longer than its buffer (the copy into the line's
+		// own buffer is the reader's, outside this figure).
+		own := make([]byte, 256+len(line))
+		b.Run(fmt.Sprintf("%dB/in-place", size), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				copy(own[256:], line) // AnswerInPlace overwrites the head
+				m, err := Decode(own[256:])
+				if err != nil || m.Validate() != nil {
+					b.Fatal("not a message")
+				}
+				if _, ok := m.AnswerInPlace(own, clientID); !ok {
+					b.Fatal("not answered in place")
+				}
+			}
+		})
 	}
+}
+
+// checkAnswerInPlace holds AnswerInPlace to EncodeWithID: when it writes
+// in place, it writes the same bytes, for any line and any room before it.
+func checkAnswerInPlace(t *testing.T, in []byte, room int, id json.RawMessage) bool {
+	t.Helper()
+	m, err := Decode(bytes.Clone(in))
+	if err != nil {
+		return false
+	}
+	want, err := m.EncodeWithID(id)
+	if err != nil {
+		return false
+	}
+	own := append(bytes.Repeat([]byte{'#'}, room), in...)
+	m, _ = Decode(bytes.TrimRight(own[room:], "\r\n")) // as the worker's reader hands it over
+	got, ok := m.AnswerInPlace(own, id)
+	if ok && !bytes.Equal(got, want) {
+		t.Fatalf("in place %q, want %q", got, want)
+	}
+	return ok
+}
+
+func TestAnswerInPlace(t *testing.T) {
+	for _, tc := range decodeCases {
+		for _, room := range []int{0, 256} {
+			checkAnswerInPlace(t, []byte(tc.in), room, json.RawMessage(`"client-7"`))
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		room int
+		id   string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"}}`, 0, `3`, true},
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"}}`, 0, `"client-7"`, false}, // no room for the longer id
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"}}`, 256, `"client-7"`, true},
+		{`{"jsonrpc":"2.0","id":17,"result":{"a":"b"} }` + "\r\n", 256, `"client-7"`, true},
+		{`{"jsonrpc":"2.0","result":{"a":"b"},"id":17}`, 256, `"c"`, false}, // the id after the result
+		{`{"jsonrpc":"2.0","id":1,"result":{},"id":17}`, 256, `"c"`, false}, // a duplicate: encoding/json's
+		{`{"jsonrpc":"2.0","id":17,"error":{"code":1,"message":"x"}}`, 256, `"c"`, false},
+		{`{"jsonrpc":"2.0","id":17,"method":"m","params":{}}`, 256, `"c"`, false},
+	} {
+		if got := checkAnswerInPlace(t, []byte(tc.in), tc.room, json.RawMessage(tc.id)); got != tc.want {
+			t.Errorf("%s with room %d: in place %v, want %v", tc.in, tc.room, got, tc.want)
+		}
+	}
+}
+
+func FuzzAnswerInPlace(f *testing.F) {
+	for _, tc := range decodeCases {
+		f.Add([]byte(tc.in), 8)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, room int) {
+		checkAnswerInPlace(t, in, room&1023, json.RawMessage(`"c"`))
+	})
 }

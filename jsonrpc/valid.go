@@ -1,5 +1,7 @@
 package jsonrpc
 
+import "encoding/binary"
+
 // maxDepth is encoding/json's nesting limit: json.Valid refuses deeper
 // input, and so does valid.
 const maxDepth = 10000
@@ -20,60 +22,68 @@ var stringStop = func() (t [256]bool) {
 // encoding/json scanner calls a function per byte, and a worker's answer
 // can be hundreds of KiB. FuzzValid holds it to json.Valid.
 func valid(data []byte) bool {
+	ok, _ := validLines(data)
+	return ok
+}
+
+// validLines is valid, and reports too whether data holds a line break (a
+// CR or LF, which valid JSON holds only as whitespace between tokens), in
+// the same pass.
+func validLines(data []byte) (ok, breaks bool) {
 	var stackBuf [32]byte
 	stack := stackBuf[:0] // '{' or '[' per open level
-	i := skipSpace(data, 0)
+	i := skipWS(data, &breaks, 0)
 	for {
 		// A value starts at i.
 		if i >= len(data) {
-			return false
+			return false, breaks
 		}
 		switch c := data[i]; c {
 		case '{', '[':
 			if len(stack) >= maxDepth {
-				return false
+				return false, breaks
 			}
-			i = skipSpace(data, i+1)
+			i = skipWS(data, &breaks, i+1)
 			if i < len(data) && data[i] == c+2 { // '}' or ']'
 				i++
 				break
 			}
 			stack = append(stack, c)
 			if c == '{' {
-				if i = validKey(data, i); i < 0 {
-					return false
+				if i = validKey(data, i, &breaks); i < 0 {
+					return false, breaks
 				}
 			}
 			continue
 		case '"':
 			if i = validString(data, i); i < 0 {
-				return false
+				return false, breaks
 			}
 		case 't':
 			if i = validLiteral(data, i, "true"); i < 0 {
-				return false
+				return false, breaks
 			}
 		case 'f':
 			if i = validLiteral(data, i, "false"); i < 0 {
-				return false
+				return false, breaks
 			}
 		case 'n':
 			if i = validLiteral(data, i, "null"); i < 0 {
-				return false
+				return false, breaks
 			}
 		default:
 			if i = validNumber(data, i); i < 0 {
-				return false
+				return false, breaks
 			}
 		}
 		// A value ended before i: close levels until another value is due.
 		for {
-			i = skipSpace(data, i)
+			i = skipWS(data, &breaks, i)
 			if len(stack) == 0 {
-				return i == len(data)
+				return i == len(data), breaks
 			}
 			if i >= len(data) {
-				return false
+				return false, breaks
 			}
 			top := stack[len(stack)-1]
 			if data[i] == top+2 {
@@ -82,12 +92,12 @@ func valid(data []byte) bool {
 				continue
 			}
 			if data[i] != ',' {
-				return false
+				return false, breaks
 			}
-			i = skipSpace(data, i+1)
+			i = skipWS(data, &breaks, i+1)
 			if top == '{' {
-				if i = validKey(data, i); i < 0 {
-					return false
+				if i = validKey(data, i, &breaks); i < 0 {
+					return false, breaks
 				}
 			}
 			break
@@ -97,18 +107,34 @@ func valid(data []byte) bool {
 
 // validKey checks a member's key and colon at data[i] and returns the index
 // of its value, or -1.
-func validKey(data []byte, i int) int {
+func validKey(data []byte, i int, breaks *bool) int {
 	if i >= len(data) || data[i] != '"' {
 		return -1
 	}
 	if i = validString(data, i); i < 0 {
 		return -1
 	}
-	i = skipSpace(data, i)
+	i = skipWS(data, breaks, i)
 	if i >= len(data) || data[i] != ':' {
 		return -1
 	}
-	return skipSpace(data, i+1)
+	return skipWS(data, breaks, i+1)
+}
+
+// skipWS is skipSpace that sets *breaks when it skips a CR or LF.
+func skipWS(data []byte, breaks *bool, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t':
+			i++
+		case '\r', '\n':
+			*breaks = true
+			i++
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // validString checks the string starting at data[i] (a '"') and returns
@@ -116,9 +142,7 @@ func validKey(data []byte, i int) int {
 func validString(data []byte, i int) int {
 	j := i + 1
 	for {
-		for j < len(data) && !stringStop[data[j]] {
-			j++
-		}
+		j = plainRun(data, j)
 		if j >= len(data) {
 			return -1
 		}
@@ -149,6 +173,39 @@ func validString(data []byte, i int) int {
 			return -1 // a control character
 		}
 	}
+}
+
+// plainRun returns the index of the first byte at or after j that ends a
+// run of plain string content (see stringStop), or len(data): 32, then 8
+// bytes at a time while none of them does, a string's long runs being most
+// of a large result.
+func plainRun(data []byte, j int) int {
+	for ; j+32 <= len(data); j += 32 {
+		w := data[j : j+32]
+		if stops(binary.LittleEndian.Uint64(w))|stops(binary.LittleEndian.Uint64(w[8:]))|
+			stops(binary.LittleEndian.Uint64(w[16:]))|stops(binary.LittleEndian.Uint64(w[24:])) != 0 {
+			break
+		}
+	}
+	for ; j+8 <= len(data); j += 8 {
+		if stops(binary.LittleEndian.Uint64(data[j:])) != 0 {
+			break
+		}
+	}
+	for j < len(data) && !stringStop[data[j]] {
+		j++
+	}
+	return j
+}
+
+// stops is not 0 exactly when one of the eight bytes of w ends a run of
+// plain string content: a byte < 0x20, '"' or '\\' (the "has a byte less
+// than" and "has a zero byte" tests, which are exact about whether there is
+// one).
+func stops(w uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q, b := w^(lo*'"'), w^(lo*'\\')
+	return ((w-lo*0x20)&^w | (q-lo)&^q | (b-lo)&^b) & hi
 }
 
 func isHex(c byte) bool {

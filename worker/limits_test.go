@@ -42,7 +42,7 @@ func startLimited(t *testing.T, l Limits, script string) (*Process, <-chan strin
 	require.NoError(t, err)
 	lines := make(chan string, 16)
 	go func() {
-		_ = p.ReadLoop(func(b []byte) { lines <- string(b) }, func([]byte, int) {})
+		_ = p.ReadLoop(func(b, _ []byte) { lines <- string(b) }, func([]byte, int) {})
 		close(lines)
 	}()
 	t.Cleanup(func() { _ = p.Stop(context.Background(), 0) })

@@ -45,7 +45,7 @@ func start(t *testing.T, script string) (*Process, <-chan string) {
 	}
 	lines := make(chan string, 16)
 	go func() {
-		_ = p.ReadLoop(func(l []byte) { lines <- string(l) }, func([]byte, int) {})
+		_ = p.ReadLoop(func(l, _ []byte) { lines <- string(l) }, func([]byte, int) {})
 		close(lines)
 	}()
 	t.Cleanup(func() { _ = p.Stop(context.Background(), 0) })

@@ -59,8 +59,9 @@ func (c *Conn) run() {
 	close(c.done)
 }
 
-// handle takes one line from the worker.
-func (c *Conn) handle(line []byte) {
+// handle takes one line from the worker; own, when not nil, is the line's
+// own buffer, which an answer may be written into (see Process.ReadLoop).
+func (c *Conn) handle(line, own []byte) {
 	m, err := jsonrpc.Decode(line)
 	if err != nil || m.Validate() != nil {
 		c.proc.Logf(slog.LevelWarn, "worker: dropped a line that is not JSON-RPC 2.0", "bytes", len(line))
@@ -73,7 +74,7 @@ func (c *Conn) handle(line []byte) {
 	}
 	switch {
 	case m.IsResponse():
-		c.answer(m)
+		c.answer(m, own)
 	case m.IsRequest():
 		c.request(m)
 	default:
@@ -81,8 +82,11 @@ func (c *Conn) handle(line []byte) {
 	}
 }
 
-// answer delivers the worker's answer to a client request.
-func (c *Conn) answer(m *jsonrpc.Message) {
+// answer delivers the worker's answer to a client request. own, when not
+// nil, is the buffer m was read into, which the answer may keep: a long
+// result is then written to the client from where it was read, with the
+// client's id spliced in before it, not copied once more.
+func (c *Conn) answer(m *jsonrpc.Message, own []byte) {
 	gid, err := strconv.ParseInt(string(m.ID), 10, 64)
 	c.mu.Lock()
 	cl := c.calls[gid]
@@ -105,6 +109,8 @@ func (c *Conn) answer(m *jsonrpc.Message) {
 		m.Own()
 		out.encode = func() []byte { return encodeAnswer(m.WithResult(cl.rewrite(m.Result)), cl.clientID) }
 		out.size, out.result = len(m.Result), m.Result
+	} else if data, ok := m.AnswerInPlace(own, cl.clientID); own != nil && ok {
+		out.Data = data
 	} else {
 		out.Data = encodeAnswer(m, cl.clientID) // Encode copies its members
 	}

@@ -3,8 +3,11 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
@@ -26,7 +29,7 @@ func TestReadLoopOverLimit(t *testing.T) {
 	var lines []string
 	var head string
 	n := 0
-	if err := p.ReadLoop(func(l []byte) { lines = append(lines, string(l)) }, func(h []byte, size int) { head, n = string(h), size }); err != nil {
+	if err := p.ReadLoop(func(l, _ []byte) { lines = append(lines, string(l)) }, func(h []byte, size int) { head, n = string(h), size }); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(lines, ",") != "first,last" {
@@ -82,5 +85,39 @@ read c`
 	}
 	if got := ask("next"); got["id"] != "next" || got["result"] == nil {
 		t.Errorf("got %v, want the next request answered", got)
+	}
+}
+
+// TestReadLoopLongLines: lines longer than the reader's buffer, read
+// straight into blocks, arrive whole and exact, in order, with the short
+// lines the same reads brought along; a long line over the limit is read
+// through and the next one still arrives; the last line needs no newline.
+func TestReadLoopLongLines(t *testing.T) {
+	long := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	lines := []string{long('a', 3<<20+7), "s1", "s2", long('b', 200<<10) + "\r", "s3", long('c', 5<<20), "s4", long('d', blockSize), long('e', 2<<20+1)}
+	file := t.TempDir() + "/lines"
+	require.NoError(t, os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o600))
+	p, err := StartProcess(ProcessConfig{Command: []string{"/bin/cat", file}, Env: []string{}, Logger: quiet, MaxLineBytes: 4 << 20})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Stop(context.Background(), 0) })
+	var got []string
+	var tooLong []int
+	require.NoError(t, p.ReadLoop(func(l, own []byte) {
+		if own != nil && (len(own) > LineRoom+len(l)+2 || !strings.HasPrefix(string(own[LineRoom:]), string(l))) {
+			t.Errorf("a line of %d bytes in a buffer of %d, not at its room's end", len(l), len(own))
+		}
+		got = append(got, string(l))
+	}, func(_ []byte, n int) { tooLong = append(tooLong, n) }))
+	want := []string{lines[0], "s1", "s2", strings.TrimSuffix(lines[3], "\r"), "s3", "s4", lines[7], lines[8]}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: got %d bytes %.20q…, want %d bytes %.20q…", i, len(got[i]), got[i], len(want[i]), want[i])
+		}
+	}
+	if len(tooLong) != 1 || tooLong[0] != 5<<20 {
+		t.Errorf("got lines over the limit %v, want one of %d bytes", tooLong, 5<<20)
 	}
 }

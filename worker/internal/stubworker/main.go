@@ -5,7 +5,8 @@
 //
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
 // inflight, await (blocks on a FIFO), alloc (takes memory), write (the one
-// "gated" tool). `stubworker exec-limited ...` is the rlimit helper
+// "gated" tool); blob (unlisted: a pre-built result of a given size, for
+// the relay benchmarks). `stubworker exec-limited ...` is the rlimit helper
 // (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
 // tools/call; STUB_CALL_LOG=FILE records every tool run; STUB_DEAF=1 stops
@@ -201,6 +202,7 @@ func (s *stub) call(m message, cancel chan struct{}) {
 			Steps int    `json:"steps"`
 			Code  int    `json:"code"`
 			Size  int    `json:"size"`
+			Form  string `json:"form"`
 		} `json:"arguments"`
 		Meta struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
@@ -299,9 +301,72 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		s.reply(m.ID, text(fmt.Sprintf("allocated %d bytes", a.Size)))
 	case "big": // an answer of about size bytes
 		s.reply(m.ID, text(strings.Repeat("b", a.Size)))
+	case "blob": // unlisted: a pre-built result of size bytes, for the relay benchmarks
+		if p.Meta.ProgressToken != nil { // makes the answer come on an SSE stream
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 0}})
+		}
+		s.blob(m.ID, a.Size, a.Form)
 	default:
 		s.fail(m.ID, -32602, "stub: unknown tool "+p.Name)
 	}
+}
+
+// blobs holds the results blob built, by size, so that the benchmarks
+// measure the relay rather than the stub's encoding.
+var (
+	blobMu sync.Mutex
+	blobs  = map[int][]byte{}
+)
+
+// blob answers id with a result of exactly size bytes, written as the
+// go-sdk does ("jsonrpc", "id", then "result"), or in another form:
+// "id-last" puts the id after the result, "dup-id" writes the id twice
+// (a wrong one first, the right one after the result: encoding/json takes
+// the last), "cut" writes half the line and exits.
+func (s *stub) blob(id json.RawMessage, size int, form string) {
+	blobMu.Lock()
+	res := blobs[size]
+	if res == nil {
+		const head, tail = `{"content":[{"type":"text","text":"`, `"}]}`
+		res = make([]byte, 0, max(size, len(head)+len(tail)))
+		res = append(res, head...)
+		for len(res) < size-len(tail) {
+			res = append(res, 'b')
+		}
+		res = append(res, tail...)
+		blobs[size] = res
+	}
+	blobMu.Unlock()
+	var line []byte
+	switch form {
+	case "":
+		s.outMu.Lock()
+		defer s.outMu.Unlock()
+		s.out.WriteString(`{"jsonrpc":"2.0","id":`)
+		s.out.Write(id)
+		s.out.WriteString(`,"result":`)
+		s.out.Write(res) // no copy: the buffered head goes first
+		s.out.WriteString("}\n")
+		s.out.Flush()
+		return
+	case "id-last":
+		line = append(append(append(append([]byte(`{"jsonrpc":"2.0","result":`), res...), `,"id":`...), id...), '}')
+	case "dup-id":
+		line = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":999999,"result":`), res...), `,"id":`...), id...), '}')
+	default: // "cut"
+		line = append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), res...), '}')
+	}
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	if form == "cut" {
+		s.out.Write(line[:len(line)/2])
+		s.out.Flush()
+		os.Exit(3)
+	}
+	s.out.Write(line)
+	s.out.WriteByte('\n')
+	s.out.Flush()
 }
 
 // exactName reads params.name with an exact key match, as SDKs do (Go's
