@@ -78,7 +78,8 @@ type ColumnRef struct {
 // notFound.
 type Catalog interface {
 	// DatabaseName names the database for status: the file for SQLite, the
-	// database for PostgreSQL.
+	// database for PostgreSQL. A session reads it once: a connection's
+	// database does not change.
 	DatabaseName(ctx context.Context, q Querier) (string, error)
 
 	// DefaultSchema is the schema unqualified names resolve to.

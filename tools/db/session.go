@@ -29,6 +29,7 @@ type Session struct {
 	began   time.Time
 	mark    any
 	closed  bool
+	dbName  string // DatabaseName's answer, read once: a connection's database does not change
 }
 
 // Open connects a session for user and begins its transaction.
@@ -103,11 +104,15 @@ func (s *Session) Status(ctx context.Context) (Status, error) {
 	defer s.release()
 	st := Status{Engine: s.eng.Name(), ReadOnly: s.readOnly, TransactionAge: s.Now().Sub(s.began)}
 	err := s.do(ctx, func(ctx context.Context, q Querier) error {
-		name, err := s.eng.DatabaseName(ctx, q)
-		st.Database = name
-		if err != nil {
-			return err
+		if s.dbName == "" {
+			name, err := s.eng.DatabaseName(ctx, q)
+			if err != nil {
+				return err
+			}
+			s.dbName = name
 		}
+		st.Database = s.dbName
+		var err error
 		st.Uncommitted, err = s.dirty(ctx, q)
 		return err
 	})

@@ -104,7 +104,7 @@ type mark struct{ changes, schema int64 }
 // also the first read, which starts the transaction's snapshot.
 func (Engine) Mark(ctx context.Context, q db.Querier) (any, error) {
 	var m mark
-	err := q.QueryRowContext(ctx, "SELECT total_changes(), (SELECT schema_version FROM pragma_schema_version)").Scan(&m.changes, &m.schema)
+	err := q.QueryRowContext(ctx, markQuery).Scan(&m.changes, &m.schema)
 	return m, err
 }
 

@@ -16,8 +16,9 @@ import (
 // a convenience, not a boundary. modernc runs every statement of a string
 // it is given, so a text the splitter misread could hide a COMMIT, an ATTACH
 // or a DELETE: every client text is first prepared here statement by
-// statement without running (prepare.go), and one that SQLite reads as
-// several is refused before any of it runs. The boundary for what a
+// statement without running (prepare.go; a text seen to be one statement
+// is remembered, cached.go), and one that SQLite reads as several is
+// refused before any of it runs. The boundary for what a
 // statement may do is SQLite's own authorizer, which sees every
 // action of every statement as SQLite compiles it
 // (https://www.sqlite.org/c3ref/set_authorizer.html). Every connection the
@@ -100,7 +101,7 @@ func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
 		dc.Close()
 		return nil, err
 	}
-	g := &guard{Conn: dc, h: h, readOnly: c.readOnly}
+	g := &guard{Conn: dc, h: h, readOnly: c.readOnly, own: map[ownKey]*ownStmt{}, single: map[string]bool{}}
 	if err := reg.RegisterAuthorizer(g.authorize); err != nil {
 		dc.Close()
 		return nil, err
@@ -121,6 +122,14 @@ type guard struct {
 	mode        atomic.Int32
 	pragmaValue atomic.Bool              // the statement is a PRAGMA given a value
 	denied      atomic.Pointer[db.Error] // why the authorizer last said no
+
+	// Caches, used under database/sql's hold of the connection (one
+	// statement at a time). own holds the engine's own statements (the
+	// session's transaction control and Mark's read) compiled once per
+	// mode and run again without compiling (cached.go); single holds
+	// client texts SQLite read as one statement, with their pragmaValue.
+	own    map[ownKey]*ownStmt
+	single map[string]bool
 }
 
 // set records the mode of the statement about to be compiled, and whether
@@ -136,19 +145,19 @@ func (g *guard) set(m mode, pragmaValue bool) {
 // statement, before any of it runs: the tools split a script and run its
 // statements one by one, so a text that still holds several is one the
 // tools read differently from SQLite, and what they checked is not what
-// would run.
-func (g *guard) check(m mode, query string) error {
+// would run. compiled reports whether its first statement compiled.
+func (g *guard) check(m mode, query string) (compiled bool, err error) {
 	if m == modeControl {
-		return nil
+		return false, nil
 	}
-	several, err := g.h.several(query)
-	if err != nil {
-		return err
+	compiled, several, err := g.h.several(query)
+	switch {
+	case err != nil:
+		return false, err
+	case several:
+		return false, deniedScript
 	}
-	if several {
-		return deniedScript
-	}
-	return nil
+	return compiled, nil
 }
 
 // pragmaValue reports whether query is a PRAGMA statement given a value
@@ -253,8 +262,10 @@ func (g *guard) Unwrap() driver.Conn { return g.Conn }
 // ExecContext runs query under its mode.
 func (g *guard) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	m := modeOf(ctx, query, len(args))
-	g.set(m, pragmaValue(query))
-	if err := g.check(m, query); err != nil {
+	if os := g.ownStmt(ctx, m, query, args); os != nil {
+		return os.exec(ctx)
+	}
+	if err := g.prepareCheck(m, query); err != nil {
 		return nil, err
 	}
 	r, err := g.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
@@ -264,8 +275,10 @@ func (g *guard) ExecContext(ctx context.Context, query string, args []driver.Nam
 // QueryContext runs query under its mode.
 func (g *guard) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	m := modeOf(ctx, query, len(args))
-	g.set(m, pragmaValue(query))
-	if err := g.check(m, query); err != nil {
+	if os := g.ownStmt(ctx, m, query, args); os != nil {
+		return os.query(ctx)
+	}
+	if err := g.prepareCheck(m, query); err != nil {
 		return nil, err
 	}
 	r, err := g.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
@@ -281,7 +294,7 @@ func (g *guard) PrepareContext(ctx context.Context, query string) (driver.Stmt, 
 	}
 	pv := pragmaValue(query)
 	g.set(m, pv)
-	if err := g.check(m, query); err != nil {
+	if _, err := g.check(m, query); err != nil {
 		return nil, err
 	}
 	s, err := g.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
@@ -310,6 +323,15 @@ func (g *guard) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 // Begin is BeginTx with default options.
 func (g *guard) Begin() (driver.Tx, error) {
 	return g.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// Close closes the cached statements, then the connection.
+func (g *guard) Close() error {
+	for k, os := range g.own {
+		os.s.Close() //nolint:errcheck // the connection's close finalizes what is left
+		delete(g.own, k)
+	}
+	return g.Conn.Close()
 }
 
 // Ping checks the connection.

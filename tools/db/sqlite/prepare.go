@@ -46,13 +46,14 @@ func handleOf(dc driver.Conn) (handle, error) {
 // gives the tail), and what follows must be only white space, comments and
 // semicolons. The rest is not compiled: compiling a PRAGMA applies it. A
 // first statement that fails to prepare is not reported here: the driver
-// fails on it the same way, before anything runs.
-func (h handle) several(query string) (bool, error) {
+// fails on it the same way, before anything runs. compiled reports whether
+// the first statement compiled.
+func (h handle) several(query string) (compiled, several bool, err error) {
 	ok, rest, err := h.first(query)
 	if err != nil || !ok {
-		return false, err
+		return false, false, err
 	}
-	return strings.Trim(db.SQLiteLexer.StripComments(rest), "; \t\n\v\f\r") != "", nil
+	return true, strings.Trim(db.SQLiteLexer.StripComments(rest), "; \t\n\v\f\r") != "", nil
 }
 
 // first prepares the first statement of query, skipping empty ones (";"),
