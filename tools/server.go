@@ -122,13 +122,7 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	impl := mcp.Implementation{Name: opts.ServerName, Version: opts.ServerVersion, Title: opts.ServerTitle}
-	if impl.Name == "" {
-		impl.Name = ProductName
-	}
-	if impl.Version == "" {
-		impl.Version = moduleVersion()
-	}
+	impl := implementation(opts)
 	env := &Env{User: opts.User, SessionID: opts.SessionID, ReadOnly: opts.ReadOnly, Server: impl, DB: opts.DB, txs: opts.Transactions}
 	maxBytes := opts.MaxResultBytes
 	if maxBytes <= 0 {
@@ -154,16 +148,7 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 		}
 		for i := range ts.Tools {
 			t := &ts.Tools[i]
-			if (opts.ReadOnly && !t.Safe) || (opts.Tools != nil && !slices.Contains(opts.Tools, t.Name)) {
-				continue
-			}
-			if t.NeedsDB && !hasDB {
-				continue // a worker without a database serves the rest
-			}
-			if len(t.Engines) > 0 && !slices.Contains(t.Engines, engine) {
-				continue
-			}
-			if t.PerUser && opts.Transactions == nil {
+			if !granted(t, opts) || !hostServes(t, hasDB, engine, opts.Transactions != nil) {
 				continue
 			}
 			if opts.Transactions != nil {
@@ -173,6 +158,114 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 		}
 	}
 	return srv, nil
+}
+
+// implementation is the server's name, version and title.
+func implementation(opts Options) mcp.Implementation {
+	impl := mcp.Implementation{Name: opts.ServerName, Version: opts.ServerVersion, Title: opts.ServerTitle}
+	if impl.Name == "" {
+		impl.Name = ProductName
+	}
+	if impl.Version == "" {
+		impl.Version = moduleVersion()
+	}
+	return impl
+}
+
+// granted reports whether the session's identity allows t: its read-only
+// flag and its tool grant.
+func granted(t *Tool, opts Options) bool {
+	return (!opts.ReadOnly || t.Safe) && (opts.Tools == nil || slices.Contains(opts.Tools, t.Name))
+}
+
+// hostServes reports whether a worker serves t at all: a worker without a
+// database serves the tools that need none, an engine its own tools, and
+// a per-user worker (transactions) its own.
+func hostServes(t *Tool, hasDB bool, engine string, perUser bool) bool {
+	return (!t.NeedsDB || hasDB) && (len(t.Engines) == 0 || slices.Contains(t.Engines, engine)) && (!t.PerUser || perUser)
+}
+
+// sameToolsets reports whether a and b name the same toolsets in the same
+// order (Lookup builds them anew each time).
+func sameToolsets(a, b []*Toolset) bool {
+	return slices.EqualFunc(a, b, func(x, y *Toolset) bool { return x.Name == y.Name })
+}
+
+// Prepared is a session worker's server built before its session's
+// identity is known (a pre-started worker): every tool of every built-in
+// toolset that the worker's database engine serves, registered with the
+// SDK, which is most of a server's cost. Server then makes it the
+// session's, removing every tool the identity does not allow.
+type Prepared struct {
+	engine string
+	logger *slog.Logger
+	sets   []*Toolset
+	tools  []*Tool
+	impl   *mcp.Implementation // the server's, filled in by Server
+	env    *Env                // the handlers', filled in by Server
+	srv    *mcp.Server
+	used   bool
+}
+
+// Prepare builds the server of a session worker (one database session, no
+// transactions) over engine, logging to logger.
+func Prepare(engine string, logger *slog.Logger) (*Prepared, error) {
+	sets, err := Lookup(nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &Prepared{engine: engine, logger: logger, sets: sets, impl: &mcp.Implementation{}, env: &Env{}}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p.srv = mcp.NewServer(p.impl, &mcp.ServerOptions{
+		Logger:       logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	names := map[string]bool{}
+	for _, ts := range sets {
+		for i := range ts.Tools {
+			t := &ts.Tools[i]
+			if names[t.Name] {
+				// Server removes tools by name.
+				return nil, fmt.Errorf("tools: tool %q is in two toolsets", t.Name)
+			}
+			names[t.Name] = true
+			if hostServes(t, true, engine, false) {
+				p.tools = append(p.tools, t)
+				p.srv.AddTool(t.mcpTool(), handler(t, p.env, DefaultMaxResultBytes, logger))
+			}
+		}
+	}
+	return p, nil
+}
+
+// Server returns the session's server: the prepared one with the tools
+// opts does not allow removed, so that it answers exactly as
+// NewServer(opts) would. Options it was not prepared for (other
+// toolsets, a database of another engine or none, transactions, another
+// result cap or logger), and any call after the first, get a server
+// NewServer builds.
+func (p *Prepared) Server(opts Options) (*mcp.Server, error) {
+	sets, err := Lookup(opts.Toolsets)
+	if err != nil {
+		return nil, err
+	}
+	if p.used || opts.DB == nil || opts.DB.Engine() != p.engine || opts.Transactions != nil ||
+		opts.MaxResultBytes != 0 || opts.Logger != p.logger || !sameToolsets(sets, p.sets) {
+		return newServer(opts, sets)
+	}
+	p.used = true
+	*p.impl = implementation(opts)
+	*p.env = Env{User: opts.User, SessionID: opts.SessionID, ReadOnly: opts.ReadOnly, Server: *p.impl, DB: opts.DB}
+	var hidden []string
+	for _, t := range p.tools {
+		if !granted(t, opts) {
+			hidden = append(hidden, t.Name)
+		}
+	}
+	p.srv.RemoveTools(hidden...)
+	return p.srv, nil
 }
 
 // mcpTool describes the tool for tools/list.

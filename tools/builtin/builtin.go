@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/postgres"
@@ -52,7 +54,7 @@ func Engine(driver string) (db.Engine, bool) {
 func Run(ctx context.Context, p Program) error {
 	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	prestarted := p.Getenv(worker.EnvPrestarted) != ""
-	id, stdin, cfg, err := identity(ctx, p)
+	id, stdin, cfg, prepared, err := identity(ctx, p, logger)
 	if err != nil {
 		return err
 	}
@@ -120,7 +122,12 @@ func Run(ctx context.Context, p Program) error {
 	default:
 		return fmt.Errorf("mcpgate worker: %s=%q: want %s or %s (the gateway sets it)", worker.EnvScope, scope, worker.ScopeSession, worker.ScopeUser)
 	}
-	srv, err := tools.NewServer(opts)
+	var srv *mcp.Server
+	if prepared != nil {
+		srv, err = prepared.Server(opts)
+	} else {
+		srv, err = tools.NewServer(opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -139,33 +146,35 @@ func Run(ctx context.Context, p Program) error {
 	return nil
 }
 
-// identity returns the worker's identity, the input to serve from, and the
-// database settings. A worker started with the session's identity in its
-// environment reads it there. A pre-started one (worker.EnvPrestarted)
-// first does what depends on no identity (the database settings, SQLite's
-// file) and then waits for its identity, the first line on stdin; stdin
+// identity returns the worker's identity, the input to serve from, the
+// database settings and a server prepared for them. A worker started with
+// the session's identity in its environment reads it there. A pre-started
+// one (worker.EnvPrestarted) first does what depends on no identity (the
+// database settings, SQLite's file, the server of every tool the engine
+// serves) and then waits for its identity, the first line on stdin; stdin
 // closed before it is a clean stop, an empty identity and no error.
-func identity(ctx context.Context, p Program) (worker.Identity, io.Reader, *db.Config, error) {
+func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Identity, io.Reader, *db.Config, *tools.Prepared, error) {
 	if p.Getenv(worker.EnvPrestarted) == "" {
 		id, err := worker.IdentityFromEnv(p.Getenv)
-		return id, p.Stdin, nil, err // the database settings once the toolsets are known
+		return id, p.Stdin, nil, nil, err // the database settings once the toolsets are known
 	}
 	if v := p.Getenv(worker.EnvPrestarted); v != "true" {
-		return worker.Identity{}, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", worker.EnvPrestarted, v)
+		return worker.Identity{}, nil, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", worker.EnvPrestarted, v)
 	}
 	if err := worker.CheckPooledEnv(p.Getenv); err != nil {
-		return worker.Identity{}, nil, nil, err
+		return worker.Identity{}, nil, nil, nil, err
 	}
 	cfg, err := dbConfig(ctx, p.Getenv)
 	if err != nil {
-		return worker.Identity{}, nil, nil, err
+		return worker.Identity{}, nil, nil, nil, err
 	}
 	// What a session would otherwise wait for and needs no identity: the
-	// go-sdk's and the toolsets' first-use work (a server of the tools
-	// that need no database, thrown away), then the start-up garbage
-	// returned to the system while nobody waits (see Run).
-	if _, err := tools.NewServer(tools.Options{}); err != nil {
-		return worker.Identity{}, nil, nil, err
+	// server with every tool the engine serves registered (Run narrows it
+	// to the identity's), then the start-up garbage returned to the system
+	// while nobody waits (see Run).
+	prepared, err := tools.Prepare(engines[cfg.Driver].Name(), logger)
+	if err != nil {
+		return worker.Identity{}, nil, nil, nil, err
 	}
 	debug.FreeOSMemory()
 	// The reader the server goes on to read: what follows the line in its
@@ -173,12 +182,12 @@ func identity(ctx context.Context, p Program) (worker.Identity, io.Reader, *db.C
 	in := bufio.NewReaderSize(p.Stdin, worker.MaxIdentityLine)
 	id, err := worker.ReadIdentityLine(in)
 	if errors.Is(err, io.EOF) {
-		return worker.Identity{}, nil, nil, nil
+		return worker.Identity{}, nil, nil, nil, nil
 	}
 	if err != nil {
-		return id, nil, nil, fmt.Errorf("mcpgate worker: %w", err)
+		return id, nil, nil, nil, fmt.Errorf("mcpgate worker: %w", err)
 	}
-	return id, in, &cfg, nil
+	return id, in, &cfg, prepared, nil
 }
 
 // dbConfig reads the worker's database settings.

@@ -18,7 +18,7 @@ import (
 
 // prestartedEnv is a pre-started worker's environment: the database
 // settings and the marker, no identity.
-func prestartedEnv(t *testing.T) map[string]string {
+func prestartedEnv(t testing.TB) map[string]string {
 	env := map[string]string{worker.EnvPrestarted: "true"}
 	for _, kv := range (db.Config{DSN: filepath.Join(t.TempDir(), "data", "w.db")}).Environ() {
 		k, v, _ := strings.Cut(kv, "=")

@@ -48,3 +48,23 @@ func benchSession(b *testing.B) *db.Session {
 	b.Cleanup(func() { s.Close() })
 	return s
 }
+
+// BenchmarkOpen is db.Open of a session, read-write and read-only, with
+// no other connection to the file (as a pool's first session finds it):
+// the database part of a pre-started worker's session start.
+func BenchmarkOpen(b *testing.B) {
+	for _, ro := range []bool{false, true} {
+		b.Run(map[bool]string{false: "rw", true: "ro"}[ro], func(b *testing.B) {
+			cfg := dbtest.Config(b, db.SQLite)
+			for b.Loop() {
+				s, err := db.Open(b.Context(), sqlite.Engine{}, cfg, "ada", ro)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
