@@ -112,3 +112,30 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // Close does nothing: the worker's stdout outlives the session.
 func (l *lockedWriter) Close() error { return nil }
+
+// Warm runs a throwaway session, in memory, of a server of the tools that
+// need no database: initialize, tools/list and a call. It is the SDK's and
+// the JSON codecs' first-use work, which a pre-started worker pays before
+// its identity rather than in its session's first exchange.
+func Warm(ctx context.Context) error {
+	srv, err := NewServer(Options{})
+	if err != nil {
+		return err
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: ProductName, Version: "warm"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		return err
+	}
+	_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}) // an error, by design
+	return nil
+}

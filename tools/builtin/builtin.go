@@ -170,11 +170,22 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Ident
 	}
 	// What a session would otherwise wait for and needs no identity: the
 	// server with every tool the engine serves registered (Run narrows it
-	// to the identity's), then the start-up garbage returned to the system
-	// while nobody waits (see Run).
+	// to the identity's), the SDK's and SQLite's first-use work (a
+	// throwaway session in memory, a private in-memory database; never the
+	// session's database, opened only once the identity says how), then
+	// the start-up garbage returned to the system while nobody waits (see
+	// Run).
 	prepared, err := tools.Prepare(engines[cfg.Driver].Name(), logger)
 	if err != nil {
 		return worker.Identity{}, nil, nil, nil, err
+	}
+	if err := tools.Warm(ctx); err != nil {
+		return worker.Identity{}, nil, nil, nil, err
+	}
+	if cfg.Driver == db.SQLite {
+		if err := sqlite.Warm(ctx); err != nil {
+			return worker.Identity{}, nil, nil, nil, err
+		}
 	}
 	debug.FreeOSMemory()
 	// The reader the server goes on to read: what follows the line in its

@@ -159,3 +159,25 @@ func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
 	err := q.QueryRowContext(catalogRead(ctx), "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&name)
 	return filepath.Base(name), err
 }
+
+// Warm does, in a private in-memory database, the first-use work of the
+// driver and of SQLite that every process pays once (the library's
+// initialization, the parser, the schema code), so that a pre-started
+// worker pays it before its session's identity rather than in the
+// session's first db.Open. It touches no database file.
+func Warm(ctx context.Context) error {
+	base, err := sqlite.NewConnector(":memory:")
+	if err != nil {
+		return fmt.Errorf("sqlite: warm up: %w", err)
+	}
+	pool := sql.OpenDB(base) // no guard: the text is ours, and a script
+	defer pool.Close()
+	if _, err := pool.ExecContext(ctx, db.DemoSchema); err != nil {
+		return fmt.Errorf("sqlite: warm up: %w", err)
+	}
+	var n int
+	if err := pool.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: warm up: %w", err)
+	}
+	return nil
+}
