@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
+	"strconv"
 
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -38,18 +42,25 @@ type WorkerCensus struct {
 }
 
 // CensusUserWorkers finds, among pids, the per-user workers of users (any
-// user's when users holds ""), and their memory. A process whose
-// environment cannot be read (it exited, or is another user's) is not one.
-func (p ProcFS) CensusUserWorkers(pids []int, users []string) (WorkerCensus, error) {
+// user's when users holds ""), and their memory. A per-user worker is one
+// whose environment says so, or one that logged names (pid → user, from
+// the gateway's log: a pre-started worker gets its identity on stdin, so
+// its environment does not say). A process whose environment cannot be
+// read (it exited, or is another user's) and that logged does not name is
+// not one.
+func (p ProcFS) CensusUserWorkers(pids []int, users []string, logged map[int]string) (WorkerCensus, error) {
 	var found []int
 	seen := make(map[string]bool)
 	anyUser := slices.Contains(users, "")
 	for _, pid := range pids {
-		env, err := p.Environ(pid)
-		if err != nil || env[worker.EnvScope] != worker.ScopeUser {
-			continue
+		u, ok := logged[pid]
+		if !ok {
+			env, err := p.Environ(pid)
+			if err != nil || env[worker.EnvScope] != worker.ScopeUser {
+				continue
+			}
+			u = env[worker.EnvUser]
 		}
-		u := env[worker.EnvUser]
 		if !anyUser && !slices.Contains(users, u) {
 			continue
 		}
@@ -109,7 +120,16 @@ func (b *bench) finishModern(lr *loadRun, t modernTarget, users int, census bool
 	pids, err := b.t.pids()
 	if err == nil {
 		var c WorkerCensus
-		if c, err = b.proc().CensusUserWorkers(pids, modernUsersOf(t, users)); err == nil {
+		var logged map[int]string
+		if lt, ok := t.(interface {
+			loggedUserWorkers() (map[int]string, error)
+		}); ok {
+			logged, err = lt.loggedUserWorkers()
+		}
+		if err == nil {
+			c, err = b.proc().CensusUserWorkers(pids, modernUsersOf(t, users), logged)
+		}
+		if err == nil {
 			res.Workers = &c
 		}
 	}
@@ -117,4 +137,53 @@ func (b *bench) finishModern(lr *loadRun, t modernTarget, users int, census bool
 		res.FirstError = "worker census: " + err.Error()
 	}
 	return res
+}
+
+// perUserStarted matches the gateway's log line for a per-user worker's
+// start (gateway/pool.go), in slog's text format: its user and pid.
+var (
+	perUserStarted = regexp.MustCompile(`msg="gateway: per-user worker started"`)
+	logUser        = regexp.MustCompile(` user=("(?:[^"\\]|\\.)*"|[^ ]*)`)
+	logPid         = regexp.MustCompile(` pid=([0-9]+)`)
+)
+
+// parseUserWorkerLog returns pid → user of every per-user worker start
+// logged in log.
+func parseUserWorkerLog(log []byte) map[int]string {
+	out := make(map[int]string)
+	for _, line := range bytes.Split(log, []byte("\n")) {
+		if !perUserStarted.Match(line) {
+			continue
+		}
+		u, pm := logUser.FindSubmatch(line), logPid.FindSubmatch(line)
+		if u == nil || pm == nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(pm[1]))
+		if err != nil {
+			continue
+		}
+		user := string(u[1])
+		if uq, err := strconv.Unquote(user); err == nil {
+			user = uq
+		}
+		out[pid] = user
+	}
+	return out
+}
+
+// loggedUserWorkers reads the per-user worker starts from the system's
+// logs (pid → user).
+func (t *httpTarget) loggedUserWorkers() (map[int]string, error) {
+	out := make(map[int]string)
+	for _, p := range t.procs {
+		data, err := os.ReadFile(p.log.Name())
+		if err != nil {
+			return nil, err
+		}
+		for pid, u := range parseUserWorkerLog(data) {
+			out[pid] = u
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -133,7 +134,7 @@ func TestCensusUserWorkers(t *testing.T) {
 		users   []string
 		workers int
 	}{{[]string{"ann"}, 1}, {[]string{"ann", "bob"}, 2}, {[]string{""}, 2}, {[]string{"cy"}, 0}} {
-		c, err := p.CensusUserWorkers(pids, tc.users)
+		c, err := p.CensusUserWorkers(pids, tc.users, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,6 +144,46 @@ func TestCensusUserWorkers(t *testing.T) {
 		if tc.workers > 0 && (c.Memory.RSS <= 0 || c.PerUserRSS != c.Memory.RSS/int64(c.Users)) {
 			t.Errorf("users %q: got memory %+v, per user %d", tc.users, c.Memory, c.PerUserRSS)
 		}
+	}
+}
+
+// A pre-started worker's environment names no user: the census finds it by
+// the gateway's log line instead.
+func TestCensusLoggedUserWorkers(t *testing.T) {
+	start := func() int {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "MCPBENCH_TEST_STDIO_SERVER=1", worker.EnvPrestarted+"=true")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stdin.Close()
+			_ = cmd.Wait()
+		})
+		return cmd.Process.Pid
+	}
+	a, b, idle := start(), start(), start()
+	log := fmt.Sprintf("time=x level=INFO msg=\"gateway: worker started\" session=s user=zed pid=%d\n"+
+		"time=x level=INFO msg=\"gateway: per-user worker started\" worker=u-1 user=ann read_only=false pid=%d\n"+
+		"time=x level=INFO msg=\"gateway: per-user worker started\" worker=u-2 user=\"bob \\\"b\\\"\" read_only=true pid=%d\n", idle, a, b)
+	logged := parseUserWorkerLog([]byte(log))
+	if len(logged) != 2 || logged[a] != "ann" || logged[b] != `bob "b"` {
+		t.Fatalf("parsed %v", logged)
+	}
+	p := ProcFS{Root: "/proc"}
+	c, err := p.CensusUserWorkers([]int{a, b, idle}, []string{""}, logged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workers != 2 || c.Users != 2 || c.Memory.RSS <= 0 {
+		t.Errorf("got %+v", c)
+	}
+	if c, _ := p.CensusUserWorkers([]int{a, b, idle}, []string{""}, nil); c.Workers != 0 {
+		t.Errorf("without the log: %d workers, want 0 (their environment names no user)", c.Workers)
 	}
 }
 

@@ -57,11 +57,18 @@ rm -f "$db" "$db"-wal "$db"-shm
 # (POST and the standalone SSE stream).
 limits="MCPGATE_LIMITS_MAX_SESSIONS=2048 MCPGATE_LIMITS_MAX_SESSIONS_PER_USER=2048 MCPGATE_LIMITS_MAX_CONNECTIONS=8192 MCPGATE_METRICS_LISTEN=off"
 if has_command bin/mcpgate worker; then
+	# The floor's workers and supergateway's are the worker the gateway
+	# starts (the worker-only build when there is one, as mcpgate serve
+	# prefers it) with the identity, database and GOMAXPROCS the gateway
+	# would give them, so that the floor is a bare start of that worker.
 	worker="$PWD/bin/mcpgate worker"
-	# The floor's workers and supergateway's get the identity and database
-	# the gateway would give them.
+	worker_env="MCPGATE_WORKER_USER=bench MCPGATE_WORKER_READ_ONLY=false MCPGATE_WORKER_TOOLS=* MCPGATE_WORKER_DB_DSN=$db"
+	if [ -x bin/mcpgate-worker ]; then
+		worker="$PWD/bin/mcpgate-worker"
+		worker_env="$worker_env GOMAXPROCS=1"
+	fi
 	args+=(-db "$db" -worker "$worker"
-		-worker-env "MCPGATE_WORKER_USER=bench MCPGATE_WORKER_READ_ONLY=false MCPGATE_WORKER_TOOLS=* MCPGATE_WORKER_DB_DSN=$db"
+		-worker-env "$worker_env"
 		-sdk-server "$PWD/bin/mcpbench sdk-server --listen {addr} --db $db"
 		-sdk-stateless "$PWD/bin/mcpbench sdk-server --stateless --listen {addr} --db $db"
 		-trivial status

@@ -133,14 +133,19 @@ func Run(ctx context.Context, p Program) error {
 	}
 	// Start-up leaves garbage that the heap, far below GOGC's 4 MiB
 	// minimum goal, would hold until a first collection that an idle
-	// session never reaches: returned to the system now, beside the
-	// initialize exchange rather than in its way, it is about 0.8 MiB less
-	// private memory per idle worker (docs/benchmarks.md).
-	// A pre-started worker did this before its identity came.
+	// session never reaches: returned to the system, it is about 0.5 to
+	// 0.8 MiB less private memory per idle worker (docs/benchmarks.md). It
+	// waits for the session's first quiet moment: run as serving starts,
+	// the forced collection and scavenge slowed the initialize exchange
+	// and first call beside it by about 3 ms (quiet). A pre-started worker
+	// did this before its identity came.
+	stdout := p.Stdout
 	if !prestarted {
-		go debug.FreeOSMemory()
+		q := afterQuiet(freeQuiet, freeOSMemory)
+		defer q.stop()
+		stdin, stdout = q.reader(stdin), q.writer(stdout)
 	}
-	if err := tools.Serve(ctx, srv, stdin, p.Stdout); err != nil {
+	if err := tools.Serve(ctx, srv, stdin, stdout); err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
 	return nil
@@ -200,6 +205,9 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Ident
 	}
 	return id, in, &cfg, prepared, nil
 }
+
+// freeOSMemory returns the start-up garbage to the system; a test watches it.
+var freeOSMemory = debug.FreeOSMemory
 
 // dbConfig reads the worker's database settings.
 func dbConfig(ctx context.Context, getenv func(string) string) (db.Config, error) {
