@@ -163,3 +163,8 @@ func TestPreparedOnlyOnce(t *testing.T) {
 		assert.Equal(t, transcript(t, fresh, []string{"execute_sql"}), transcript(t, second, []string{"execute_sql"}))
 	}
 }
+
+// TestWarm: the pre-start warm-up's throwaway session ends cleanly.
+func TestWarm(t *testing.T) {
+	require.NoError(t, tools.Warm(t.Context()))
+}

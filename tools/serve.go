@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -113,29 +114,41 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // Close does nothing: the worker's stdout outlives the session.
 func (l *lockedWriter) Close() error { return nil }
 
-// Warm runs a throwaway session, in memory, of a server of the tools that
-// need no database: initialize, tools/list and a call. It is the SDK's and
-// the JSON codecs' first-use work, which a pre-started worker pays before
-// its identity rather than in its session's first exchange.
+// Warm runs a throwaway session of a server of the tools that need no
+// database over pipes: initialize and tools/list, as a client would send
+// them. It is the SDK's and the JSON codecs' first-use work, which a
+// pre-started worker pays before its identity rather than in its session's
+// first exchange.
 func Warm(ctx context.Context) error {
 	srv, err := NewServer(Options{})
 	if err != nil {
 		return err
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		return err
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, srv, inR, outW)
+		outW.Close()
+	}()
+	go func() {
+		_, _ = io.WriteString(inW, warmSession)
+		// The answers are read below; the session ends with its input.
+	}()
+	out := bufio.NewReader(outR)
+	for range 2 {
+		if _, err := out.ReadBytes('\n'); err != nil {
+			inW.Close()
+			return fmt.Errorf("tools: warm up: %w", err)
+		}
 	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: ProductName, Version: "warm"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		return err
-	}
-	defer cs.Close()
-	if _, err := cs.ListTools(ctx, nil); err != nil {
-		return err
-	}
-	_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}) // an error, by design
-	return nil
+	inW.Close()
+	_, _ = io.Copy(io.Discard, out)
+	return <-done
 }
+
+// warmSession is what Warm sends.
+const warmSession = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"warm","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
