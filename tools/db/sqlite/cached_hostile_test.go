@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -233,5 +234,52 @@ func TestCatalogReadsIgnoreShadows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeptReadsOpenTogether: more reads than the connection keeps compiled
+// (maxReads, 16), each run before so that it is kept, are open at once in
+// one call: none is closed or run again under another's rows, and each
+// answers its own text.
+func TestKeptReadsOpenTogether(t *testing.T) {
+	s := open(t, dbtest.Config(t, db.SQLite), false)
+	ctx := t.Context()
+	require.NoError(t, dbtest.Run(ctx, s, "CREATE TABLE c (x)"))
+	require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO c VALUES (1), (2)"))
+	const n = 20
+	text := func(i int) string { return fmt.Sprintf("SELECT x + %d FROM c ORDER BY x", i) }
+	for range 2 {
+		for i := range n {
+			require.Equal(t, [][]string{{fmt.Sprint(1 + i)}, {fmt.Sprint(2 + i)}}, readRows(t, s, text(i)))
+		}
+	}
+	require.NoError(t, s.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		var rs []*sql.Rows
+		defer func() {
+			for _, r := range rs {
+				r.Close()
+			}
+		}()
+		for i := range n {
+			r, err := q.QueryContext(ctx, text(i))
+			require.NoError(t, err)
+			rs = append(rs, r)
+			require.True(t, r.Next(), i)
+			var v int
+			require.NoError(t, r.Scan(&v))
+			assert.Equal(t, 1+i, v, i)
+		}
+		for i, r := range rs {
+			require.True(t, r.Next(), i)
+			var v int
+			require.NoError(t, r.Scan(&v))
+			assert.Equal(t, 2+i, v, i)
+			assert.False(t, r.Next(), i)
+			require.NoError(t, r.Err())
+		}
+		return nil
+	}))
+	for i := range n {
+		assert.Equal(t, [][]string{{fmt.Sprint(1 + i)}, {fmt.Sprint(2 + i)}}, readRows(t, s, text(i)))
 	}
 }
