@@ -159,6 +159,14 @@ const (
 	DefaultMaxRows            = 500
 	DefaultChecksTimeout      = 2 * time.Minute
 	DefaultMaxTransactions    = 16
+	// DefaultPoolSize: sessions started one after another found a
+	// pre-started worker every time already at size 1 (BenchmarkSessionStart);
+	// four also cover a burst of four concurrent starts (a client
+	// reconnecting its sessions), for about 2 MiB of private memory each
+	// (docs/gateway.md, docs/benchmarks.md).
+	DefaultPoolSize = 4
+	// MaxPoolSize bounds worker.pool_size.
+	MaxPoolSize               = 256
 	DefaultUserClaim          = "sub"
 	DefaultLeeway             = 60 * time.Second
 	DefaultMaxTokenBytes      = 16 << 10
@@ -175,9 +183,16 @@ const (
 // Default returns a Config holding every default: the unauthenticated
 // localhost mode with the built-in worker on SQLite.
 func Default() *Config {
-	c := &Config{}
+	c := preset()
 	c.applyDefaults()
 	return c
+}
+
+// preset is the Config a load starts from: the defaults that zero cannot
+// stand for, because zero is a value of their own (worker.pool_size 0 turns
+// the pool off).
+func preset() *Config {
+	return &Config{Worker: Worker{PoolSize: DefaultPoolSize}}
 }
 
 // applyDefaults fills every zero field that has a default. It is idempotent.

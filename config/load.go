@@ -102,7 +102,7 @@ func (l Loader) Load(path string, flags *pflag.FlagSet) (*Config, error) {
 		})
 	}
 
-	var c Config
+	c := *preset()
 	if err := v.UnmarshalExact(&c, viper.DecodeHook(decodeHook())); err != nil {
 		// Environment and flag values were decoded on their own above, so
 		// what fails here came from the file.

@@ -63,6 +63,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_rows":                        500,
 		"checks_timeout":                  2 * time.Minute,
 		"max_transactions":                16,
+		"pool_size":                       4,
 		"transaction_idle_timeout":        30 * time.Minute,
 		"user_claim":                      "sub",
 		"leeway":                          60 * time.Second,
@@ -100,6 +101,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_rows":                        c.Database.MaxRows,
 		"checks_timeout":                  c.Database.ChecksTimeout,
 		"max_transactions":                c.Database.MaxTransactions,
+		"pool_size":                       c.Worker.PoolSize,
 		"transaction_idle_timeout":        c.Database.TransactionIdleTimeout,
 		"user_claim":                      c.Auth.UserClaim,
 		"leeway":                          c.Auth.Leeway,
@@ -202,6 +204,7 @@ func TestLoadFile(t *testing.T) {
 			Toolsets:  []string{"session", "browsing"},
 			SafeTools: []string{"read_thing"},
 			Limits:    WorkerLimits{Memory: 512 << 20, CPUTime: 10 * time.Minute, CPU: 1.5},
+			PoolSize:  DefaultPoolSize,
 		},
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
@@ -506,7 +509,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 81)
+	assert.Len(t, keys, 83)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

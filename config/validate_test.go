@@ -233,6 +233,10 @@ func TestValidateProblems(t *testing.T) {
 			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", SetRole: true, ConnectAsUser: true}
 		}, "database.connect_as_user", "are exclusive"},
 		{"negative statement timeout", func(c *Config) { c.Database.StatementTimeout = -1 }, "database.statement_timeout", "is negative"},
+		{"negative pool size", func(c *Config) { c.Worker.PoolSize = -1 }, "worker.pool_size", "outside 0 (off) to 256"},
+		{"huge pool size", func(c *Config) { c.Worker.PoolSize = 257 }, "worker.pool_size", "outside 0 (off) to 256"},
+		{"identity_on_stdin without command", func(c *Config) { c.Worker.IdentityOnStdin = true }, "worker.identity_on_stdin", "external worker.command only"},
+		{"the pre-started marker in worker.env", func(c *Config) { c.Worker.Env = []string{"MCPGATE_WORKER_PRESTARTED=true"} }, "worker.env[0]", "is reserved"},
 		{"negative max transactions", func(c *Config) { c.Database.MaxTransactions = -1 }, "database.max_transactions", "is negative"},
 		{"negative transaction idle timeout", func(c *Config) { c.Database.TransactionIdleTimeout = -1 }, "database.transaction_idle_timeout", "is negative"},
 

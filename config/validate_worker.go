@@ -51,6 +51,12 @@ func (c *Config) validateWorker(v *validator) {
 			v.add("worker.dir", "%q is not a directory", w.Dir)
 		}
 	}
+	if w.PoolSize < 0 || w.PoolSize > MaxPoolSize {
+		v.add("worker.pool_size", "%d is outside 0 (off) to %d; each pre-started worker holds an idle process (about 2 MiB private memory)", w.PoolSize, MaxPoolSize)
+	}
+	if w.IdentityOnStdin && len(w.Command) == 0 {
+		v.add("worker.identity_on_stdin", "applies to an external worker.command only; the built-in worker always takes its identity on stdin when pre-started, so remove it")
+	}
 	checkNames(v, "worker.toolsets", w.Toolsets)
 	checkNames(v, "worker.safe_tools", w.SafeTools)
 	checkNames(v, "worker.safe_methods", w.SafeMethods)

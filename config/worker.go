@@ -31,6 +31,16 @@ type Worker struct {
 	SafeMethods []string `mapstructure:"safe_methods"`
 	// Limits bound each worker process (worker.limits.*).
 	Limits WorkerLimits `mapstructure:"limits"`
+	// PoolSize is how many built-in workers the gateway keeps started
+	// ahead of need, each handed its session's identity on stdin when a
+	// session claims it; 0 turns the pool off. Default DefaultPoolSize.
+	// Used for an external Command only with IdentityOnStdin.
+	PoolSize int `mapstructure:"pool_size"`
+	// IdentityOnStdin declares that the external Command takes its
+	// identity as the first line on stdin when started with
+	// MCPGATE_WORKER_PRESTARTED=true (docs/gateway.md), so that
+	// the pool may pre-start it. The built-in worker always does.
+	IdentityOnStdin bool `mapstructure:"identity_on_stdin"`
 }
 
 // WorkerLimits bound each worker process, so that one runaway worker cannot

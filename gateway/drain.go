@@ -20,6 +20,10 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	g.mu.Lock()
 	g.draining = true
 	g.mu.Unlock()
+	// No new session will claim a pre-started worker.
+	if err := g.launcher.StopPool(ctx); err != nil {
+		g.log.Warn("gateway: stopping the pre-started workers", "err", err)
+	}
 	g.log.Info("gateway: draining: refusing new sessions, waiting for the calls in flight", "in_flight", g.calls.count())
 	err := g.calls.wait(ctx)
 	if err != nil {

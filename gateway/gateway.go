@@ -76,7 +76,8 @@ type session struct {
 }
 
 // New returns a Gateway whose sessions get their workers from launcher. It
-// starts the idle reaper; Close stops it.
+// starts the idle reaper and fills the launcher's pool of pre-started
+// workers (worker.LauncherOptions.PoolSize); Close stops both.
 func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 	if launcher == nil {
 		return nil, errors.New("gateway: no worker launcher")
@@ -108,6 +109,7 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 	}
 	g.handler = g.guard(inner)
 	go g.reaper()
+	launcher.StartPool() // pre-started workers, if the launcher keeps any
 	return g, nil
 }
 
@@ -162,7 +164,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.shutdown)
 	}
 	<-g.reaperDone
-	err := errors.Join(g.endSessions(ctx, sessions, ExitShutdown, "gateway: the gateway is shutting down"),
+	err := errors.Join(g.launcher.StopPool(ctx), g.endSessions(ctx, sessions, ExitShutdown, "gateway: the gateway is shutting down"),
 		g.stopWorkers(ctx, g.readyWorkers(), ExitShutdown, "gateway: the gateway is shutting down"))
 	// An initialize in progress stops its own worker on shutdown.
 	done := make(chan struct{})

@@ -21,6 +21,10 @@ import (
 // included); TestMain builds both.
 var stubWorker, sdkWorker string
 
+// builtinWorker is the path of the built-in worker (cmd/mcpgate-worker),
+// for the tests of pre-started workers; TestMain builds it too.
+var builtinWorker string
+
 var update = flag.Bool("update", false, "rewrite the golden transcripts under testdata/")
 
 func TestMain(m *testing.M) {
@@ -28,6 +32,7 @@ func TestMain(m *testing.M) {
 	os.Exit(workertest.Main(m, map[string]*string{
 		workertest.Stub: &stubWorker,
 		"github.com/mcpgate/mcpgate/worker/internal/sdkworker": &sdkWorker,
+		"github.com/mcpgate/mcpgate/cmd/mcpgate-worker":        &builtinWorker,
 	}))
 }
 

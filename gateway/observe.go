@@ -94,8 +94,9 @@ type Observer interface {
 	// request a limit refused.
 	Call(e *CallEvent)
 	// WorkerStarted is told of a worker that answered its first request,
-	// took after its start.
-	WorkerStarted(kind string, took time.Duration)
+	// took after its start (or, for a pre-started worker, pooled, after
+	// its claim).
+	WorkerStarted(kind string, pooled bool, took time.Duration)
 	// WorkerExited is told of a worker gone, with why (Exit*).
 	WorkerExited(kind, reason string)
 }
@@ -107,7 +108,7 @@ type NopObserver struct{}
 func (NopObserver) Call(*CallEvent) {}
 
 // WorkerStarted does nothing.
-func (NopObserver) WorkerStarted(string, time.Duration) {}
+func (NopObserver) WorkerStarted(string, bool, time.Duration) {}
 
 // WorkerExited does nothing.
 func (NopObserver) WorkerExited(string, string) {}
@@ -121,9 +122,9 @@ func (os observers) Call(e *CallEvent) {
 	}
 }
 
-func (os observers) WorkerStarted(kind string, took time.Duration) {
+func (os observers) WorkerStarted(kind string, pooled bool, took time.Duration) {
 	for _, o := range os {
-		o.WorkerStarted(kind, took)
+		o.WorkerStarted(kind, pooled, took)
 	}
 }
 

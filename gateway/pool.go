@@ -215,7 +215,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 	closing := g.closing
 	g.mu.Unlock()
 	if !closing {
-		g.observer.WorkerStarted(WorkerUser, g.opts.Now().Sub(started))
+		g.observer.WorkerStarted(WorkerUser, uw.conn.Pooled(), g.opts.Now().Sub(started))
 	}
 	if closing {
 		fail(errShuttingDown)

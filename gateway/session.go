@@ -53,7 +53,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	s.mu.Lock()
 	s.conn = conn
 	s.mu.Unlock()
-	s.log.Info("gateway: worker started", "pid", conn.Pid(), "read_only", s.readOnly)
+	s.log.Info("gateway: worker started", "pid", conn.Pid(), "read_only", s.readOnly, "pre_started", conn.Pooled())
 
 	st := worker.NewStream(sseOK)
 	st.Budget = g.streamBudget(s)
@@ -116,7 +116,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		return
 	}
 	if st.Results() > 0 {
-		g.observer.WorkerStarted(WorkerSession, g.opts.Now().Sub(started))
+		g.observer.WorkerStarted(WorkerSession, conn.Pooled(), g.opts.Now().Sub(started))
 	}
 	done := g.enter(s)
 	w.Header().Set("MCP-Session-Id", s.id)

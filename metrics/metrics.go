@@ -74,17 +74,17 @@ func New(opts Options) *Metrics {
 		}, []string{"method"}),
 		workerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_worker_starts_total",
-			Help: "Workers started and ready, by kind (session, user).",
-		}, []string{"kind"}),
+			Help: "Workers started and ready, by kind (session, user) and start (pooled: pre-started and claimed; cold: started for its session).",
+		}, []string{"kind", "start"}),
 		workerExits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_worker_exits_total",
 			Help: "Workers gone, by kind and reason (crashed, limit, replaced, deleted, idle, shutdown, startFailed).",
 		}, []string{"kind", "reason"}),
 		workerStartup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpgate_worker_start_duration_seconds",
-			Help:    "Time from starting a worker process to its answer to the first request, by kind.",
-			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"kind"}),
+			Help:    "Time from starting a worker process (claiming a pre-started one) to its answer to the first request, by kind and start (pooled, cold).",
+			Buckets: []float64{.0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"kind", "start"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_tool_calls_total",
 			Help: "tools/call requests settled, by tool and outcome (ok, a tool error kind, a gateway error kind, a JSON-RPC error code, cancelled, refused).",
@@ -179,10 +179,13 @@ func (m *Metrics) Call(e *gateway.CallEvent) {
 }
 
 // WorkerStarted counts a worker ready (gateway.Observer).
-func (m *Metrics) WorkerStarted(kind string, took time.Duration) {
-	kind = kindLabel(kind)
-	m.workerStarts.WithLabelValues(kind).Inc()
-	m.workerStartup.WithLabelValues(kind).Observe(took.Seconds())
+func (m *Metrics) WorkerStarted(kind string, pooled bool, took time.Duration) {
+	kind, start := kindLabel(kind), "cold"
+	if pooled {
+		start = "pooled"
+	}
+	m.workerStarts.WithLabelValues(kind, start).Inc()
+	m.workerStartup.WithLabelValues(kind, start).Observe(took.Seconds())
 }
 
 // WorkerExited counts a worker gone (gateway.Observer).

@@ -183,8 +183,8 @@ func TestScrapeAfterKnownTraffic(t *testing.T) {
 		"outcome=workerExited,tool=crash": 1,
 	}, values(fams, "mcpgate_tool_calls_total"))
 	assert.Equal(t, map[string]float64{"reason=readOnly": 2, "reason=429": 1}, values(fams, "mcpgate_refusals_total"))
-	assert.Equal(t, map[string]float64{"kind=session": 2}, values(fams, "mcpgate_worker_starts_total"))
-	assert.Equal(t, map[string]float64{"kind=session": 2}, values(fams, "mcpgate_worker_start_duration_seconds"))
+	assert.Equal(t, map[string]float64{"kind=session,start=cold": 2}, values(fams, "mcpgate_worker_starts_total"))
+	assert.Equal(t, map[string]float64{"kind=session,start=cold": 2}, values(fams, "mcpgate_worker_start_duration_seconds"))
 	assert.Equal(t, map[string]float64{"kind=session,reason=crashed": 1, "kind=session,reason=deleted": 1},
 		values(fams, "mcpgate_worker_exits_total"))
 	assert.Equal(t, map[string]float64{"": 0}, values(fams, "mcpgate_sessions"))
@@ -283,7 +283,7 @@ func TestDocsAndAlertsNameRealMetrics(t *testing.T) {
 	m.Live(fakeLive{})
 	m.CertificateExpiry(time.Now)
 	m.Call(&gateway.CallEvent{Method: "tools/call", Tool: "t", Decision: gateway.DecisionLimit, Status: 429, Outcome: gateway.OutcomeRefused})
-	m.WorkerStarted(gateway.WorkerSession, time.Second)
+	m.WorkerStarted(gateway.WorkerSession, false, time.Second)
 	m.WorkerExited(gateway.WorkerSession, gateway.ExitCrashed)
 	m.AuthRefused("expired")
 	m.AuditWriteFailed()
@@ -350,7 +350,7 @@ func TestScrapeModern(t *testing.T) {
 	}
 	fams := scrape(t, mx)
 	assert.Equal(t, map[string]float64{"outcome=ok,tool=echo": 2}, values(fams, "mcpgate_tool_calls_total"))
-	assert.Equal(t, map[string]float64{"kind=user": 1}, values(fams, "mcpgate_worker_starts_total"))
+	assert.Equal(t, map[string]float64{"kind=user,start=cold": 1}, values(fams, "mcpgate_worker_starts_total"))
 	assert.Equal(t, map[string]float64{"kind=session": 0, "kind=user": 1}, values(fams, "mcpgate_workers"))
 }
 
@@ -384,4 +384,19 @@ func TestConnectionRefusals(t *testing.T) {
 	mx := httptest.NewServer(m.Handler())
 	defer mx.Close()
 	assert.Equal(t, map[string]float64{"reason=maxConnections": 1}, values(scrape(t, mx.URL), "mcpgate_refusals_total"))
+}
+
+// TestWorkerStartedPooled: a pre-started worker's start is labelled apart
+// from a cold one, with two label values only.
+func TestWorkerStartedPooled(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	m.WorkerStarted(gateway.WorkerSession, true, time.Millisecond)
+	m.WorkerStarted(gateway.WorkerSession, false, 20*time.Millisecond)
+	m.WorkerStarted(gateway.WorkerUser, true, time.Millisecond)
+	mx := httptest.NewServer(m.Handler())
+	defer mx.Close()
+	fams := scrape(t, mx.URL)
+	want := map[string]float64{"kind=session,start=cold": 1, "kind=session,start=pooled": 1, "kind=user,start=pooled": 1}
+	assert.Equal(t, want, values(fams, "mcpgate_worker_starts_total"))
+	assert.Equal(t, want, values(fams, "mcpgate_worker_start_duration_seconds"))
 }

@@ -61,7 +61,7 @@ if has_command bin/mcpgate worker; then
 	# The floor's workers and supergateway's get the identity and database
 	# the gateway would give them.
 	args+=(-db "$db" -worker "$worker"
-		-worker-env "MCPGATE_WORKER_USER=bench MCPGATE_WORKER_READ_ONLY=false MCPGATE_WORKER_DB_DSN=$db"
+		-worker-env "MCPGATE_WORKER_USER=bench MCPGATE_WORKER_READ_ONLY=false MCPGATE_WORKER_TOOLS=* MCPGATE_WORKER_DB_DSN=$db"
 		-sdk-server "$PWD/bin/mcpbench sdk-server --listen {addr} --db $db"
 		-sdk-stateless "$PWD/bin/mcpbench sdk-server --stateless --listen {addr} --db $db"
 		-trivial status

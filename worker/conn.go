@@ -58,7 +58,13 @@ type Conn struct {
 	uniqueProgress bool
 
 	exitAdvice string
+
+	pooled bool // the worker came from the launcher's pool
 }
+
+// Pooled reports whether the worker was pre-started (LauncherOptions.PoolSize)
+// rather than started for its session.
+func (c *Conn) Pooled() bool { return c.pooled }
 
 type call struct {
 	clientID json.RawMessage

@@ -5,8 +5,14 @@
 package worker
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -40,11 +46,7 @@ const (
 
 // IsIdentityEnv reports whether name is one of the identity variables above.
 func IsIdentityEnv(name string) bool {
-	switch name {
-	case EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope:
-		return true
-	}
-	return false
+	return slices.Contains(identityEnv, name)
 }
 
 // Identity is what the gateway tells a worker about the session it serves.
@@ -123,4 +125,152 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// EnvPrestarted is the marker of a pre-started (pooled) worker: set to
+// "true", it says that the worker's identity is not in its environment but
+// comes as the first line on its stdin, an IdentityMethod notification the
+// launcher writes when a session claims the worker, before anything of the
+// session's (initialize included). A worker started with it holds no
+// identity variable; one that finds both refuses to run.
+const EnvPrestarted = "MCPGATE_WORKER_PRESTARTED"
+
+// IdentityMethod is the JSON-RPC method of the identity line: a
+// notification in mcpgate's own namespace, so that no MCP message can be
+// taken for it.
+const IdentityMethod = "mcpgate/identity"
+
+// MaxIdentityLine bounds the identity line a pooled worker reads.
+const MaxIdentityLine = 64 << 10
+
+// identityLine is the wire form of the identity line:
+//
+//	{"jsonrpc":"2.0","method":"mcpgate/identity","params":{...}}
+//
+// Every member of params is required but serverTitle and toolsets; tools is
+// "*" (every tool) or an array of tool names, so that a missing grant is
+// never read as every tool.
+type identityLine struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	Params  *identityParams `json:"params"`
+}
+
+type identityParams struct {
+	User          string          `json:"user"`
+	SessionID     string          `json:"sessionId"`
+	ReadOnly      *bool           `json:"readOnly"`
+	Toolsets      []string        `json:"toolsets,omitempty"`
+	Tools         json.RawMessage `json:"tools"`
+	ServerName    string          `json:"serverName"`
+	ServerVersion string          `json:"serverVersion"`
+	ServerTitle   string          `json:"serverTitle,omitempty"`
+	Scope         string          `json:"scope"`
+}
+
+// Line returns the identity as the identity line a pooled worker reads
+// first, without its newline.
+func (id Identity) Line() []byte {
+	ro := id.ReadOnly
+	tools := json.RawMessage(`"*"`)
+	if id.Tools != nil {
+		tools, _ = json.Marshal(append([]string{}, id.Tools...)) // [] rather than null
+	}
+	b, err := json.Marshal(identityLine{JSONRPC: "2.0", Method: IdentityMethod, Params: &identityParams{
+		User: id.User, SessionID: id.SessionID, ReadOnly: &ro, Toolsets: id.Toolsets, Tools: tools,
+		ServerName: id.ServerName, ServerVersion: id.ServerVersion, ServerTitle: id.ServerTitle,
+		Scope: cmp.Or(id.Scope, ScopeSession),
+	}})
+	if err != nil {
+		panic(err) // strings, bools and a RawMessage we built: cannot fail
+	}
+	return b
+}
+
+// ErrIdentityLine is wrapped by ParseIdentityLine's errors.
+var ErrIdentityLine = errors.New("worker: the first line on stdin is not the gateway's identity line")
+
+// ParseIdentityLine reads an identity written by Line. It is strict: an
+// unknown member, a missing user or read-only flag, a read-only flag that
+// is not a JSON boolean, another method, anything after the object: each is
+// an error, so that nothing but the launcher's line can become an identity.
+func ParseIdentityLine(line []byte) (Identity, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var l identityLine
+	if err := dec.Decode(&l); err != nil {
+		return Identity{}, fmt.Errorf("%w: %v", ErrIdentityLine, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Identity{}, fmt.Errorf("%w: data after the object", ErrIdentityLine)
+	}
+	if l.JSONRPC != "2.0" || l.Method != IdentityMethod || l.Params == nil {
+		return Identity{}, fmt.Errorf("%w: want a %q notification with params", ErrIdentityLine, IdentityMethod)
+	}
+	p := l.Params
+	if p.User == "" {
+		return Identity{}, fmt.Errorf("%w: params.user is missing or empty", ErrIdentityLine)
+	}
+	if p.ReadOnly == nil {
+		return Identity{}, fmt.Errorf("%w: params.readOnly is missing (true or false)", ErrIdentityLine)
+	}
+	switch p.Scope {
+	case ScopeSession, ScopeUser:
+	default:
+		return Identity{}, fmt.Errorf("%w: params.scope is %q: want %s or %s", ErrIdentityLine, p.Scope, ScopeSession, ScopeUser)
+	}
+	id := Identity{
+		User: p.User, SessionID: p.SessionID, ReadOnly: *p.ReadOnly, ServerName: p.ServerName,
+		ServerVersion: p.ServerVersion, ServerTitle: p.ServerTitle, Scope: p.Scope,
+	}
+	for _, t := range p.Toolsets {
+		if t = strings.TrimSpace(t); t != "" {
+			id.Toolsets = append(id.Toolsets, t)
+		}
+	}
+	var all string
+	if err := json.Unmarshal(p.Tools, &all); err == nil && all == AllTools {
+		return id, nil // Tools nil: every tool
+	}
+	var tools []string
+	if err := json.Unmarshal(p.Tools, &tools); err != nil || tools == nil {
+		return Identity{}, fmt.Errorf("%w: params.tools must be %q or an array of tool names", ErrIdentityLine, AllTools)
+	}
+	id.Tools = tools
+	return id, nil
+}
+
+// ReadIdentityLine reads the first line of r, at most MaxIdentityLine
+// bytes, and parses it (ParseIdentityLine). r must be the reader the
+// worker goes on to serve from, so that nothing after the line is lost. A
+// stdin closed before any byte is io.EOF: the pool stopped the worker
+// unclaimed.
+func ReadIdentityLine(r *bufio.Reader) (Identity, error) {
+	line, err := r.ReadSlice('\n')
+	switch {
+	case err == io.EOF && len(line) == 0:
+		return Identity{}, io.EOF
+	case errors.Is(err, bufio.ErrBufferFull):
+		return Identity{}, fmt.Errorf("%w: over %d bytes", ErrIdentityLine, r.Size())
+	case err != nil && err != io.EOF:
+		return Identity{}, fmt.Errorf("worker: reading the identity line: %w", err)
+	case err == io.EOF:
+		return Identity{}, fmt.Errorf("%w: stdin ended inside it", ErrIdentityLine)
+	}
+	return ParseIdentityLine(bytes.TrimRight(line, "\r\n"))
+}
+
+// identityEnv lists the variables IsIdentityEnv names.
+var identityEnv = []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope}
+
+// CheckPooledEnv reports an error when getenv has the marker
+// EnvPrestarted together with any identity variable: a pooled worker's
+// identity comes from one place only.
+func CheckPooledEnv(getenv func(string) string) error {
+	for _, name := range identityEnv {
+		if getenv(name) != "" {
+			return fmt.Errorf("worker: %s is set together with %s: a pre-started worker takes its identity from stdin alone", name, EnvPrestarted)
+		}
+	}
+	return nil
 }

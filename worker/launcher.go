@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -54,6 +56,19 @@ type LauncherOptions struct {
 	// LookupEnv reads the gateway's environment, for the base variables;
 	// nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+
+	// IdentityOnStdin says that the command takes its identity as the
+	// first line on stdin when started with EnvPrestarted (the
+	// built-in worker does; an external one must say so,
+	// worker.identity_on_stdin). Without it PoolSize is ignored.
+	IdentityOnStdin bool
+	// PoolSize is how many workers the launcher keeps started ahead of
+	// need once StartPool is called (worker.pool_size); 0 means none, and
+	// every worker starts when its session does.
+	PoolSize int
+	// Logger receives the pool's own events and the stderr of a worker
+	// not yet claimed; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Launcher starts worker processes, one per identity: cmd/mcpgate builds it
@@ -63,6 +78,7 @@ type Launcher struct {
 	command []string
 	opts    LauncherOptions
 	base    []string // the base variables, NAME=value
+	pool    *pool    // nil without PoolSize and IdentityOnStdin
 }
 
 // NewLauncher returns a Launcher that starts command (program first). It
@@ -72,7 +88,7 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 		return nil, errors.New("worker: no command to start")
 	}
 	for _, kv := range opts.Env {
-		if name, _, _ := strings.Cut(kv, "="); IsIdentityEnv(name) {
+		if name, _, _ := strings.Cut(kv, "="); IsIdentityEnv(name) || name == EnvPrestarted {
 			return nil, fmt.Errorf("%w: %s (the gateway sets it for each session)", ErrIdentityEnv, name)
 		}
 	}
@@ -88,11 +104,20 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.PoolSize < 0 {
+		return nil, errors.New("worker: the pool size must not be negative")
+	}
 	l := &Launcher{command: slices.Clone(command), opts: opts}
 	for _, k := range baseEnv {
 		if v, ok := opts.LookupEnv(k); ok {
 			l.base = append(l.base, k+"="+v)
 		}
+	}
+	if opts.IdentityOnStdin && opts.PoolSize > 0 {
+		l.pool = newPool(l, opts.PoolSize, opts.Logger)
 	}
 	return l, nil
 }
@@ -115,19 +140,102 @@ func (l *Launcher) StopGrace() time.Duration { return l.opts.StopGrace }
 // Start starts a worker for s and returns the connection to it, configured
 // by cfg (whose StopGrace the launcher sets). cfg.Logger also receives the
 // worker's stderr.
+//
+// With a pool (StartPool), it claims a pre-started worker and writes the
+// identity as its first line on stdin before the Conn exists, so that no
+// message of the session can come before it; with none ready, it starts
+// one with the identity in its environment, as without a pool.
 func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := Identity{
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets, Tools: s.Tools,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 		Scope: s.Scope,
 	}
-	p, err := StartProcess(ProcessConfig{Command: l.command, Env: l.environ(id), Dir: l.opts.Dir, Logger: cfg.Logger, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes,
-		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup})
+	cfg.StopGrace = l.opts.StopGrace
+	if p := l.claim(id, cfg.Logger); p != nil {
+		c := NewConn(p, cfg)
+		c.pooled = true
+		return c, nil
+	}
+	p, err := StartProcess(l.processConfig(l.environ(id), cfg.Logger))
 	if err != nil {
 		return nil, err
 	}
-	cfg.StopGrace = l.opts.StopGrace
 	return NewConn(p, cfg), nil
+}
+
+// claim returns a pooled worker that has been handed id, or nil.
+func (l *Launcher) claim(id Identity, log *slog.Logger) *Process {
+	if l.pool == nil {
+		return nil
+	}
+	line := id.Line()
+	for {
+		p := l.pool.claim()
+		if p == nil {
+			l.pool.misses.Add(1)
+			return nil
+		}
+		if log != nil {
+			p.log.Store(log)
+		}
+		if err := p.Send(line); err == nil {
+			l.pool.claimed()
+			l.pool.hits.Add(1)
+			return p
+		}
+		l.pool.stopProc(p) // gone between claim and write: the next one
+	}
+}
+
+// StartPool starts keeping LauncherOptions.PoolSize workers ready; it does
+// nothing without a pool, once called before, or after StopPool. The
+// gateway calls it when it starts serving.
+func (l *Launcher) StartPool() {
+	if l.pool != nil {
+		l.pool.start()
+	}
+}
+
+// StopPool stops refilling the pool and stops the workers in it, waiting
+// for them, bounded by ctx; a later Start starts its worker cold. Workers
+// already claimed are their sessions' to stop.
+func (l *Launcher) StopPool(ctx context.Context) error {
+	if l.pool == nil {
+		return nil
+	}
+	return l.pool.close(ctx)
+}
+
+// WaitPool waits until n pre-started workers are ready, for tests and
+// benchmarks that want a full pool; false when the launcher keeps no pool,
+// the pool has stopped, or ctx ended first.
+func (l *Launcher) WaitPool(ctx context.Context, n int) bool {
+	return l.pool != nil && l.pool.wait(ctx, n)
+}
+
+// PoolStats returns how many Starts found a pre-started worker ready
+// (hits) and how many started one cold because the pool was empty
+// (misses); both 0 without a pool.
+func (l *Launcher) PoolStats() (hits, misses int64) {
+	if l.pool == nil {
+		return 0, 0
+	}
+	return l.pool.hits.Load(), l.pool.misses.Load()
+}
+
+// processConfig is how every worker of l starts, with env as its whole
+// environment.
+func (l *Launcher) processConfig(env []string, log *slog.Logger) ProcessConfig {
+	return ProcessConfig{Command: l.command, Env: env, Dir: l.opts.Dir, Logger: log, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes,
+		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup}
+}
+
+// pooledEnv is a pre-started worker's environment: the base variables,
+// Env, and the marker in place of the identity.
+func (l *Launcher) pooledEnv() []string {
+	env := make([]string, 0, len(l.base)+len(l.opts.Env)+1)
+	return append(append(append(env, l.base...), l.opts.Env...), EnvPrestarted+"=true")
 }
 
 // environ is a worker's whole environment: the base variables, Env, then the

@@ -16,7 +16,10 @@ import (
 // cannot make a read-only session read-write (before the Launcher, only
 // config validation stood in the way).
 func TestLauncherRefusesIdentityEnv(t *testing.T) {
-	for _, name := range []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle} {
+	// EnvPrestarted too: an operator who set it would make every cold
+	// worker wait for an identity line no one writes, or, with a command
+	// that reads one, take a client's first message for it.
+	for _, name := range []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope, EnvPrestarted} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewLauncher([]string{"/bin/true"}, LauncherOptions{Env: []string{"DB=x", name + "=false"}})
 			if !errors.Is(err, ErrIdentityEnv) || !strings.Contains(err.Error(), name) {

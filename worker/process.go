@@ -90,7 +90,7 @@ type Process struct {
 	cmd         *exec.Cmd
 	stdin       *os.File
 	stdout      *os.File
-	log         *slog.Logger
+	log         atomic.Pointer[slog.Logger] // a pooled worker's moves to its session's when claimed
 	limit       logLimiter
 	sendTimeout time.Duration
 	max         int // MaxLineBytes
@@ -187,8 +187,9 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	if max <= 0 {
 		max = DefaultMaxLineBytes
 	}
-	p := &Process{cmd: cmd, stdin: inW, stdout: outR, log: log, sendTimeout: cfg.SendTimeout, max: max, done: make(chan struct{}),
+	p := &Process{cmd: cmd, stdin: inW, stdout: outR, sendTimeout: cfg.SendTimeout, max: max, done: make(chan struct{}),
 		limits: cfg.Limits, leaf: lf, stderrDone: make(chan struct{})}
+	p.log.Store(log)
 	if p.sendTimeout <= 0 {
 		p.sendTimeout = 30 * time.Second
 	}
@@ -274,10 +275,10 @@ func (p *Process) copyStderr(r *os.File) {
 func (p *Process) Logf(level slog.Level, msg string, args ...any) {
 	ok, dropped := p.limit.allow(time.Now())
 	if dropped > 0 {
-		p.log.Warn("worker: log lines dropped (rate limit)", "pid", p.Pid(), "dropped", dropped)
+		p.log.Load().Warn("worker: log lines dropped (rate limit)", "pid", p.Pid(), "dropped", dropped)
 	}
 	if ok {
-		p.log.Log(context.Background(), level, msg, append([]any{"pid", p.Pid()}, args...)...)
+		p.log.Load().Log(context.Background(), level, msg, append([]any{"pid", p.Pid()}, args...)...)
 	}
 }
 
@@ -297,7 +298,7 @@ func (p *Process) Send(msg []byte) error {
 	_ = p.stdin.SetWriteDeadline(time.Now().Add(p.sendTimeout))
 	if _, err := p.stdin.Write(buf); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			p.log.Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", p.sendTimeout)
+			p.log.Load().Error("worker: not reading its input; killing it", "pid", p.Pid(), "waited", p.sendTimeout)
 			_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 		}
 		return fmt.Errorf("%w: %v", ErrExited, err)

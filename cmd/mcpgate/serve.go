@@ -116,6 +116,11 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		ServerTitle:     cfg.Server.Title,
 		StopGrace:       l.WorkerStopGrace,
 		MaxMessageBytes: int(l.MaxWorkerMessageBytes),
+		// Pre-started workers only for a command that takes its identity
+		// on stdin: the built-in one, or an external one that says so.
+		PoolSize:        cfg.Worker.PoolSize,
+		IdentityOnStdin: cfg.Worker.IdentityOnStdin,
+		Logger:          log,
 	}
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
 	// An external worker's database, if any, is its own business.
@@ -130,9 +135,13 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 			return nil, opts, fmt.Errorf("mcpgate: finding the built-in worker (this executable): %w", err)
 		}
 		command = builtinWorkerCommand(exe, log)
+		wopts.IdentityOnStdin = true
 		opts.SafeTools, opts.UndoTools = safe, undo
 		wopts.Env = builtinEnv(d, wopts.Env)
 		dbReady = databaseAnswers(d.WithDefaults())
+	}
+	if wopts.PoolSize > 0 && !wopts.IdentityOnStdin {
+		log.Info("mcpgate: worker.pool_size does not apply: the external worker.command has not declared worker.identity_on_stdin, so each session starts its own worker")
 	}
 	if err := workerLimits(cfg, log, &wopts); err != nil {
 		return nil, opts, err

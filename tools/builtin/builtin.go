@@ -7,7 +7,9 @@
 package builtin
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,13 +45,19 @@ func Engine(driver string) (db.Engine, bool) {
 
 // Run is the built-in worker. The gateway starts it with the session's
 // identity (package worker's variables) and database settings (package
-// db's); it serves until stdin closes or ctx ends. Its log goes to stderr
+// db's), or, pre-started (worker.EnvPrestarted), with the database
+// settings alone, the identity then coming as the first line on stdin
+// (worker.ReadIdentityLine); it serves until stdin closes or ctx ends. Its log goes to stderr
 // only: stdout carries the protocol.
 func Run(ctx context.Context, p Program) error {
 	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	id, err := worker.IdentityFromEnv(p.Getenv)
+	prestarted := p.Getenv(worker.EnvPrestarted) != ""
+	id, stdin, cfg, err := identity(ctx, p)
 	if err != nil {
 		return err
+	}
+	if id.User == "" {
+		return nil // a pre-started worker stopped unclaimed
 	}
 	if id.Tools != nil && !id.ReadOnly {
 		// A worker that may run no writing tool opens its database
@@ -77,18 +85,21 @@ func Run(ctx context.Context, p Program) error {
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = p.Version
 	}
-	// With no database settings the worker uses SQLite under ./data,
-	// creating it with the demo schema on first use.
-	cfg, err := dbConfig(ctx, p.Getenv)
-	if err != nil {
-		return err
+	if cfg == nil {
+		// With no database settings the worker uses SQLite under ./data,
+		// creating it with the demo schema on first use.
+		c, err := dbConfig(ctx, p.Getenv)
+		if err != nil {
+			return err
+		}
+		cfg = &c
 	}
-	switch scope := p.Getenv(worker.EnvScope); scope {
+	switch scope := id.Scope; scope {
 	case worker.ScopeUser:
 		txs, err := tools.NewTransactions(ctx, tools.TransactionOptions{
 			Instance: id.SessionID,
 			Open: func(ctx context.Context) (*db.Session, error) {
-				return db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+				return db.Open(ctx, engines[cfg.Driver], *cfg, id.User, id.ReadOnly)
 			},
 			Max:         cfg.MaxTransactions,
 			IdleTimeout: cfg.TransactionIdleTimeout,
@@ -98,9 +109,9 @@ func Run(ctx context.Context, p Program) error {
 		}
 		defer txs.Close()
 		opts.Transactions = txs
-		raiseProcs(p.Getenv)
+		raiseProcs(id.Scope, p.Getenv)
 	case "", worker.ScopeSession:
-		session, err := db.Open(ctx, engines[cfg.Driver], cfg, id.User, id.ReadOnly)
+		session, err := db.Open(ctx, engines[cfg.Driver], *cfg, id.User, id.ReadOnly)
 		if err != nil {
 			return err
 		}
@@ -118,11 +129,56 @@ func Run(ctx context.Context, p Program) error {
 	// session never reaches: returned to the system now, beside the
 	// initialize exchange rather than in its way, it is about 0.8 MiB less
 	// private memory per idle worker (docs/benchmarks.md).
-	go debug.FreeOSMemory()
-	if err := tools.Serve(ctx, srv, p.Stdin, p.Stdout); err != nil {
+	// A pre-started worker did this before its identity came.
+	if !prestarted {
+		go debug.FreeOSMemory()
+	}
+	if err := tools.Serve(ctx, srv, stdin, p.Stdout); err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
 	return nil
+}
+
+// identity returns the worker's identity, the input to serve from, and the
+// database settings. A worker started with the session's identity in its
+// environment reads it there. A pre-started one (worker.EnvPrestarted)
+// first does what depends on no identity (the database settings, SQLite's
+// file) and then waits for its identity, the first line on stdin; stdin
+// closed before it is a clean stop, an empty identity and no error.
+func identity(ctx context.Context, p Program) (worker.Identity, io.Reader, *db.Config, error) {
+	if p.Getenv(worker.EnvPrestarted) == "" {
+		id, err := worker.IdentityFromEnv(p.Getenv)
+		return id, p.Stdin, nil, err // the database settings once the toolsets are known
+	}
+	if v := p.Getenv(worker.EnvPrestarted); v != "true" {
+		return worker.Identity{}, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", worker.EnvPrestarted, v)
+	}
+	if err := worker.CheckPooledEnv(p.Getenv); err != nil {
+		return worker.Identity{}, nil, nil, err
+	}
+	cfg, err := dbConfig(ctx, p.Getenv)
+	if err != nil {
+		return worker.Identity{}, nil, nil, err
+	}
+	// What a session would otherwise wait for and needs no identity: the
+	// go-sdk's and the toolsets' first-use work (a server of the tools
+	// that need no database, thrown away), then the start-up garbage
+	// returned to the system while nobody waits (see Run).
+	if _, err := tools.NewServer(tools.Options{}); err != nil {
+		return worker.Identity{}, nil, nil, err
+	}
+	debug.FreeOSMemory()
+	// The reader the server goes on to read: what follows the line in its
+	// buffer is the session's.
+	in := bufio.NewReaderSize(p.Stdin, worker.MaxIdentityLine)
+	id, err := worker.ReadIdentityLine(in)
+	if errors.Is(err, io.EOF) {
+		return worker.Identity{}, nil, nil, nil
+	}
+	if err != nil {
+		return id, nil, nil, fmt.Errorf("mcpgate worker: %w", err)
+	}
+	return id, in, &cfg, nil
 }
 
 // dbConfig reads the worker's database settings.

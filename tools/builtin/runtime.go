@@ -66,9 +66,10 @@ func PollableStdin(f *os.File) *os.File {
 	return os.NewFile(fd, f.Name())
 }
 
-// raiseProcs applies perUserProcs.
-func raiseProcs(getenv func(string) string) {
-	if n := perUserProcs(getenv(worker.EnvScope), getenv("GOMAXPROCS"), runtime.NumCPU()); n > 0 {
+// raiseProcs applies perUserProcs to a worker of scope (from its identity:
+// a pre-started worker has no MCPGATE_WORKER_SCOPE variable).
+func raiseProcs(scope string, getenv func(string) string) {
+	if n := perUserProcs(scope, getenv("GOMAXPROCS"), runtime.NumCPU()); n > 0 {
 		runtime.GOMAXPROCS(n)
 	}
 }
