@@ -16,11 +16,46 @@ const notInternal = `name NOT LIKE 'sqlite\_%' ESCAPE '\'`
 // DefaultSchema is main.
 func (Engine) DefaultSchema(context.Context, db.Querier) (string, error) { return "main", nil }
 
+// database is a row of PRAGMA database_list.
+type database struct{ name, file string }
+
+// databases lists the connection's databases in their order. PRAGMA
+// database_list is refused to clients (guard.go), so the catalog's read of
+// it is marked; and it is the PRAGMA statement, not a read of
+// pragma_database_list: a client may create a table or view of that name
+// (CREATE TEMP VIEW pragma_database_list ...), which would shadow the
+// eponymous table in a marked read allowed to see the files.
+func databases(ctx context.Context, q db.Querier) ([]database, error) {
+	rows, err := q.QueryContext(catalogRead(ctx), "PRAGMA database_list")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []database
+	for rows.Next() {
+		var seq int64
+		var name, file sql.NullString
+		if err := rows.Scan(&seq, &name, &file); err != nil {
+			return nil, err
+		}
+		out = append(out, database{name.String, file.String})
+	}
+	return out, rows.Err()
+}
+
 // Schemas lists main and any attached database (temp is per connection).
-// pragma_database_list is refused to clients (guard.go), so the catalog's
-// reads of it are marked.
 func (Engine) Schemas(ctx context.Context, q db.Querier) ([]string, error) {
-	return strs(catalogRead(ctx), q, "SELECT name FROM pragma_database_list WHERE name <> 'temp' ORDER BY seq")
+	ds, err := databases(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, d := range ds {
+		if d.name != "temp" {
+			out = append(out, d.name)
+		}
+	}
+	return out, nil
 }
 
 // schema resolves a schema name ("" is main) to its canonical spelling.
@@ -28,12 +63,16 @@ func schema(ctx context.Context, q db.Querier, name string) (string, error) {
 	if name == "" {
 		return "main", nil
 	}
-	var got string
-	err := q.QueryRowContext(catalogRead(ctx), "SELECT name FROM pragma_database_list WHERE name = ? COLLATE NOCASE AND name <> 'temp'", name).Scan(&got)
+	ds, err := databases(ctx, q)
 	if err != nil {
-		return "", db.Errorf(db.KindNotFound, "sqlite: no schema %q; list_schemas shows what there is", name)
+		return "", err
 	}
-	return got, nil
+	for _, d := range ds {
+		if d.name != "temp" && strings.EqualFold(d.name, name) {
+			return d.name, nil
+		}
+	}
+	return "", db.Errorf(db.KindNotFound, "sqlite: no schema %q; list_schemas shows what there is", name)
 }
 
 // Objects lists tables, views, indexes and triggers.

@@ -155,9 +155,16 @@ func (Engine) Classify(err error) *db.Error {
 // directories: where the server keeps its files is not the client's
 // business (the guard refuses PRAGMA database_list to everyone else).
 func (Engine) DatabaseName(ctx context.Context, q db.Querier) (string, error) {
-	var name string
-	err := q.QueryRowContext(catalogRead(ctx), "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&name)
-	return filepath.Base(name), err
+	ds, err := databases(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range ds {
+		if d.name == "main" {
+			return filepath.Base(d.file), nil
+		}
+	}
+	return "", errors.New("sqlite: the connection has no main database")
 }
 
 // Warm does, in a private in-memory database, the first-use work of the
