@@ -55,17 +55,7 @@ func BenchmarkWorkerCall(b *testing.B) {
 				sessions := make([]*mcp.ClientSession, clients)
 				handles := make([]string, clients)
 				for i := range sessions {
-					ct, st := mcp.NewInMemoryTransports()
-					ss, err := srv.Connect(b.Context(), st, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { ss.Close() })
-					cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), ct, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { cs.Close() })
+					cs := connectInMemory(b, srv)
 					sessions[i] = cs
 					if withHandle != "" {
 						res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "begin"})

@@ -25,6 +25,12 @@ func benchSession(b *testing.B) *mcp.ClientSession {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return connectInMemory(b, srv)
+}
+
+// connectInMemory connects a client to srv over in-memory transports; both
+// ends close when b ends.
+func connectInMemory(b *testing.B, srv *mcp.Server) *mcp.ClientSession {
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(b.Context(), st, nil)
 	if err != nil {
