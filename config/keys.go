@@ -161,7 +161,7 @@ func UnknownEnv(environ []string) []string {
 	var unknown []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix) || known[name] || worker.IsIdentityEnv(name) || name == worker.EnvPrestarted {
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] || worker.IsReservedEnv(name) {
 			continue
 		}
 		unknown = append(unknown, name)

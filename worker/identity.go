@@ -44,6 +44,10 @@ const (
 	ScopeUser    = "user"
 )
 
+// IsReservedEnv reports whether name is a variable only the gateway may set
+// in a worker's environment: an identity variable or EnvPrestarted.
+func IsReservedEnv(name string) bool { return IsIdentityEnv(name) || name == EnvPrestarted }
+
 // IsIdentityEnv reports whether name is one of the identity variables above.
 func IsIdentityEnv(name string) bool {
 	return slices.Contains(identityEnv, name)
@@ -147,9 +151,10 @@ const MaxIdentityLine = 64 << 10
 //
 //	{"jsonrpc":"2.0","method":"mcpgate/identity","params":{...}}
 //
-// Every member of params is required but serverTitle and toolsets; tools is
-// "*" (every tool) or an array of tool names, so that a missing grant is
-// never read as every tool.
+// user (non-empty), readOnly and tools are required (ParseIdentityLine
+// refuses a line without them), and scope must be session or user; the
+// other members default to empty. tools is "*" (every tool) or an array of
+// tool names, so that a missing grant is never read as every tool.
 type identityLine struct {
 	JSONRPC string          `json:"jsonrpc"`
 	Method  string          `json:"method"`

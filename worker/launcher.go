@@ -88,7 +88,7 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 		return nil, errors.New("worker: no command to start")
 	}
 	for _, kv := range opts.Env {
-		if name, _, _ := strings.Cut(kv, "="); IsIdentityEnv(name) || name == EnvPrestarted {
+		if name, _, _ := strings.Cut(kv, "="); IsReservedEnv(name) {
 			return nil, fmt.Errorf("%w: %s (the gateway sets it for each session)", ErrIdentityEnv, name)
 		}
 	}
@@ -170,6 +170,13 @@ func (l *Launcher) claim(id Identity, log *slog.Logger) *Process {
 		return nil
 	}
 	line := id.Line()
+	if len(line) >= MaxIdentityLine {
+		// A pre-started worker refuses a longer line (an identity from a
+		// very large token claim): the session starts its own worker, with
+		// the identity in its environment.
+		l.pool.misses.Add(1)
+		return nil
+	}
 	for {
 		p := l.pool.claim()
 		if p == nil {

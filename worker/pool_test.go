@@ -136,6 +136,25 @@ func TestPoolHandsIdentityFirst(t *testing.T) {
 	assert.Equal(t, [2]int64{2, 0}, [2]int64{hits, misses})
 }
 
+// TestPoolLongIdentityStartsCold: an identity whose line a pre-started
+// worker would refuse (a user id from a very large token claim) is not sent
+// to one: the session starts its own worker, the identity in its
+// environment, and the pre-started workers stay for other sessions.
+func TestPoolLongIdentityStartsCold(t *testing.T) {
+	log := make(lineLog, 64)
+	l := poolLauncher(t, echoFirst, 1, log)
+	l.StartPool()
+	require.True(t, l.WaitPool(t.Context(), 1))
+	user := strings.Repeat("u", MaxIdentityLine+1)
+	c, err := l.Start(Session{User: user, ID: "s-long"}, ConnConfig{Logger: slog.New(slog.NewTextHandler(log, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { stopConn(t, c) })
+	assert.False(t, c.Pooled(), "a line the worker refuses was handed to a pre-started one")
+	hits, misses := l.PoolStats()
+	assert.Equal(t, [2]int64{0, 1}, [2]int64{hits, misses})
+	assert.True(t, l.WaitPool(t.Context(), 1), "the pre-started worker was used up")
+}
+
 // TestPoolNotForUndeclaredCommand: a command that has not declared that it
 // reads its identity on stdin is never pre-started, whatever the size.
 func TestPoolNotForUndeclaredCommand(t *testing.T) {

@@ -140,7 +140,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		wopts.Env = builtinEnv(d, wopts.Env)
 		dbReady = databaseAnswers(d.WithDefaults())
 	}
-	if wopts.PoolSize > 0 && !wopts.IdentityOnStdin {
+	if wopts.PoolSize > 0 && wopts.PoolSize != config.DefaultPoolSize && !wopts.IdentityOnStdin {
+		// Said only for a size the operator chose: the default applies to
+		// the built-in worker and is no news for an external one.
 		log.Info("mcpgate: worker.pool_size does not apply: the external worker.command has not declared worker.identity_on_stdin, so each session starts its own worker")
 	}
 	if err := workerLimits(cfg, log, &wopts); err != nil {

@@ -8,6 +8,7 @@ package builtin
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,11 +54,11 @@ func Engine(driver string) (db.Engine, bool) {
 // only: stdout carries the protocol.
 func Run(ctx context.Context, p Program) error {
 	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	prestarted := p.Getenv(worker.EnvPrestarted) != ""
 	id, stdin, cfg, prepared, err := identity(ctx, p, logger)
 	if err != nil {
 		return err
 	}
+	prestarted := prepared != nil // only a pre-started worker prepares
 	if id.User == "" {
 		return nil // a pre-started worker stopped unclaimed
 	}
@@ -159,11 +160,12 @@ func Run(ctx context.Context, p Program) error {
 // serves) and then waits for its identity, the first line on stdin; stdin
 // closed before it is a clean stop, an empty identity and no error.
 func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Identity, io.Reader, *db.Config, *tools.Prepared, error) {
-	if p.Getenv(worker.EnvPrestarted) == "" {
+	switch v := p.Getenv(worker.EnvPrestarted); v {
+	case "":
 		id, err := worker.IdentityFromEnv(p.Getenv)
 		return id, p.Stdin, nil, nil, err // the database settings once the toolsets are known
-	}
-	if v := p.Getenv(worker.EnvPrestarted); v != "true" {
+	case "true":
+	default:
 		return worker.Identity{}, nil, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", worker.EnvPrestarted, v)
 	}
 	if err := worker.CheckPooledEnv(p.Getenv); err != nil {
@@ -193,8 +195,6 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Ident
 		}
 	}
 	debug.FreeOSMemory()
-	// The reader the server goes on to read: what follows the line in its
-	// buffer is the session's.
 	in := bufio.NewReaderSize(p.Stdin, worker.MaxIdentityLine)
 	id, err := worker.ReadIdentityLine(in)
 	if errors.Is(err, io.EOF) {
@@ -203,7 +203,11 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Ident
 	if err != nil {
 		return id, nil, nil, nil, fmt.Errorf("mcpgate worker: %w", err)
 	}
-	return id, in, &cfg, prepared, nil
+	// The server reads on from stdin itself (it buffers its own input):
+	// first what came in the identity line's read after the line, which
+	// is the session's, then stdin. The identity's 64 KiB buffer goes.
+	rest, _ := in.Peek(in.Buffered())
+	return id, io.MultiReader(bytes.NewReader(bytes.Clone(rest)), p.Stdin), &cfg, prepared, nil
 }
 
 // freeOSMemory returns the start-up garbage to the system; a test watches it.
