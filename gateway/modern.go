@@ -82,7 +82,7 @@ func readModernMeta(params json.RawMessage) modernMeta {
 // decodes nothing; anything else by encoding/json's tokenizer, which decides
 // the odd cases (TestExactMemberScanAgrees).
 func exactMember(obj json.RawMessage, key string) (val json.RawMessage, ok bool) {
-	if v, plain := jsonrpc.PlainMember(obj, key, nil); plain && json.Valid(obj) {
+	if v, plain := jsonrpc.PlainMember(obj, key, nil); plain && jsonrpc.Valid(obj) {
 		return v, true
 	}
 	return decodeExactMember(obj, key)

@@ -25,7 +25,7 @@ import (
 // a scan that decodes nothing but the name; anything else by encoding/json's
 // tokenizer, which is what decides the odd cases (TestToolNameScanAgrees).
 func toolName(params json.RawMessage) (name string, ok bool) {
-	if v, plain := jsonrpc.PlainMember(params, "name", nil); plain && json.Valid(params) {
+	if v, plain := jsonrpc.PlainMember(params, "name", nil); plain && jsonrpc.Valid(params) {
 		if v == nil {
 			return "", false
 		}

@@ -21,7 +21,9 @@ var memberCorpus = []string{
 	`{"name":"echo","name":"write"}`,
 	`{"name":"echo","name":"echo"}`,
 	`{"nam\u0065":"write","name":"echo"}`,
-	"{\"na\u212ae\":\"write\"}", // Kelvin sign: equal to k ignoring case
+	"{\"na\u212ae\":\"write\"}",                       // Kelvin sign: folds to k, so not to "name" (a near miss)
+	"{\"argument\u017f\":{\"x\":1},\"arguments\":{}}", // long s: folds to s, so equal to "arguments" ignoring case
+	"{\"\u212a\":1,\"k\":2}",                          // Kelvin sign: folds to k
 	"{\"name\":\"wr\\u0069te\"}",
 	"{\"name\":\"\xff\"}", // invalid UTF-8 in the value
 	`{"name":7}`, `{"name":null}`, `{"name":{"name":"x"}}`, `{"name":["echo"]}`, `{"name":""}`,
@@ -47,7 +49,7 @@ func TestToolNameScanAgrees(t *testing.T) {
 // answer on every input of the corpus, for several keys.
 func TestExactMemberScanAgrees(t *testing.T) {
 	for _, in := range memberCorpus {
-		for _, key := range []string{"name", "arguments", "_meta", "a", "missing"} {
+		for _, key := range []string{"name", "arguments", "_meta", "a", "k", "missing"} {
 			v, ok := exactMember(json.RawMessage(in), key)
 			wantV, wantOK := decodeExactMember(json.RawMessage(in), key)
 			if ok != wantOK || !bytes.Equal(v, wantV) || (v == nil) != (wantV == nil) {

@@ -26,6 +26,9 @@ func valid(data []byte) bool {
 	return ok
 }
 
+// Valid is valid for other packages: what json.Valid reports, in one pass.
+func Valid(data []byte) bool { return valid(data) }
+
 // validLines is valid, and reports too whether data holds a line break (a
 // CR or LF, which valid JSON holds only as whitespace between tokens), in
 // the same pass.

@@ -41,8 +41,8 @@ func (p *Process) ReadLoop(fn func(line, own []byte), tooLong func(head []byte, 
 			line(chunk, nil, fn) // the whole line in r's buffer: no copy
 		default:
 			long.add(chunk)
-			if errors.Is(err, bufio.ErrBufferFull) && r.Buffered() == 0 {
-				// A long line, and r holds nothing: the rest goes
+			if errors.Is(err, bufio.ErrBufferFull) {
+				// A long line (ReadSlice has handed out all r held): the rest goes
 				// straight into the blocks, not through r's buffer.
 				before := long.n
 				var rest []byte

@@ -109,7 +109,7 @@ func (c *Conn) answer(m *jsonrpc.Message, own []byte) {
 		m.Own()
 		out.encode = func() []byte { return encodeAnswer(m.WithResult(cl.rewrite(m.Result)), cl.clientID) }
 		out.size, out.result = len(m.Result), m.Result
-	} else if data, ok := m.AnswerInPlace(own, cl.clientID); own != nil && ok {
+	} else if data, ok := m.AnswerInPlace(own, cl.clientID); ok {
 		out.Data = data
 	} else {
 		out.Data = encodeAnswer(m, cl.clientID) // Encode copies its members
