@@ -52,11 +52,6 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 			systems = append(systems, live{res: res, b: b})
 		}
 	}
-	fail := func(res *SystemResult, err error) {
-		if err != nil && res.Error == "" {
-			res.Error = err.Error()
-		}
-	}
 
 	if cfg.Idle > 0 {
 		for _, s := range systems {
@@ -130,9 +125,7 @@ func runHold(ctx context.Context, cfg Config, systems []live, stderr io.Writer) 
 	for i, s := range systems {
 		h, err := s.b.startHold(ctx, cfg.Hold)
 		runs[i] = h
-		if err != nil && s.res.Error == "" {
-			s.res.Error = err.Error()
-		}
+		fail(s.res, err)
 		progress(stderr, s.res.Name, "hold: %d opened, %d answered of %d in %s; %.0f MiB RSS, %.0f MiB PSS; %.2f cores idle",
 			h.res.Opened, h.res.Answered, h.res.Sessions, h.res.OpenTime.Round(time.Millisecond),
 			mib(h.res.Memory.RSS), mib(h.res.Memory.PSS), h.res.IdleCPU)
@@ -210,4 +203,11 @@ func errNote(s string) string {
 		return ""
 	}
 	return "— first error: " + s
+}
+
+// fail records err as res's error unless it has one already.
+func fail(res *SystemResult, err error) {
+	if err != nil && res.Error == "" {
+		res.Error = err.Error()
+	}
 }
