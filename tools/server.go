@@ -118,23 +118,14 @@ func NewServer(opts Options) (*mcp.Server, error) {
 
 // newServer serves the given toolsets; tests pass toolsets of their own.
 func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	impl := implementation(opts)
+	srv, logger := newMCPServer(&impl, opts.Logger)
 	env := &Env{User: opts.User, SessionID: opts.SessionID, ReadOnly: opts.ReadOnly, Server: impl, DB: opts.DB, txs: opts.Transactions}
 	maxBytes := opts.MaxResultBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResultBytes
 	}
 
-	srv := mcp.NewServer(&impl, &mcp.ServerOptions{
-		Logger: logger,
-		// Tools only: no logging capability is advertised, because the
-		// worker sends no log notifications.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-	})
 	engine, hasDB := "", opts.DB != nil || opts.Transactions != nil
 	switch {
 	case opts.Transactions != nil:
@@ -215,13 +206,7 @@ func Prepare(engine string, logger *slog.Logger) (*Prepared, error) {
 		return nil, err
 	}
 	p := &Prepared{engine: engine, logger: logger, sets: sets, impl: &mcp.Implementation{}, env: &Env{}}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	p.srv = mcp.NewServer(p.impl, &mcp.ServerOptions{
-		Logger:       logger,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-	})
+	p.srv, logger = newMCPServer(p.impl, logger)
 	names := map[string]bool{}
 	for _, ts := range sets {
 		for i := range ts.Tools {
@@ -377,4 +362,17 @@ func moduleVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// newMCPServer is the go-sdk server of a worker: impl, tools only (no
+// logging capability is advertised, because the worker sends no log
+// notifications), logging to logger or nowhere; it returns the logger used.
+func newMCPServer(impl *mcp.Implementation, logger *slog.Logger) (*mcp.Server, *slog.Logger) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return mcp.NewServer(impl, &mcp.ServerOptions{
+		Logger:       logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	}), logger
 }
