@@ -3,19 +3,21 @@
 #
 # Starts bin/mcpgate in its unauthenticated localhost mode on a free loopback
 # port, with the go-sdk's conformance "everything-server" (stdio) as the worker
-# command, and runs ../shared/conformance/run-server.sh against its /mcp. The
-# goal is the result the same fixture gets when served directly (31 pass,
+# command, and runs the suite (scripts/conformance/suite.sh) against its /mcp.
+# The goal is the result the same fixture gets when served directly (31 pass,
 # 1 pass-with-warnings): the gateway must pass sampling, elicitation, progress,
 # logging, subscriptions and concurrent streams through intact.
 #
-# Usage: scripts/conformance.sh [extra args for run-server.sh, e.g. --scenario tools-call-sampling]
+# Usage: scripts/conformance.sh [extra args for suite.sh, e.g. --scenario tools-call-sampling]
+#        scripts/conformance.sh --install   install the worker and every pinned
+#                                           suite version, then exit (.ci/run
+#                                           does, so the runs need no network)
 # Env:   MCPGATE_BIN        the gateway binary (default bin/mcpgate; `make conformance` builds it)
-#        CONFORMANCE_DIR    the suite's scripts (default <repo>/../shared/conformance)
 #        EVERYTHING_SERVER  the worker (default .bin/everything-server, installed when missing)
 #        KEEP_LOG=1         keep the gateway's log even when the suite passes
 #        LEGACY_WORKER=1    wrap the worker in worker/internal/legacyworker, so it speaks
 #                           only 2025-11-25 and the gateway translates for 2026-07-28 clients
-#        CONFORMANCE_VERSION  the suite's version (run-server.sh; default 0.1.16)
+#        CONFORMANCE_VERSION  the suite's version (suite.sh; default 0.1.16)
 # Exit:  the suite's status (0 = no failing scenario); 2 when it could not run.
 set -euo pipefail
 
@@ -25,13 +27,11 @@ command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
 
 EVERYTHING_VERSION=v1.8.0 # the go-sdk version go.mod uses
 GATEWAY="${MCPGATE_BIN:-$ROOT/bin/mcpgate}"
-CONFORMANCE_DIR="${CONFORMANCE_DIR:-$ROOT/../shared/conformance}"
+SUITE="$ROOT/scripts/conformance/suite.sh"
 EVERYTHING="${EVERYTHING_SERVER:-$ROOT/.bin/everything-server}"
 
 die() { echo "conformance: $*" >&2; exit 2; }
 
-[ -x "$GATEWAY" ] || die "$GATEWAY is missing; run make build (make conformance does)"
-[ -x "$CONFORMANCE_DIR/run-server.sh" ] || die "no run-server.sh in $CONFORMANCE_DIR; set CONFORMANCE_DIR"
 command -v node >/dev/null && command -v npm >/dev/null || die "the suite needs Node.js and npm (apt-get install -y nodejs npm)"
 command -v curl >/dev/null || die "curl is needed to wait for the gateway"
 if [ ! -x "$EVERYTHING" ]; then
@@ -41,6 +41,11 @@ if [ ! -x "$EVERYTHING" ]; then
     die "go install of everything-server failed"
   [ -x "$EVERYTHING" ] || die "go install did not produce $EVERYTHING"
 fi
+if [ "${1:-}" = --install ]; then
+  "$SUITE" --install || die "installing the suite failed"
+  exit 0
+fi
+[ -x "$GATEWAY" ] || die "$GATEWAY is missing; run make build (make conformance does)"
 
 WORKER_CMD="$EVERYTHING"
 if [ -n "${LEGACY_WORKER:-}" ]; then
@@ -118,7 +123,7 @@ fi
 URL="http://127.0.0.1:$PORT/mcp"
 echo "conformance: gateway $URL, worker $WORKER_CMD"
 set +e
-"$CONFORMANCE_DIR/run-server.sh" "$URL" "$@"
+"$SUITE" "$URL" "$@"
 RC=$?
 set -e
 if ! kill -0 "$GW_PID" 2>/dev/null; then

@@ -7,8 +7,8 @@
 # handshake, RFC 9728 metadata, the 401 challenge, initialize with a token, a
 # routed tool call, a read-only token's tool list, the unknown-session 404,
 # another user's token on the session, the SSE GET, DELETE, and plain HTTP
-# refused. Then the shared resource-server probe (probe-rs.mjs), when Node.js
-# is there, must report no FAIL and no WARN.
+# refused. Then the resource-server probe (scripts/conformance/probe.mjs, on
+# Node.js) must report no FAIL and no WARN.
 #
 # Prints one line per check and "N passed, N failed"; exits non-zero on any
 # failure. Needs bin/mcpgate and bin/mcpgate-testissuer (make build).
@@ -180,17 +180,20 @@ check "plain HTTP to the TLS port refused (400, no session)" \
 # Nothing secret in the gateway's log.
 check "the gateway log holds no token" bash -c "! grep -qF '${FULL:0:40}' '$WORK/gateway.log'"
 
-# The shared resource-server probe, against the same gateway.
-PROBE="$ROOT/../shared/conformance/probe-rs.mjs"
-if command -v node >/dev/null && [ -f "$PROBE" ]; then
+# The resource-server probe, against the same gateway, with every input it
+# takes: the issuer's env.sh, then the expired token, the read-only token
+# and a gated tool for the step-up, and the gateway's own origin.
+PROBE="$ROOT/scripts/conformance/probe.mjs"
+if command -v node >/dev/null; then
   (set -a; . "$WORK/tokens/env.sh"; set +a
+   MCP_EXPIRED_TOKEN="$EXPIRED" MCP_STEPUP_TOKEN="$RO" MCP_STEPUP_TOOL=execute_sql MCP_GOOD_ORIGIN="$GW" \
    NODE_EXTRA_CA_CERTS="$CERT" node "$PROBE" "$RESOURCE") >"$WORK/probe.log" 2>&1
   rc=$?
-  summary=$(grep 'probe-rs summary' "$WORK/probe.log")
-  if [ $rc = 0 ] && [[ "$summary" == *"FAIL=0 WARN=0"* ]]; then ok "probe-rs.mjs: $summary"
-  else bad "probe-rs.mjs: ${summary:-exit $rc}" "$(grep -E 'FAIL|WARN' "$WORK/probe.log" | head -10)"; fi
+  summary=$(grep '^probe: pass=' "$WORK/probe.log")
+  if [ $rc = 0 ] && [[ "$summary" == *"fail=0 warn=0 skip=0"* ]]; then ok "probe.mjs: ${summary#probe: }"
+  else bad "probe.mjs: ${summary:-exit $rc}" "$(grep -E '^(FAIL|WARN|SKIP)' -A1 "$WORK/probe.log" | head -20)"; fi
 else
-  bad "probe-rs.mjs: needs node and ../shared/conformance (.ci/run installs Node.js)"
+  bad "probe.mjs: needs Node.js (.ci/run installs it)"
 fi
 
 if [ $fail -gt 0 ]; then
