@@ -129,7 +129,7 @@ func (l *Log) Close() error {
 // Call records one event. The fields are built once for both sinks, and the
 // main log's handler is called directly: slog.Logger.LogAttrs would walk
 // the stack (runtime.Callers) for a source no handler here prints, on
-// every call the gateway forwards (docs/benchmarks.md).
+// every call the gateway forwards.
 func (l *Log) Call(e *gateway.CallEvent) {
 	name := e.Method
 	if name == "" {

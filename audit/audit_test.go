@@ -195,7 +195,7 @@ func checkCommon(t *testing.T, e map[string]any, tr *trail, user, sid string) {
 	}
 }
 
-// TestAuditEvents (issue 11 §1, §5): an allowed write, a read-only refusal,
+// TestAuditEvents: an allowed write, a read-only refusal,
 // a limit refusal and a worker crash, each one line in the file with every
 // field, and no token anywhere in it.
 func TestAuditEvents(t *testing.T) {

@@ -82,7 +82,7 @@ func (a *Authenticator) Ready() <-chan struct{} {
 
 // Supported is the derived scope set advertised in metadata and
 // challenges: the required scopes, then the write scope, then the scopes of
-// the policy rules, then the extra scopes, without duplicates (DESIGN 6).
+// the policy rules, then the extra scopes, without duplicates (docs/design.md, Derived scopes).
 func (a *Authenticator) Supported() []string { return append([]string(nil), a.supported...) }
 
 func supportedScopes(o Options) []string {
@@ -173,7 +173,7 @@ type authenticatorKey struct{}
 // Middleware authenticates every request. On success it puts the
 // principal in the context (see PrincipalFrom), and itself for
 // WriteScopeRequired, and deletes the
-// Authorization header, so the token can never travel further (DESIGN 3);
+// Authorization header, so the token can never travel further (docs/design.md, No token passthrough);
 // on failure it answers with WriteError and next does not run.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -26,8 +26,8 @@ func TestNewRefuses(t *testing.T) {
 		{"HMAC without a secret", func(o *auth.Options) { o.Algorithms = []string{"RS256", "HS256"} }, []string{`"HS256" needs a shared hmac secret`}},
 		{"short secret", func(o *auth.Options) { o.HMACSecret = []byte("short") }, []string{"at least 32"}},
 		{"scope with a space", func(o *auth.Options) { o.ExtraScopes = []string{"a b"} }, []string{`scope: "a b" is not a scope`}},
-		// Rules that config checked more strictly than auth did (issue 9);
-		// these failed before auth took config's rules.
+		// Rules auth shares with config: a configuration that config
+		// refuses, auth refuses too when given it directly.
 		{"issuer with a query", func(o *auth.Options) { o.Issuer = "https://kc.example/realms/mcp?tenant=a" }, []string{"issuer:", "must not carry"}},
 		{"scope with a control character", func(o *auth.Options) { o.RequiredScopes = []string{"mcp\x01use"} }, []string{"is not a scope"}},
 		{"scope outside ASCII", func(o *auth.Options) { o.WriteScope = "mcp:écrire" }, []string{"write scope:", "is not a scope"}},

@@ -104,7 +104,7 @@ func TestPolicyOptionErrors(t *testing.T) {
 }
 
 // TestPolicyScopesAdvertised: the advertised scopes derive from the policy
-// (DESIGN 6), and initial_scopes narrows only the 401 challenge.
+// (docs/design.md, Derived scopes), and initial_scopes narrows only the 401 challenge.
 func TestPolicyScopesAdvertised(t *testing.T) {
 	e := setup(t, withTiers)
 	assert.Equal(t, []string{"mcp:use", "mcp:read", "mcp:develop", "profile", "offline_access"}, e.a.Supported())

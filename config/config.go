@@ -3,7 +3,7 @@
 // MCPGATE_ environment variables, then command-line flags) and the validation
 // that reports every problem at once.
 //
-// It is the only package that imports viper (DESIGN.md, decision 9). Other
+// It is the only package that imports viper (docs/design.md, Configuration). Other
 // packages take plain option structs; cmd/mcpgate copies what they need out
 // of a validated Config.
 //

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Limits bound everything a peer controls (DESIGN.md, decision 10).
+// Limits bound everything a peer controls (docs/design.md, Limits).
 type Limits struct {
 	// MaxBodyBytes caps a request body; a larger one is answered 413
 	// without being read. Default 8 MiB. YAML and environment accept a

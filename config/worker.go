@@ -23,7 +23,7 @@ type Worker struct {
 	Toolsets []string `mapstructure:"toolsets"`
 	// SafeTools names the tools of an external worker (Command set) that
 	// are safe in a read-only session. Empty means none: fail-closed
-	// (DESIGN.md, decision 4). The built-in toolsets vouch for their own.
+	// (docs/design.md, Read-only). The built-in toolsets vouch for their own.
 	SafeTools []string `mapstructure:"safe_tools"`
 	// SafeMethods names methods of an external worker, beyond MCP's read
 	// methods (gateway.ReadMethods), that a read-only request may send.

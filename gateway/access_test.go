@@ -98,7 +98,7 @@ func toolCall(name string) string {
 	return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + name + `"}}`
 }
 
-// TestReadOnlyTokenCannotUndoAWriteSession (issue 8 item 12): a read-only
+// TestReadOnlyTokenCannotUndoAWriteSession: a read-only
 // token of the session's owner may read through a read-write session, but
 // not roll back (abort) or end (DELETE) what a write token did there.
 func TestReadOnlyTokenCannotUndoAWriteSession(t *testing.T) {
@@ -141,7 +141,7 @@ func TestReadOnlyTokenCannotUndoAWriteSession(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
-// TestReadOnlyTokenCannotCancelAWrite (issue 8 item 12): a read-only
+// TestReadOnlyTokenCannotCancelAWrite: a read-only
 // token's notifications/cancelled on a read-write session is dropped, since
 // cancelling a write request (a commit) could roll its work back.
 func TestReadOnlyTokenCannotCancelAWrite(t *testing.T) {
@@ -177,7 +177,7 @@ func TestReadOnlyTokenCannotCancelAWrite(t *testing.T) {
 	assert.Contains(t, inflight(wtok), `"text":"0"`, "the write token's own cancel stops it")
 }
 
-// TestReadOnlyMethods (issue 8 item 13): read-only is fail-closed for
+// TestReadOnlyMethods: read-only is fail-closed for
 // methods as it is for tools. The spec's read methods pass, an operator's
 // Options.SafeMethods pass, anything else is refused before the worker.
 func TestReadOnlyMethods(t *testing.T) {
@@ -242,7 +242,7 @@ func TestReadOnlyMethods(t *testing.T) {
 	})
 }
 
-// TestSessionOwner (issue 8 item 15): a session belongs to the issuer,
+// TestSessionOwner: a session belongs to the issuer,
 // subject, user id and client that opened it. A token that differs in any
 // of them, such as alice's sub with another preferred_username (the user
 // the worker runs as) or another client of alice's, is answered as if the

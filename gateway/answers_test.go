@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestReadOnlyTokenCannotAnswerForAWrite (issue 8 item 12): a worker's
+// TestReadOnlyTokenCannotAnswerForAWrite: a worker's
 // request to the client (sampling, elicitation) may be part of a write
 // request's work, and its ids are small numbers anyone can guess. A
 // read-only token's answer on a read-write session is dropped, as its

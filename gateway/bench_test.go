@@ -180,7 +180,7 @@ func residentKiB(pid int) int64 {
 // call costs whatever its size.
 var relaySizes = []int{1 << 10, 1 << 20, 16 << 20}
 
-// BenchmarkRelay measures the relay of a large result (issue 13, target 5):
+// BenchmarkRelay measures the relay of a large result (docs/benchmarks.md, Targets):
 // the stub worker answers a tools/call "blob" with a pre-built result of
 // the size, which the client reads over loopback HTTP. "baseline" is the
 // same worker and client with no gateway between them: a handler that

@@ -242,7 +242,7 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, r *http.Request, id json.RawM
 
 // lookup finds a live session for the request's principal. A session
 // owned by someone else (another issuer, subject, user id or client: see
-// auth.Owner) is reported as missing (DESIGN decision 7), and logged with
+// auth.Owner) is reported as missing (docs/design.md, Session ownership), and logged with
 // the part that differed.
 func (g *Gateway) lookup(r *http.Request, id string) *session {
 	g.mu.Lock()

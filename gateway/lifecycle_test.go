@@ -271,7 +271,7 @@ func TestIdleReaper(t *testing.T) {
 	require.Equal(t, ": ok\n", line)
 
 	// A request still running in the worker whose client has gone does
-	// not keep its session (issue 8 item 11).
+	// not keep its session.
 	working := rawSession(t, srv.URL)
 	workingPid, _ := g.WorkerPid(working)
 	st := worker.NewStream(false)
@@ -470,7 +470,7 @@ func TestPrincipalOwnsSession(t *testing.T) {
 		assert.Contains(t, body, `"code":-32601`)
 		assert.Contains(t, body, `"kind":"readOnly"`)
 
-		// The owner's read-write token steps the session up (issue 12 §2):
+		// The owner's read-write token steps the session up:
 		// its read-only worker, which holds nothing uncommitted, is
 		// replaced by a read-write one; never widened in place.
 		before, _ := g.WorkerPid(sid)

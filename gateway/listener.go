@@ -49,7 +49,7 @@ const (
 	RefusedUnauthenticated = "maxUnauthenticatedPerAddress" // limits.max_unauthenticated_per_address
 )
 
-// LimitListener returns a listener that enforces lo (DESIGN §10: limits on
+// LimitListener returns a listener that enforces lo (docs/design.md, Limits: limits on
 // everything a peer controls). Wrap it before TLS, and set
 // http.Server.ConnContext to ConnContext so that the gateway can tell it
 // which connections have passed its checks.

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Hostile tests of issue 8 item 17: the connection cap must not be
+// Hostile tests of the connection cap: it must not be
 // fillable without a token, and its refusal must be readable over TLS.
 
 // tokenMiddleware is a stand-in for the authenticator: a request passes

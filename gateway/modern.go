@@ -76,7 +76,7 @@ func readModernMeta(params json.RawMessage) modernMeta {
 // key, or nil when there is none. ok is false when obj is not an object, or
 // when a key equal to key ignoring case appears twice or spelled otherwise:
 // encoding/json and the SDKs would then read different members, so the
-// gateway refuses to decide on it (SECURITY.md: two readers of one input).
+// gateway refuses to decide on it (docs/design.md, Two readers).
 //
 // A plain object (valid JSON, no escaped keys) is read by a scan that
 // decodes nothing; anything else by encoding/json's tokenizer, which decides

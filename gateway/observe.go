@@ -27,7 +27,7 @@ const (
 // Decisions of a CallEvent.
 const (
 	DecisionAllowed  = "allowed"  // the request went to the worker
-	DecisionReadOnly = "readOnly" // refused by the read-only rules (DESIGN decision 4)
+	DecisionReadOnly = "readOnly" // refused by the read-only rules (docs/design.md, Read-only)
 	DecisionLimit    = "limit"    // refused by a limit: 408, 413, 429 or 503
 	DecisionPolicy   = "policy"   // refused by auth.policies: the token does not grant the tool
 )

@@ -8,7 +8,7 @@ import (
 
 // memberCorpus: objects as clients send them and as an attacker would,
 // for holding the scans of toolName and exactMember to encoding/json's
-// tokenizer (SECURITY.md: two readers of one input must agree).
+// tokenizer (docs/design.md, Two readers).
 var memberCorpus = []string{
 	`{"name":"echo","arguments":{"name":"x"}}`,
 	`{"arguments":{"Name":"x","name":"y"},"name":"echo"}`,

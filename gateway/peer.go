@@ -8,7 +8,7 @@ import (
 // maxPeerString bounds a string a peer chose (a tool name, a method, an id,
 // a Host or Origin header, a protocol version) wherever the gateway logs it
 // or echoes it in an answer: the body limit allows megabytes, a log line or
-// an error message should not carry them (SECURITY.md, "echoed names").
+// an error message should not carry them (docs/design.md, Echoed input).
 const maxPeerString = 256
 
 // clip returns s when it is at most maxPeerString bytes; else its first

@@ -72,8 +72,8 @@ func TestClip(t *testing.T) {
 }
 
 // TestPeerStringsCapped: names, methods, ids and headers a peer chose are
-// logged and echoed capped (issue 8 item 16: a 2 MiB tool name made a 2 MiB
-// log line and a 4 MiB answer).
+// logged and echoed capped: a 2 MiB tool name must not make a 2 MiB log
+// line or a 4 MiB answer.
 func TestPeerStringsCapped(t *testing.T) {
 	h := newLongestAttr()
 	_, srv := newTestGateway(t, Options{ReadOnly: true, LoopbackHostCheck: true, Logger: slog.New(h)})

@@ -15,7 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/worker"
 )
 
-// The three-tier example policy of issue 12 on the stub worker, an external
+// A three-tier example policy on the stub worker, an external
 // worker that ignores MCPGATE_WORKER_TOOLS, so the gateway alone holds the
 // line: readers get echo, developers echo and write (scope mcp:develop),
 // admins pid too (Keycloak realm role mcp-admin: no scope grants it).
@@ -42,10 +42,9 @@ func newPolicyGateway(t *testing.T) (*authedGateway, string) {
 
 func admin(c map[string]any) { c["realm_access"] = map[string]any{"roles": []string{"mcp-admin"}} }
 
-// TestPolicyReaderCannotReachWriteTool (issue 12 §1, hostile): a reader's
-// token reaches no tool outside its grant by any spelling of the method,
-// the name or the message. Failed before the policy existed: every case
-// ran write.
+// TestPolicyReaderCannotReachWriteTool (hostile): a reader's token
+// reaches no tool outside its grant by any spelling of the method, the
+// name or the message: without the policy every case runs write.
 func TestPolicyReaderCannotReachWriteTool(t *testing.T) {
 	a, ran := newPolicyGateway(t)
 	tok := a.token(t, "alice", readerScopes, nil)
@@ -81,7 +80,7 @@ func TestPolicyReaderCannotReachWriteTool(t *testing.T) {
 	assert.Equal(t, "echo", ranTools(t, ran), "the worker ran only the granted tool")
 }
 
-// TestPolicyStepUpChallenge (issue 12 §2): a reader's call of a tool the
+// TestPolicyStepUpChallenge: a reader's call of a tool the
 // developer scope grants is answered 403 insufficient_scope naming the
 // scopes to ask for; a tool only a role grants keeps a JSON-RPC refusal.
 func TestPolicyStepUpChallenge(t *testing.T) {
@@ -102,7 +101,7 @@ func TestPolicyStepUpChallenge(t *testing.T) {
 	assert.Empty(t, ranTools(t, ran))
 }
 
-// TestPolicyStepDownOnDeveloperSession (issue 12 §2, hostile): a reader's
+// TestPolicyStepDownOnDeveloperSession (hostile): a reader's
 // token on a session a developer token opened cannot run developer tools,
 // nor see them; the developer token still can.
 func TestPolicyStepDownOnDeveloperSession(t *testing.T) {
@@ -129,7 +128,7 @@ func TestPolicyStepDownOnDeveloperSession(t *testing.T) {
 	assert.Contains(t, body, `"kind":"sessionRights"`)
 }
 
-// TestPolicyStepUpInPlace (issue 12 §2): the client that got the 403 comes
+// TestPolicyStepUpInPlace: the client that got the 403 comes
 // back on the same session with a developer token and the call runs: the
 // session's read-only worker is replaced by one with the developer's
 // rights, and the session id stays. A reader's token on it afterwards

@@ -20,7 +20,7 @@ import (
 
 // poolKey names the worker that serves a 2026-07-28 request: one per
 // principal, user id and rights: the read-only flag and, under auth.policies,
-// the tools the token grants (DESIGN decision 2). Two users never share a
+// the tools the token grants (docs/design.md, Worker per key). Two users never share a
 // worker, nor do two requests of one user with different rights: a token
 // that grants more simply reaches another worker (the step-up needs
 // nothing else), one that grants less never reaches a wider one.
@@ -353,7 +353,7 @@ func errString(err error) string {
 }
 
 // keyOf returns the pool key of a request: its principal, user and
-// read-only flag, decided as for a session (DESIGN decision 4).
+// read-only flag, decided as for a session (docs/design.md, Read-only).
 func (g *Gateway) keyOf(r *http.Request) poolKey {
 	k := poolKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools}
 	if p := auth.PrincipalFrom(r.Context()); p != nil {

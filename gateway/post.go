@@ -96,7 +96,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	// Read-only is decided per request as well as per session: a token
 	// without the write scope gets read-only treatment even on a session a
-	// write-scoped token of the same owner opened (DESIGN decision 4).
+	// write-scoped token of the same owner opened (docs/design.md, Read-only).
 	// The policy is decided per request too: what the token grants, and
 	// of that what the session's worker was started with (never more).
 	granted := grantOf(r)
@@ -176,7 +176,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 }
 
 // forward sends one client request to the session's worker, applying the
-// policy and read-only rules on the way (DESIGN decision 4).
+// policy and read-only rules on the way (docs/design.md, Read-only).
 func (g *Gateway) forward(r *http.Request, s *session, conn *worker.Conn, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
 	c := callee{session: s.id[:8], kind: WorkerSession, pid: conn.Pid()}
 	g.forwardTo(r, c, conn, s.log, m, st, acc, allowed, granted, nil)
@@ -184,8 +184,8 @@ func (g *Gateway) forward(r *http.Request, s *session, conn *worker.Conn, m *jso
 
 // forwardTo sends one client request to conn, applying the policy (allowed:
 // what the request may reach on this worker; granted: what its token
-// grants; nil without a policy) and the read-only rules on the way (DESIGN
-// decision 4), the same for sessions and per-user workers: the body as a
+// grants; nil without a policy) and the read-only rules on the way
+// (docs/design.md, Read-only), the same for sessions and per-user workers: the body as a
 // worker reads it decides, never a header. then, when set, rewrites the
 // result after the filters. Every tools/call, and every refusal, is
 // reported to the observers once answered (observe.go); c says which

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
-// access is how far one request may go on its session (DESIGN decision 4).
+// access is how far one request may go on its session (docs/design.md, Read-only).
 type access int
 
 const (
@@ -114,8 +114,8 @@ func (g *Gateway) refuse(log *slog.Logger, m *jsonrpc.Message, acc access) []byt
 
 // readOnlyRefusal answers a tools/call of a tool outside the read-only-safe
 // set: -32601 with data.kind "readOnly", distinct from an unknown tool
-// (-32602), and a message that says how to get write access (DESIGN
-// decision 4).
+// (-32602), and a message that says how to get write access
+// (docs/design.md, Read-only).
 func readOnlyRefusal(id json.RawMessage, tool string) []byte {
 	return refusal(id, "readOnly", "tool", tool, " changes data and this session is read-only; "+
 		"to use it, connect with a token that has the write scope, to a gateway that is not read-only")

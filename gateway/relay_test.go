@@ -18,7 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/worker"
 )
 
-// Hostile tests of the relay of large answers (issue 13, target 5): the
+// Hostile tests of the relay of large answers: the
 // forms a worker may write an answer in, a line cut by the worker's exit or
 // over the size limit, and clients that read slowly or go away mid-answer.
 

@@ -33,7 +33,7 @@ func (o Options) replicaPrefix() string {
 }
 
 // newSessionID mints a legacy session id: 128 bits from crypto/rand
-// (DESIGN.md decision 7) after the replica prefix.
+// (docs/design.md, Session ownership) after the replica prefix.
 func (g *Gateway) newSessionID() string {
 	return g.opts.replicaPrefix() + newSessionID()
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Hostile tests of issue 8 item 11: clients that never read their answers
+// Hostile tests of slow clients: clients that never read their answers
 // must not hold the gateway's memory or their sessions.
 
 // smallSendBuffer gives every accepted connection a small kernel send
@@ -99,7 +99,7 @@ func TestNeverReadingClientsStayBounded(t *testing.T) {
 	g, srv := newTestGatewayOn(t, opts, func(l net.Listener) net.Listener { return smallSendBuffer{l} }, nil)
 
 	// Three sessions of one user, each posting twelve 1 MiB answers on a
-	// connection that never reads: as JSON (held whole before the fix),
+	// connection that never reads: as JSON (held whole unless bounded),
 	// and as SSE (written until the socket fills, then stuck).
 	var sids []string
 	for i, accept := range []string{"application/json", "application/json", "text/event-stream"} {

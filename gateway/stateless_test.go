@@ -563,7 +563,7 @@ func TestModernEchoedValuesClipped(t *testing.T) {
 }
 
 // TestModernBufferBounded: a 2026-07-28 answer is held within the response
-// budget like a session's (issue 8 item 11): one over it becomes the
+// budget like a session's: one over it becomes the
 // bufferFull error, and nothing stays charged afterwards.
 func TestModernBufferBounded(t *testing.T) {
 	g, srv := newTestGateway(t, Options{MaxStreamBufferBytes: 1 << 20})

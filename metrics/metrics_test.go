@@ -156,7 +156,7 @@ func serve(t *testing.T, m *metrics.Metrics, opts gateway.Options) (g *gateway.G
 	return g, srv.URL, mx.URL
 }
 
-// TestScrapeAfterKnownTraffic (issue 11 §5): /metrics, parsed with the
+// TestScrapeAfterKnownTraffic: /metrics, parsed with the
 // Prometheus text parser, counts exactly the traffic sent.
 func TestScrapeAfterKnownTraffic(t *testing.T) {
 	m := metrics.New(metrics.Options{Tools: []string{"echo", "write", "crash"}})

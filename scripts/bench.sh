@@ -39,8 +39,8 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 args=()
 skip() { args+=(-skip "$1=$2"); say "skipping $1: $2"; }
 
-# has_command BIN CMD: the program knows the sub-command (the branches that
-# add `serve`, `worker` and the test issuer land at different times).
+# has_command BIN CMD: the program knows the sub-command (so the harness can
+# still measure an older build that lacks one, for a comparison).
 has_command() {
 	local out
 	out=$("$1" "$2" --help </dev/null 2>&1 || true)
@@ -77,7 +77,7 @@ if has_command bin/mcpgate worker; then
 	gateway_args=""
 else
 	worker="$PWD/bin/mcpbench stdio-server"
-	args+=(-worker "$worker" -note "worker: mcpbench's stand-in (echo tool); this checkout has no built-in worker yet")
+	args+=(-worker "$worker" -note "worker: mcpbench's stand-in (echo tool); this checkout has no built-in worker")
 	gateway_env=$limits
 	gateway_args="--worker-command '$worker'"
 fi
@@ -86,7 +86,7 @@ fi
 if has_command bin/mcpgate serve; then
 	args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} $gateway_args" -mcpgate-env "$gateway_env")
 else
-	skip mcpgate "this checkout's mcpgate has no serve command yet (gateway core not merged)"
+	skip mcpgate "this checkout's mcpgate has no serve command"
 fi
 
 # mcpgate with TLS and JWT: a development certificate, the test issuer

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestOversizedFields is issue 8 item 10 at the worker: a 70 MB comment set
-// by one user went whole into another user's describe_table answer (a 70 MB
-// line, which ended the session at the gateway), and a bad cast of a 40 MB
-// value gave an 80 MB error. Every string of a result and every error
-// message is cut, and the result says which.
+// TestOversizedFields, at the worker: a 70 MB comment set by one user must
+// not go whole into another user's describe_table answer (a 70 MB line
+// would end the session at the gateway), nor a bad cast of a 40 MB value
+// give an 80 MB error. Every string of a result and every error message is
+// cut, and the result says which.
 func TestOversizedFields(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {
@@ -60,7 +60,7 @@ func TestOversizedFields(t *testing.T) {
 			assert.Less(t, len(sc["ddl"].(string)), tools.MaxFieldBytes+64)
 
 			if engine == db.SQLite {
-				// Issue 8 item 7 through the tools: a row over the row
+				// The row bound through the tools: a row over the row
 				// bound cuts query's result and is no pass for a check.
 				text, sc := callOK(t, cs, "query", map[string]any{"sql": "SELECT * FROM check_big"})
 				assert.Equal(t, true, sc["rowTooLarge"])

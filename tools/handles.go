@@ -81,7 +81,7 @@ type TransactionOptions struct {
 
 // Transactions are a per-user worker's database transactions (MCP
 // 2026-07-28 has no sessions; state across calls travels in server-minted
-// handles, changelog item 1). begin mints a handle bound to its own
+// handles, per the revision's changelog). begin mints a handle bound to its own
 // connection and transaction; a call that names it runs there, and commit
 // or abort ends it. A call without a handle runs in a transaction of its
 // own on a connection taken from a small idle pool. The worker is keyed by

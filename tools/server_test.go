@@ -188,7 +188,7 @@ func TestReadOnlyRegistersOnlySafeTools(t *testing.T) {
 	assert.Error(t, err, "a gated tool must not exist in a read-only session")
 }
 
-// TestToolsRegistersOnlyGranted (issue 12): a worker limited to a policy's
+// TestToolsRegistersOnlyGranted: a worker limited to a policy's
 // grant registers only those tools, gated or not; an empty grant registers
 // none (fail-closed).
 func TestToolsRegistersOnlyGranted(t *testing.T) {
@@ -302,7 +302,7 @@ func TestSafeToolNames(t *testing.T) {
 }
 
 // TestUndoToolNames: abort is safe in a read-only session but undoes a
-// read-write one's work, so the gateway must know it (issue 8 item 12).
+// read-write one's work, so the gateway must know it.
 func TestUndoToolNames(t *testing.T) {
 	got, err := UndoToolNames(nil)
 	require.NoError(t, err)

@@ -210,7 +210,7 @@ func internalError(id json.RawMessage, msg, kind string) []byte {
 	return jsonrpc.ErrorResponse(id, e)
 }
 
-// routeLocked picks the one stream for a message of the worker's own (DESIGN,
+// routeLocked picks the one stream for a message of the worker's own (docs/design.md,
 // "Protocol facts"): the stream of the request whose progress token it
 // carries; else the stream of the only request in flight; else the
 // standalone GET stream; else the oldest request's stream. Never two

@@ -12,9 +12,9 @@ import (
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
-// TestReadLoopOverLimit: a line over MaxLineBytes used to end the read loop
-// ("token too long") and with it the worker and its session. It is read
-// through; the lines after it still arrive.
+// TestReadLoopOverLimit: a line over MaxLineBytes must not end the read
+// loop ("token too long") and with it the worker and its session. It is
+// read through; the lines after it still arrive.
 func TestReadLoopOverLimit(t *testing.T) {
 	p, err := StartProcess(ProcessConfig{
 		Command:      []string{"/bin/sh", "-c", `echo first; head -c 5000 /dev/zero | tr '\0' x; echo; echo last`},
@@ -40,7 +40,7 @@ func TestReadLoopOverLimit(t *testing.T) {
 	}
 }
 
-// TestAnswerOverLimit is issue 8 item 10 at the gateway: an answer over the
+// TestAnswerOverLimit, at the gateway: an answer over the
 // limit fails its own request with messageTooLarge, and the next request on
 // the same worker is answered.
 func TestAnswerOverLimit(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestServeOversized is issue 8 item 10 end to end: one user's oversized
-// data used to make another user's read-only describe_table write a line
-// the gateway could not read, which ended that user's session (404). The
+// TestServeOversized, end to end: one user's oversized data must not make
+// another user's read-only describe_table write a line the gateway cannot
+// read, which would end that user's session (404). The
 // worker cuts every field, and an answer over the gateway's own limit
 // (limits.max_worker_message_bytes, 1 MiB here) fails its request alone.
 func TestServeOversized(t *testing.T) {

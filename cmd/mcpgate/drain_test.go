@@ -230,7 +230,7 @@ func (lg *localGateway) get(t *testing.T, path string) (int, http.Header, string
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-// TestDrainLetsSlowCallFinish is issue 11's drain: SIGTERM during a slow
+// TestDrainLetsSlowCallFinish: SIGTERM during a slow
 // call; /readyz turns 503, a new initialize gets 503 with Retry-After, the
 // call completes, and the program exits on its own long before
 // limits.drain_timeout.

@@ -26,7 +26,7 @@ func TestServeOversizedToken(t *testing.T) {
 // TestServeUnauthenticatedCap: without a token, one address cannot hold
 // more than limits.max_unauthenticated_per_address connections, and over
 // TLS the refused one is closed cleanly before the handshake rather than
-// sent plain text (issue 8 item 17).
+// sent plain text.
 func TestServeUnauthenticatedCap(t *testing.T) {
 	g := startTLSGateway(t, map[string]string{"MCPGATE_LIMITS_MAX_UNAUTHENTICATED_PER_ADDRESS": "3"})
 	host := strings.TrimSuffix(strings.TrimPrefix(g.resource, "https://"), "/mcp")

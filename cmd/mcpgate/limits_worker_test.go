@@ -32,7 +32,7 @@ func rpcAnswer(t *testing.T, body string) map[string]any {
 	return m
 }
 
-// TestWorkerOverMemoryLimitDiesAlone is issue 11's worker limit: a worker
+// TestWorkerOverMemoryLimitDiesAlone: a worker
 // that allocates past worker.limits.address_space is stopped by it, its
 // call in flight fails with workerExited naming the limit, and a
 // neighbour session's worker keeps working. The rlimit is set by the real

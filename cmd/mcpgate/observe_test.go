@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestServeAuditAndMetrics (issue 11, "Done when"): through mcpgate serve,
+// TestServeAuditAndMetrics: through mcpgate serve,
 // a user's write with the built-in worker is one line in audit.path with
 // every field, and the metrics listener counts it.
 func TestServeAuditAndMetrics(t *testing.T) {

@@ -43,7 +43,7 @@ var (
 	developerScopes = []string{"mcp:use", "mcp:read", "mcp:develop"}
 )
 
-// TestServeExamplePolicy is issue 12's "done when" on the real program, the
+// TestServeExamplePolicy: the example policy on the real program, the
 // built-in worker and SQLite, with the example policy of
 // deploy/auth-server.yaml: a reader sees only reading tools and its worker
 // is read-only; its apply_ddl gets 403 insufficient_scope naming

@@ -298,7 +298,7 @@ func TestServeTLSAuth(t *testing.T) {
 		}
 		assert.True(t, names["query"], "query missing from a read-only session")
 		// A gated tool is what the write scope would grant: 403
-		// insufficient_scope, so a client can step up (issue 12 §2), not a
+		// insufficient_scope, so a client can step up, not a
 		// JSON-RPC error inside HTTP 200.
 		code, h, body := g.rawModern(t, tok, "execute_sql", `{"sql":"DELETE FROM customers"}`)
 		assert.Equal(t, http.StatusForbidden, code, body)

@@ -16,7 +16,7 @@ const workerBinary = "mcpgate-worker"
 // the gateway running as exe: the worker-only binary when an executable
 // mcpgate-worker from the same build sits beside exe (make build puts it
 // there; it links none of the gateway's dependencies, so each session's
-// process is lighter, see docs/benchmarks.md), else `exe worker`, the same
+// process is lighter), else `exe worker`, the same
 // program inside this binary. A mcpgate-worker from another build (an older
 // checkout left in bin/, a copy of mcpgate alone) is passed over with a
 // warning rather than run against a gateway it may not match.

@@ -132,7 +132,7 @@ func walk(t *testing.T, dir string, into *objects) {
 }
 
 // TestManifestsDecodeStrictly: every manifest of the base and the overlay
-// is its API type with no unknown field; what the issue promises is there.
+// is its API type with no unknown field; what docs/deploy.md promises is there.
 func TestManifestsDecodeStrictly(t *testing.T) {
 	for _, dir := range []string{"base", "overlays/haproxy"} {
 		t.Run(dir, func(t *testing.T) {

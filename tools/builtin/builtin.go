@@ -135,7 +135,7 @@ func Run(ctx context.Context, p Program) error {
 	// Start-up leaves garbage that the heap, far below GOGC's 4 MiB
 	// minimum goal, would hold until a first collection that an idle
 	// session never reaches: returned to the system, it is about 0.5 to
-	// 0.8 MiB less private memory per idle worker (docs/benchmarks.md). It
+	// 0.8 MiB less private memory per idle worker (measured). It
 	// waits for the session's first quiet moment: run as serving starts,
 	// the forced collection and scavenge slowed the initialize exchange
 	// and first call beside it by about 3 ms (quiet). A pre-started worker

@@ -17,8 +17,8 @@ const freeQuiet = 50 * time.Millisecond
 // watches have both been silent for a while. A worker's forced collection
 // (debug.FreeOSMemory) at the start of serving took a whole collection and
 // scavenge out of the initialize exchange it ran beside, about 3 ms of a
-// 14 ms cold start on 2 busy cores (docs/benchmarks.md, "Cold worker
-// start"); run when the session first goes quiet, it frees the same memory
+// 14 ms cold start on 2 busy cores (measured on workers started cold);
+// run when the session first goes quiet, it frees the same memory
 // in no request's way.
 type quiet struct {
 	d     time.Duration

@@ -17,7 +17,7 @@ import (
 // private memory per idle worker, and a call on a worker idle for 300 ms
 // makes 14 voluntary context switches instead of 45 (6 with PollableStdin)
 // and uses about 40 % less CPU; set later, with runtime.GOMAXPROCS, it
-// saves no memory (docs/benchmarks.md, "Lighter workers"). A per-user
+// saves no memory (measured on idle workers). A per-user
 // worker raises it again (Run).
 func Environ() []string { return []string{"GOMAXPROCS=" + sessionProcs} }
 
@@ -40,7 +40,7 @@ func perUserProcs(scope, gomaxprocs string, ncpu int) int {
 // read of a blocking pipe parks a thread in read(2) and wakes the runtime's
 // monitor on its return; through the poller, a call on an idle worker wakes
 // one thread (6 voluntary context switches a call instead of 14 at
-// GOMAXPROCS=1, docs/benchmarks.md). Only the worker reads its end of the
+// GOMAXPROCS=1, measured). Only the worker reads its end of the
 // pipe, so making it non-blocking changes nothing for another process. The
 // returned file shares f's descriptor: the caller keeps both until it stops
 // reading, and closes neither.

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRowBound is issue 8 item 7 on PostgreSQL: the value cap comes after
-// the driver has read and copied the whole row, so a row of many long
-// values cost twice its size in the worker. pgx now refuses a DataRow over
+// TestRowBound on PostgreSQL: the value cap comes after the driver has
+// read and copied the whole row, so without a bound a row of many long
+// values costs twice its size in the worker. pgx refuses a DataRow over
 // db.MaxRowBytes before reading its body.
 func TestRowBound(t *testing.T) {
 	s := open(t, dbtest.Config(t, db.Postgres), "ada", true)

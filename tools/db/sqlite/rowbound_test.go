@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRowBound is issue 8 item 7: the value length limit caps one value, and
-// a read-only query of 40 zeroblob(16000000) columns made the driver copy
-// 640 MB for one row (1.27 GB at the peak, with SQLite's own copy). A row is
-// bounded while the driver reads it; the result says where it was cut.
+// TestRowBound: the value length limit caps one value, and without a row
+// bound a read-only query of 40 zeroblob(16000000) columns makes the driver
+// copy 640 MB for one row (1.27 GB at the peak, with SQLite's own copy). A
+// row is bounded while the driver reads it; the result says where it was cut.
 func TestRowBound(t *testing.T) {
 	s := open(t, dbtest.Config(t, db.SQLite), true)
 	cols := strings.TrimSuffix(strings.Repeat("CASE WHEN n = 3 THEN zeroblob(16000000) END, ", 40), ", ")
