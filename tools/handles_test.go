@@ -293,9 +293,9 @@ func TestHandleLimit(t *testing.T) {
 func TestHandlesConcurrent(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {
-			cs := perUserWorker(t, dbtest.Config(t, engine), "u-0123", false, tools.TransactionOptions{})
-			base := countIn(t, cs, "")
 			const n = 8
+			cs := perUserWorker(t, dbtest.Config(t, engine), "u-0123", false, tools.TransactionOptions{Max: n})
+			base := countIn(t, cs, "")
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
 			for i := range n {
