@@ -104,14 +104,20 @@ func (s *Session) abandonConn() {
 	}
 }
 
-// KeepWhileIdle makes the session hold its transaction and connection
-// while idle, until Close: a transaction handle's, which the client began
-// and ends.
-func (s *Session) KeepWhileIdle() {
+// HoldWhileIdle makes the session hold its transaction and connection
+// while idle, until Close or HoldWhileIdle(false): a transaction handle's,
+// which the client began and ends. HoldWhileIdle(false) gives it back to
+// the idle release.
+func (s *Session) HoldWhileIdle(hold bool) {
 	s.lock <- struct{}{}
-	defer s.release()
-	s.idle = 0
-	if s.idleTimer != nil {
-		s.idleTimer.Stop()
+	if hold {
+		s.idle = 0
+		if s.idleTimer != nil {
+			s.idleTimer.Stop()
+		}
+		s.release()
+		return
 	}
+	s.idle = s.cfg.IdleRelease
+	s.idleAfter()
 }
