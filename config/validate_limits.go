@@ -72,9 +72,10 @@ func (c *Config) validateLimits(v *validator) {
 	}
 	if l.MaxDBConnectionsPerUser > 0 && l.MaxDBConnections > 0 && l.MaxDBConnectionsPerUser > l.MaxDBConnections {
 		v.add("limits.max_db_connections_per_user", "%d is more than limits.max_db_connections %d; lower it or raise max_db_connections", l.MaxDBConnectionsPerUser, l.MaxDBConnections)
-	}
-	if b, ok := c.DBBudget(); ok && l.MaxDBConnectionsPerUser > 0 && b.PerUserWorker > b.MaxPerUser {
-		v.add("limits.max_db_connections_per_user", "%d is less than one per-user worker may hold (database.max_transactions %d + 1), so no 2026-07-28 request could run; raise it or lower max_transactions", l.MaxDBConnectionsPerUser, c.Database.MaxTransactions)
+	} else if b, ok := c.DBBudget(); ok && l.MaxDBConnections >= 0 && l.MaxDBConnectionsPerUser >= 0 {
+		if err := gateway.CheckDBBudget(b); err != nil {
+			v.add("limits.max_db_connections_per_user", "%d: %v (a per-user worker holds database.max_transactions %d + 1); raise it or lower max_transactions", l.MaxDBConnectionsPerUser, err, c.Database.MaxTransactions)
+		}
 	}
 }
 

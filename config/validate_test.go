@@ -247,7 +247,7 @@ func TestValidateProblems(t *testing.T) {
 		{"per-user db connections below one per-user worker", func(c *Config) {
 			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", MaxTransactions: 8}
 			c.Limits.MaxDBConnectionsPerUser = 5
-		}, "limits.max_db_connections_per_user", "less than one per-user worker may hold (database.max_transactions 8 + 1)"},
+		}, "limits.max_db_connections_per_user", "are fewer than one worker may hold (9), so that worker could never start (a per-user worker holds database.max_transactions 8 + 1)"},
 
 		{"write scope without issuer", func(c *Config) {
 			localhost(c)

@@ -1,7 +1,7 @@
 package gateway
 
 import (
-	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/mcpgate/mcpgate/auth"
@@ -46,10 +46,10 @@ func CheckDBBudget(b DBBudget) error {
 		return nil
 	}
 	if b.MaxPerUser > b.Max {
-		return errors.New("gateway: one user's database connections exceed the whole budget")
+		return fmt.Errorf("gateway: one user's database connections (%d) are more than all of them (%d)", b.MaxPerUser, b.Max)
 	}
 	if n := max(b.PerSession, b.PerUserWorker); n > b.MaxPerUser {
-		return errors.New("gateway: one worker may hold more database connections than one user may")
+		return fmt.Errorf("gateway: one user's database connections (%d) are fewer than one worker may hold (%d), so that worker could never start", b.MaxPerUser, n)
 	}
 	return nil
 }

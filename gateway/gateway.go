@@ -87,6 +87,9 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 	if err := CheckReplicaID(opts.ReplicaID); err != nil {
 		return nil, err
 	}
+	if err := CheckDBBudget(opts.DB); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	g := &Gateway{
 		opts:       opts,
