@@ -125,3 +125,31 @@ func engineOf(t *testing.T, name string) db.Engine {
 	}
 	return sqlite.Engine{}
 }
+
+// A SQLite read transaction held open keeps a WAL checkpoint from passing
+// its snapshot; an idle session ends it, so the checkpoint completes.
+func TestIdleSessionLetsSQLiteCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	cfg := dbtest.Config(t, db.SQLite)
+	s, err := db.Open(ctx, sqlite.Engine{}, cfg, "ada", true)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		var n int
+		return q.QueryRowContext(ctx, "SELECT count(*) FROM customers").Scan(&n)
+	}))
+
+	other, err := sql.Open("sqlite", cfg.DSN)
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Exec("INSERT INTO customers (id, name, email) VALUES (9002, 'Late', 'late@example.com')")
+	require.NoError(t, err)
+	checkpoint := func() (busy int) {
+		var logFrames, done int
+		require.NoError(t, other.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done))
+		return busy
+	}
+	assert.Equal(t, 1, checkpoint(), "the session's snapshot holds the checkpoint back")
+	assert.Equal(t, db.Released{Transaction: true, Connection: true}, s.ReleaseIdle(ctx))
+	assert.Equal(t, 0, checkpoint(), "after the idle release the checkpoint completes")
+}
