@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/db"
@@ -23,25 +22,13 @@ import (
 func TestPerUserWorkerConnectionCap(t *testing.T) {
 	cfg := dbtest.Config(t, db.Postgres)
 	var opened atomic.Int32
-	txs, err := tools.NewTransactions(t.Context(), tools.TransactionOptions{
-		Instance: "u-cap",
-		Max:      1,
+	cs := perUserWorker(t, cfg, "u-cap", false, tools.TransactionOptions{
+		Max: 1,
 		Open: func(ctx context.Context) (*db.Session, error) {
 			opened.Add(1)
 			return db.Open(ctx, postgres.Engine{}, cfg, "ada", false)
 		},
 	})
-	require.NoError(t, err)
-	t.Cleanup(func() { txs.Close() })
-	srv, err := tools.NewServer(tools.Options{User: "ada", SessionID: "u-cap", Transactions: txs})
-	require.NoError(t, err)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(t.Context(), st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close() })
 
 	h := begin(t, cs) // one handle: one session
 	callOK(t, cs, "query", in(h, map[string]any{"sql": "SELECT 1"}))

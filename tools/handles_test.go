@@ -52,7 +52,9 @@ func perUserWorkerAs(t *testing.T, cfg db.Config, user, inst string, readOnly bo
 	t.Helper()
 	eng := map[string]db.Engine{db.SQLite: sqlite.Engine{}, db.Postgres: postgres.Engine{}}[cfg.Driver]
 	o.Instance = inst
-	o.Open = func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, eng, cfg, user, readOnly) }
+	if o.Open == nil {
+		o.Open = func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, eng, cfg, user, readOnly) }
+	}
 	txs, err := tools.NewTransactions(t.Context(), o)
 	require.NoError(t, err)
 	t.Cleanup(func() { txs.Close() })

@@ -75,10 +75,7 @@ func TestIdleSessionKeepsUncommittedWrites(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {
 			ctx := context.Background()
-			cfg := dbtest.Config(t, engine)
-			s, err := db.Open(ctx, engineOf(t, engine), cfg, "ada", false)
-			require.NoError(t, err)
-			defer s.Close()
+			s, cfg := openReadWrite(t, engine)
 			require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO customers (id, name, email) VALUES (9001, 'Idle', 'idle@example.com')"))
 			assert.Equal(t, db.Released{}, s.ReleaseIdle(ctx), "uncommitted writes keep their transaction")
 			st, err := s.Status(ctx)
@@ -105,10 +102,7 @@ func TestIdleSessionKeepsConnectionState(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {
 			ctx := context.Background()
-			cfg := dbtest.Config(t, engine)
-			s, err := db.Open(ctx, engineOf(t, engine), cfg, "ada", false)
-			require.NoError(t, err)
-			defer s.Close()
+			s, _ := openReadWrite(t, engine)
 			require.NoError(t, dbtest.Run(ctx, s, "CREATE TEMP TABLE scratch (x int)"))
 			require.NoError(t, s.Commit(ctx))
 			require.NoError(t, dbtest.Run(ctx, s, "SELECT 1"))
@@ -116,6 +110,17 @@ func TestIdleSessionKeepsConnectionState(t *testing.T) {
 			require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO scratch VALUES (1)"), "the temporary table is still there")
 		})
 	}
+}
+
+// openReadWrite opens a read-write session of ada on a fresh database of
+// engine, closed when the test ends.
+func openReadWrite(t *testing.T, engine string) (*db.Session, db.Config) {
+	t.Helper()
+	cfg := dbtest.Config(t, engine)
+	s, err := db.Open(context.Background(), engineOf(t, engine), cfg, "ada", false)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s, cfg
 }
 
 func engineOf(t *testing.T, name string) db.Engine {
