@@ -114,11 +114,17 @@ func (s *Session) dropConn() {
 func (s *Session) ready(ctx context.Context) error {
 	if s.conn == nil {
 		if err := s.connect(ctx); err != nil {
-			return classify(s.eng, ctx, err)
+			// The server refused (too many clients, say) or did not
+			// answer: this statement fails, the session does not.
+			if e := s.eng.Classify(err); e != nil {
+				return e
+			}
+			return &Error{Kind: KindOther, Message: err.Error() + "; nothing was run, and the session goes on: try again", Err: err}
 		}
 	}
 	if !s.inTx {
 		if err := s.begin(ctx); err != nil {
+			s.abandonConn() // the next statement starts from a fresh connection
 			return classify(s.eng, ctx, err)
 		}
 	}

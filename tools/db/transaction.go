@@ -132,12 +132,14 @@ func (s *Session) begin(ctx context.Context) error {
 	if _, err := s.conn.ExecContext(ctx, s.eng.Begin(s.readOnly)); err != nil {
 		return fmt.Errorf("db: begin a transaction: %w", err)
 	}
-	s.inTx = true
 	mark, err := s.eng.Mark(ctx, s.conn)
 	if err != nil {
+		// Without its mark the transaction cannot be checked: not one to
+		// run statements in.
+		s.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the caller gives the connection up
 		return fmt.Errorf("db: begin a transaction: %w", err)
 	}
-	s.mark, s.began = mark, s.Now()
+	s.inTx, s.mark, s.began = true, mark, s.Now()
 	return nil
 }
 
