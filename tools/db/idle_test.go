@@ -158,3 +158,25 @@ func TestIdleSessionLetsSQLiteCheckpoint(t *testing.T) {
 	assert.Equal(t, db.Released{Transaction: true, Connection: true}, s.ReleaseIdle(ctx))
 	assert.Equal(t, 0, checkpoint(), "after the idle release the checkpoint completes")
 }
+
+// A session whose connection was given back, and whose server then refuses
+// it a new one, fails that statement with the server's reason and goes on:
+// the next statement, once the server takes connections again, runs.
+func TestIdleSessionSurvivesARefusedReconnect(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openReadWrite(t, db.Postgres)
+	var name string
+	require.NoError(t, s.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "SELECT current_database()").Scan(&name)
+	}))
+	require.True(t, s.ReleaseIdle(ctx).Connection)
+	super := dbtest.Postgres(t)
+	dbtest.Exec(t, super, "ALTER DATABASE "+db.Quote(name)+" WITH ALLOW_CONNECTIONS false")
+	err := dbtest.Run(ctx, s, "SELECT 1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is not currently accepting connections")
+	assert.False(t, s.Closed(), "the session goes on")
+
+	dbtest.Exec(t, super, "ALTER DATABASE "+db.Quote(name)+" WITH ALLOW_CONNECTIONS true")
+	require.NoError(t, dbtest.Run(ctx, s, "SELECT 1"))
+}
