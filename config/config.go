@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/tools/db"
 )
 
 // Config is the whole configuration of `mcpgate serve`. The YAML names of the
@@ -141,24 +142,34 @@ const (
 	DefaultIdleTimeout        = 2 * time.Minute
 	DefaultMaxSessions        = 1024
 	DefaultMaxSessionsPerUser = 256
-	DefaultSessionIdleTimeout = 30 * time.Minute
-	DefaultWorkerStartTimeout = 10 * time.Second
-	DefaultWorkerStopGrace    = 5 * time.Second
-	DefaultWriteTimeout       = 30 * time.Second
-	DefaultMaxStreamBuffer    = 32 << 20
-	DefaultMaxSessionBuffer   = 64 << 20
-	DefaultMaxUserBuffer      = 128 << 20
-	DefaultMaxUnauthPerAddr   = 64
-	DefaultUnauthIdleTimeout  = 10 * time.Second
-	DefaultDrainTimeout       = 30 * time.Second
-	DefaultMaxWorkerMessage   = 64 << 20
-	DefaultDriver             = "sqlite"
-	DefaultDatabasePath       = "data/mcpgate.db"
-	DefaultStatementTimeout   = 30 * time.Second
-	DefaultLockTimeout        = 5 * time.Second
-	DefaultMaxRows            = 500
-	DefaultChecksTimeout      = 2 * time.Minute
-	DefaultMaxTransactions    = 16
+	// DefaultMaxDBConnections fits PostgreSQL's default max_connections
+	// (100, 3 of them reserved) for one replica with room to spare; a
+	// cluster of N replicas needs N × max_db_connections ≤ max_connections
+	// − reserved connections (docs/deploy.md).
+	DefaultMaxDBConnections = 64
+	// DefaultMaxDBConnectionsPerUser lets one principal hold both its
+	// per-user workers (read-only and read-write: 2 × (max_transactions+1))
+	// or ten sessions.
+	DefaultMaxDBConnectionsPerUser = 10
+	DefaultSessionIdleTimeout      = 30 * time.Minute
+	DefaultWorkerStartTimeout      = 10 * time.Second
+	DefaultWorkerStopGrace         = 5 * time.Second
+	DefaultWriteTimeout            = 30 * time.Second
+	DefaultMaxStreamBuffer         = 32 << 20
+	DefaultMaxSessionBuffer        = 64 << 20
+	DefaultMaxUserBuffer           = 128 << 20
+	DefaultMaxUnauthPerAddr        = 64
+	DefaultUnauthIdleTimeout       = 10 * time.Second
+	DefaultDrainTimeout            = 30 * time.Second
+	DefaultMaxWorkerMessage        = 64 << 20
+	DefaultDriver                  = "sqlite"
+	DefaultDatabasePath            = "data/mcpgate.db"
+	DefaultStatementTimeout        = 30 * time.Second
+	DefaultLockTimeout             = 5 * time.Second
+	DefaultMaxRows                 = 500
+	DefaultChecksTimeout           = 2 * time.Minute
+	DefaultMaxTransactions         = db.DefaultMaxTransactions
+	DefaultIdleRelease             = db.DefaultIdleRelease
 	// DefaultPoolSize: sessions started one after another found a
 	// pre-started worker every time already at size 1 (BenchmarkSessionStart);
 	// four also cover a burst of four concurrent starts (a client
@@ -208,6 +219,8 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.IdleTimeout, DefaultIdleTimeout)
 	setNumber(&l.MaxSessions, DefaultMaxSessions)
 	setNumber(&l.MaxSessionsPerUser, DefaultMaxSessionsPerUser)
+	setNumber(&l.MaxDBConnections, DefaultMaxDBConnections)
+	setNumber(&l.MaxDBConnectionsPerUser, DefaultMaxDBConnectionsPerUser)
 	setNumber(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	setNumber(&l.WorkerStartTimeout, DefaultWorkerStartTimeout)
 	setNumber(&l.WorkerStopGrace, DefaultWorkerStopGrace)
@@ -227,6 +240,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&c.Database.MaxRows, DefaultMaxRows)
 	setNumber(&c.Database.ChecksTimeout, DefaultChecksTimeout)
 	setNumber(&c.Database.MaxTransactions, DefaultMaxTransactions)
+	setNumber(&c.Database.IdleRelease, DefaultIdleRelease)
 	setNumber(&c.Database.TransactionIdleTimeout, l.SessionIdleTimeout)
 
 	setString(&c.Auth.UserClaim, DefaultUserClaim)

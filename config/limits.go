@@ -30,6 +30,18 @@ type Limits struct {
 	// workers; the next initialize, or a 2026-07-28 request that needs a new
 	// worker, gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
+	// MaxDBConnections caps the PostgreSQL connections this replica's
+	// built-in workers may hold together: one per session, and
+	// database.max_transactions+1 per 2026-07-28 per-user worker. The next
+	// initialize, or a request that needs a new worker, gets 503. Size it
+	// so that replicas × max_db_connections fits the server's
+	// max_connections less its reserved ones. Default 64. Not used with
+	// SQLite or an external worker.
+	MaxDBConnections int `mapstructure:"max_db_connections"`
+	// MaxDBConnectionsPerUser caps the same for one principal (issuer and
+	// subject): the next initialize, or a request that needs a new worker,
+	// gets 429. Default 10.
+	MaxDBConnectionsPerUser int `mapstructure:"max_db_connections_per_user"`
 	// SessionIdleTimeout is how long a session, or a per-user worker, may
 	// go without a request before it is reaped and its worker stopped.
 	// Default 30m.

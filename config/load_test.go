@@ -62,7 +62,10 @@ func TestLoadDefaults(t *testing.T) {
 		"lock_timeout":                    5 * time.Second,
 		"max_rows":                        500,
 		"checks_timeout":                  2 * time.Minute,
-		"max_transactions":                16,
+		"max_transactions":                4,
+		"idle_release":                    10 * time.Second,
+		"max_db_connections":              64,
+		"max_db_connections_per_user":     10,
 		"pool_size":                       4,
 		"transaction_idle_timeout":        30 * time.Minute,
 		"user_claim":                      "sub",
@@ -83,6 +86,8 @@ func TestLoadDefaults(t *testing.T) {
 		"idle_timeout":                    c.Limits.IdleTimeout,
 		"max_sessions":                    c.Limits.MaxSessions,
 		"max_sessions_per_user":           c.Limits.MaxSessionsPerUser,
+		"max_db_connections":              c.Limits.MaxDBConnections,
+		"max_db_connections_per_user":     c.Limits.MaxDBConnectionsPerUser,
 		"session_idle_timeout":            c.Limits.SessionIdleTimeout,
 		"worker_start_timeout":            c.Limits.WorkerStartTimeout,
 		"worker_stop_grace":               c.Limits.WorkerStopGrace,
@@ -101,6 +106,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_rows":                        c.Database.MaxRows,
 		"checks_timeout":                  c.Database.ChecksTimeout,
 		"max_transactions":                c.Database.MaxTransactions,
+		"idle_release":                    c.Database.IdleRelease,
 		"pool_size":                       c.Worker.PoolSize,
 		"transaction_idle_timeout":        c.Database.TransactionIdleTimeout,
 		"user_claim":                      c.Auth.UserClaim,
@@ -190,6 +196,7 @@ func TestLoadFile(t *testing.T) {
 			MaxBodyBytes: 1 << 20, MaxConnections: 10, ReadHeaderTimeout: 2 * time.Second,
 			ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
 			MaxSessionsPerUser: 5, SessionIdleTimeout: 10 * time.Minute,
+			MaxDBConnections: DefaultMaxDBConnections, MaxDBConnectionsPerUser: DefaultMaxDBConnectionsPerUser,
 			WorkerStartTimeout: 3 * time.Second, WorkerStopGrace: time.Second,
 			WriteTimeout: DefaultWriteTimeout, MaxStreamBufferBytes: DefaultMaxStreamBuffer,
 			MaxSessionBufferBytes: DefaultMaxSessionBuffer, MaxUserBufferBytes: DefaultMaxUserBuffer,
@@ -212,6 +219,7 @@ func TestLoadFile(t *testing.T) {
 			ChecksTimeout: DefaultChecksTimeout,
 			// The transaction idle timeout follows session_idle_timeout.
 			MaxTransactions: DefaultMaxTransactions, TransactionIdleTimeout: 10 * time.Minute,
+			IdleRelease: DefaultIdleRelease,
 		},
 		Auth: Auth{
 			Issuer:               "https://kc.example.com/realms/mcp",
@@ -509,7 +517,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 83)
+	assert.Len(t, keys, 86)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -2,6 +2,9 @@ package config
 
 import (
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/tools/db"
 )
 
 func (c *Config) validateLimits(v *validator) {
@@ -31,6 +34,8 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.max_connections", l.MaxConnections},
 		{"limits.max_sessions", l.MaxSessions},
 		{"limits.max_sessions_per_user", l.MaxSessionsPerUser},
+		{"limits.max_db_connections", l.MaxDBConnections},
+		{"limits.max_db_connections_per_user", l.MaxDBConnectionsPerUser},
 		{"limits.max_unauthenticated_per_address", l.MaxUnauthenticatedPerAddress},
 	} {
 		if n.val < 0 {
@@ -65,6 +70,29 @@ func (c *Config) validateLimits(v *validator) {
 	if l.MaxSessionsPerUser > 0 && l.MaxSessions > 0 && l.MaxSessionsPerUser > l.MaxSessions {
 		v.add("limits.max_sessions_per_user", "%d is more than limits.max_sessions %d; lower it or raise max_sessions", l.MaxSessionsPerUser, l.MaxSessions)
 	}
+	if l.MaxDBConnectionsPerUser > 0 && l.MaxDBConnections > 0 && l.MaxDBConnectionsPerUser > l.MaxDBConnections {
+		v.add("limits.max_db_connections_per_user", "%d is more than limits.max_db_connections %d; lower it or raise max_db_connections", l.MaxDBConnectionsPerUser, l.MaxDBConnections)
+	} else if b, ok := c.DBBudget(); ok && l.MaxDBConnections >= 0 && l.MaxDBConnectionsPerUser >= 0 {
+		if err := gateway.CheckDBBudget(b); err != nil {
+			v.add("limits.max_db_connections_per_user", "%d: %v (a per-user worker holds database.max_transactions %d + 1); raise it or lower max_transactions", l.MaxDBConnectionsPerUser, err, c.Database.MaxTransactions)
+		}
+	}
+}
+
+// DBBudget is the gateway's database connection budget, and whether one
+// applies: to the built-in worker on PostgreSQL, whose server has a
+// max_connections to share. SQLite has no server; an external worker's
+// database is its own business.
+func (c *Config) DBBudget() (gateway.DBBudget, bool) {
+	if len(c.Worker.Command) > 0 || c.Database.Driver != db.Postgres {
+		return gateway.DBBudget{}, false
+	}
+	return gateway.DBBudget{
+		Max:           c.Limits.MaxDBConnections,
+		MaxPerUser:    c.Limits.MaxDBConnectionsPerUser,
+		PerSession:    1,
+		PerUserWorker: db.ConnectionsPerUserWorker(db.Config{MaxTransactions: c.Database.MaxTransactions}),
+	}, true
 }
 
 func (c *Config) validateWorkerLimits(v *validator) {

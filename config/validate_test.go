@@ -239,6 +239,15 @@ func TestValidateProblems(t *testing.T) {
 		{"the pre-started marker in worker.env", func(c *Config) { c.Worker.Env = []string{"MCPGATE_WORKER_PRESTARTED=true"} }, "worker.env[0]", "is reserved"},
 		{"negative max transactions", func(c *Config) { c.Database.MaxTransactions = -1 }, "database.max_transactions", "is negative"},
 		{"negative transaction idle timeout", func(c *Config) { c.Database.TransactionIdleTimeout = -1 }, "database.transaction_idle_timeout", "is negative"},
+		{"negative idle release", func(c *Config) { c.Database.IdleRelease = -1 }, "database.idle_release", "is negative"},
+		{"negative db connections", func(c *Config) { c.Limits.MaxDBConnections = -1 }, "limits.max_db_connections", "is negative"},
+		{"per-user db connections above the total", func(c *Config) {
+			c.Limits.MaxDBConnections, c.Limits.MaxDBConnectionsPerUser = 8, 9
+		}, "limits.max_db_connections_per_user", "is more than limits.max_db_connections 8"},
+		{"per-user db connections below one per-user worker", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", MaxTransactions: 8}
+			c.Limits.MaxDBConnectionsPerUser = 5
+		}, "limits.max_db_connections_per_user", "are fewer than one worker may hold (9), so that worker could never start (a per-user worker holds database.max_transactions 8 + 1)"},
 
 		{"write scope without issuer", func(c *Config) {
 			localhost(c)

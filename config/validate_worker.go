@@ -145,7 +145,10 @@ func (c *Config) validateDatabase(v *validator) {
 		v.add("database.checks_timeout", "%v is negative; use a duration such as 2m", d.ChecksTimeout)
 	}
 	if d.MaxTransactions < 0 {
-		v.add("database.max_transactions", "%d is negative; use a handle count such as 16", d.MaxTransactions)
+		v.add("database.max_transactions", "%d is negative; use a handle count such as 4", d.MaxTransactions)
+	}
+	if d.IdleRelease < 0 {
+		v.add("database.idle_release", "%v is negative; use a duration such as 10s", d.IdleRelease)
 	}
 	if d.TransactionIdleTimeout < 0 {
 		v.add("database.transaction_idle_timeout", "%v is negative; use a duration such as 30m", d.TransactionIdleTimeout)

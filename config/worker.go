@@ -106,8 +106,14 @@ type Database struct {
 	ChecksTimeout time.Duration `mapstructure:"checks_timeout"`
 	// MaxTransactions bounds the transaction handles (begin) that one
 	// per-user worker, serving MCP 2026-07-28, holds open at once; each
-	// holds a database connection. Default 16.
+	// holds a database connection, and the worker holds at most one more
+	// for calls without a handle. Default 4.
 	MaxTransactions int `mapstructure:"max_transactions"`
+	// IdleRelease is how long a session (or a per-user worker's
+	// connection for calls without a handle) may go without a statement
+	// before it ends a transaction that has no uncommitted changes and
+	// closes its database connection. Default 10s.
+	IdleRelease time.Duration `mapstructure:"idle_release"`
 	// TransactionIdleTimeout rolls a handle's transaction back after this
 	// long without a call on it. Default: limits.session_idle_timeout.
 	TransactionIdleTimeout time.Duration `mapstructure:"transaction_idle_timeout"`

@@ -34,6 +34,8 @@
 //	             initialize in a batch, or with a session id    400  -32600
 //	             initialize over MaxSessions, or while draining 503  -32603, Retry-After
 //	             initialize over MaxSessionsPerUser             429  -32603, Retry-After
+//	             initialize over the principal's DB.MaxPerUser  429  -32603, Retry-After
+//	             initialize over DB.Max                         503  -32603, Retry-After
 //	             initialize: worker cannot be started           502  -32603
 //	             initialize: worker exits before answering      502  -32603
 //	             initialize: no answer in WorkerStartTimeout    504  -32603 (the worker is stopped)
@@ -71,6 +73,8 @@
 //	             new per-user worker over MaxSessions, or while 503  -32603, Retry-After
 //	             draining
 //	             new per-user worker over MaxSessionsPerUser    429  -32603, Retry-After
+//	             new per-user worker over DB.MaxPerUser         429  -32603, Retry-After
+//	             new per-user worker over DB.Max                503  -32603, Retry-After
 //	             worker cannot be started                       502  -32603
 //	             no handshake answer in WorkerStartTimeout      504  -32603 (the worker is stopped)
 //	             server/discover                                200  the worker's capabilities, the

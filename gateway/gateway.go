@@ -31,15 +31,17 @@ type Gateway struct {
 	observer    Observer // Options.Observers
 	observed    bool     // there is one: worth reading answers for
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	perUser  map[string]int          // live and starting sessions and per-user workers per user
-	workers  map[poolKey]*userWorker // 2026-07-28 per-user workers, starting ones included
-	userBufs map[string]*budget      // bytes held for each user with a session or per-user worker
-	buffered *budget                 // bytes held for every client
-	starting int                     // sessions whose worker is starting
-	closing  bool
-	draining bool // Drain has begun: no new session or per-user worker
+	mu        sync.Mutex
+	sessions  map[string]*session
+	perUser   map[string]int          // live and starting sessions and per-user workers per user
+	dbUsed    int                     // database connections the workers may hold (Options.DB)
+	dbPerUser map[dbPrincipal]int     // the same, per principal
+	workers   map[poolKey]*userWorker // 2026-07-28 per-user workers, starting ones included
+	userBufs  map[string]*budget      // bytes held for each user with a session or per-user worker
+	buffered  *budget                 // bytes held for every client
+	starting  int                     // sessions whose worker is starting
+	closing   bool
+	draining  bool // Drain has begun: no new session or per-user worker
 
 	calls *inFlight // requests a drain waits for
 
@@ -85,6 +87,9 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 	if err := CheckReplicaID(opts.ReplicaID); err != nil {
 		return nil, err
 	}
+	if err := CheckDBBudget(opts.DB); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	g := &Gateway{
 		opts:       opts,
@@ -94,6 +99,7 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
 		perUser:    make(map[string]int),
+		dbPerUser:  make(map[dbPrincipal]int),
 		workers:    make(map[poolKey]*userWorker),
 		userBufs:   make(map[string]*budget),
 		buffered:   newBudget("every client", "", 0, nil),
@@ -274,6 +280,7 @@ func (g *Gateway) removeSession(s *session) {
 	if g.sessions[s.id] == s {
 		delete(g.sessions, s.id)
 		g.leaveLocked(s.user)
+		g.dbGiveLocked(principalOf(s.owner, s.user), g.opts.DB.PerSession)
 	}
 	g.mu.Unlock()
 }

@@ -80,6 +80,9 @@ type Options struct {
 	// workers (default 256); beyond it initialize, or a 2026-07-28 request
 	// that needs a new worker, gets 429.
 	MaxSessionsPerUser int
+	// DB bounds the database connections the workers may hold, in all and
+	// per principal (see DBBudget); the zero value is no budget.
+	DB DBBudget
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.
 	KeepAliveInterval time.Duration
@@ -164,6 +167,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxSessionsPerUser <= 0 {
 		o.MaxSessionsPerUser = 256
 	}
+	o.DB = o.DB.withDefaults()
 	if o.KeepAliveInterval <= 0 {
 		o.KeepAliveInterval = 25 * time.Second
 	}

@@ -104,6 +104,10 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 			g.mu.Unlock()
 			return nil, errTooManyForUserW, false
 		}
+		if f, ok := g.dbTakeLocked(principalOf(key.owner, key.user), g.opts.DB.PerUserWorker); !ok {
+			g.mu.Unlock()
+			return nil, f, false
+		}
 		uw = &userWorker{key: key, id: g.newInstanceID(), ready: make(chan struct{})}
 		uw.log = g.log.With("worker", uw.id[:len(g.opts.replicaPrefix())+10], "user", key.user, "read_only", key.readOnly)
 		g.workers[key] = uw
@@ -144,6 +148,7 @@ func (g *Gateway) removeWorker(uw *userWorker) {
 	if g.workers[uw.key] == uw {
 		delete(g.workers, uw.key)
 		g.leaveLocked(uw.key.user)
+		g.dbGiveLocked(principalOf(uw.key.owner, uw.key.user), g.opts.DB.PerUserWorker)
 	}
 	g.mu.Unlock()
 }

@@ -23,7 +23,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	s.log = g.log.With("session", s.id[:len(g.opts.replicaPrefix())+8], "user", s.user)
 
-	if f, ok := g.reserve(s.user); !ok {
+	if f, ok := g.reserve(s.user, principalOf(s.owner, s.user)); !ok {
 		s.log.Warn("gateway: refused a new session", "reason", f.msg)
 		g.refusedAtEdge(r, m, callee{kind: WorkerSession}, s.readOnly, f)
 		f.write(w, m.ID)
@@ -37,7 +37,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	reserved := true
 	release := func() {
 		if reserved {
-			g.unreserve(s.user)
+			g.unreserve(s.user, principalOf(s.owner, s.user))
 			reserved = false
 		}
 	}
@@ -177,8 +177,9 @@ func (g *Gateway) stopFailed(s *session) {
 	}
 }
 
-// reserve takes a session slot for user, or says which limit refuses it.
-func (g *Gateway) reserve(user string) (failure, bool) {
+// reserve takes a session slot for user, and its database connection for
+// principal p, or says which limit refuses them.
+func (g *Gateway) reserve(user string, p dbPrincipal) (failure, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -191,6 +192,9 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
 		return errTooManyForUser, false
 	}
+	if f, ok := g.dbTakeLocked(p, g.opts.DB.PerSession); !ok {
+		return f, false
+	}
 	g.starting++
 	if g.perUser[user]++; g.userBufs[user] == nil {
 		g.userBufs[user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
@@ -199,10 +203,11 @@ func (g *Gateway) reserve(user string) (failure, bool) {
 	return failure{}, true
 }
 
-func (g *Gateway) unreserve(user string) {
+func (g *Gateway) unreserve(user string, p dbPrincipal) {
 	g.mu.Lock()
 	g.starting--
 	g.leaveLocked(user)
+	g.dbGiveLocked(p, g.opts.DB.PerSession)
 	g.mu.Unlock()
 }
 

@@ -73,6 +73,8 @@ type TransactionOptions struct {
 	IdleTimeout time.Duration
 
 	// MaxIdle bounds the connections kept for handle-less calls; 0 means 4.
+	// A kept one still closes its server connection when idle
+	// (db.Config.IdleRelease).
 	MaxIdle int
 
 	// Now is the clock; time.Now by default.
@@ -91,12 +93,14 @@ type Transactions struct {
 	opts   TransactionOptions
 	engine string
 
-	mu     sync.Mutex
-	live   map[string]*txn
-	ended  map[string]endReason // recently ended handles and why, for the error
-	idle   []*db.Session        // connections for handle-less calls
-	timer  *time.Timer
-	closed bool
+	mu      sync.Mutex
+	live    map[string]*txn
+	ended   map[string]endReason // recently ended handles and why, for the error
+	idle    []*db.Session        // connections for handle-less calls
+	open    int                  // sessions of this worker, open or idle: at most Max+1 (db.ConnectionsPerUserWorker)
+	changed chan struct{}        // closed and replaced when a session comes back or closes
+	timer   *time.Timer
+	closed  bool
 }
 
 // endReason says why a handle ended.
@@ -141,7 +145,53 @@ func NewTransactions(ctx context.Context, opts TransactionOptions) (*Transaction
 	if err != nil {
 		return nil, err
 	}
-	return &Transactions{opts: opts, engine: s.Engine(), live: map[string]*txn{}, ended: map[string]endReason{}, idle: []*db.Session{s}}, nil
+	return &Transactions{opts: opts, engine: s.Engine(), live: map[string]*txn{}, ended: map[string]endReason{}, idle: []*db.Session{s}, open: 1, changed: make(chan struct{})}, nil
+}
+
+// session returns a session for a handle or a handle-less call: an idle
+// one, or a new one while the worker has fewer than Max+1, so that the
+// gateway's connection budget (db.ConnectionsPerUserWorker) holds however
+// many calls run at once; else it waits for one to come back, until ctx
+// ends.
+func (x *Transactions) session(ctx context.Context) (*db.Session, error) {
+	for {
+		x.mu.Lock()
+		if n := len(x.idle); n > 0 {
+			s := x.idle[n-1]
+			x.idle = x.idle[:n-1]
+			x.mu.Unlock()
+			return s, nil
+		}
+		if x.open < x.opts.Max+1 {
+			x.open++
+			x.mu.Unlock()
+			s, err := x.opts.Open(ctx)
+			if err != nil {
+				x.gone()
+			}
+			return s, err
+		}
+		changed := x.changed
+		x.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, Errorf(KindOther, "all %d database connections of this worker are in use by open transactions and calls in flight; commit or abort a transaction, or try again when a call has ended", x.opts.Max+1)
+		}
+	}
+}
+
+// gone counts one session closed.
+func (x *Transactions) gone() {
+	x.mu.Lock()
+	x.open--
+	x.changedLocked()
+	x.mu.Unlock()
+}
+
+func (x *Transactions) changedLocked() {
+	close(x.changed)
+	x.changed = make(chan struct{})
 }
 
 // Engine returns the database engine's name.
@@ -180,15 +230,16 @@ func (x *Transactions) Begin(ctx context.Context) (string, error) {
 	secret := make([]byte, 16)
 	rand.Read(secret) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24)
 	h := handlePrefix + "." + x.opts.Instance + "." + base64.RawURLEncoding.EncodeToString(secret)
-	s, err := x.opts.Open(ctx)
+	s, err := x.session(ctx)
 	if err != nil {
 		return "", err
 	}
+	s.HoldWhileIdle(true) // the client's transaction: it ends it, or the idle timeout does
 	x.mu.Lock()
 	if x.closed || len(x.live) >= x.opts.Max { // stopping, or another begin won the last place
 		closed := x.closed
 		x.mu.Unlock()
-		s.Close() //nolint:errcheck // never used
+		x.put(s)
 		if closed {
 			return "", Errorf(KindOther, "the worker is stopping; call begin again")
 		}
@@ -332,6 +383,7 @@ func (x *Transactions) sweep() {
 	x.mu.Unlock()
 	for _, s := range stale {
 		s.Close() //nolint:errcheck // closing rolls back
+		x.gone()
 	}
 }
 
@@ -368,33 +420,27 @@ func (x *Transactions) expire() {
 // timeout in front of the call.
 func (x *Transactions) take(ctx context.Context) (*db.Session, error) {
 	x.sweep()
-	x.mu.Lock()
-	var s *db.Session
-	if n := len(x.idle); n > 0 {
-		s, x.idle = x.idle[n-1], x.idle[:n-1]
-	}
-	x.mu.Unlock()
-	if s != nil {
-		if err := s.Abort(ctx); err == nil {
-			return s, nil
-		}
-		s.Close() //nolint:errcheck // broken; open a new one
-	}
-	return x.opts.Open(ctx)
+	return x.session(ctx)
 }
 
-// put ends a handle-less call: its connection rolls back whatever is left
-// and goes back to the idle pool, or is closed when the pool is full.
+// put ends a handle-less call or a handle: its session rolls back whatever
+// is left, so that no transaction waits in the idle pool, and goes back
+// there, or is closed when the pool is full.
 func (x *Transactions) put(s *db.Session) {
-	closed := s.Closed()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.HoldWhileIdle(false)
+	closed := s.Closed() || s.Abort(ctx) != nil
 	x.mu.Lock()
 	keep := !closed && !x.closed && len(x.idle) < x.opts.MaxIdle
 	if keep {
 		x.idle = append(x.idle, s)
+		x.changedLocked()
 	}
 	x.mu.Unlock()
 	if !keep {
 		s.Close() //nolint:errcheck // closing rolls back
+		x.gone()
 	}
 }
 

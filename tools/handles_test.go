@@ -52,7 +52,9 @@ func perUserWorkerAs(t *testing.T, cfg db.Config, user, inst string, readOnly bo
 	t.Helper()
 	eng := map[string]db.Engine{db.SQLite: sqlite.Engine{}, db.Postgres: postgres.Engine{}}[cfg.Driver]
 	o.Instance = inst
-	o.Open = func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, eng, cfg, user, readOnly) }
+	if o.Open == nil {
+		o.Open = func(ctx context.Context) (*db.Session, error) { return db.Open(ctx, eng, cfg, user, readOnly) }
+	}
 	txs, err := tools.NewTransactions(t.Context(), o)
 	require.NoError(t, err)
 	t.Cleanup(func() { txs.Close() })
@@ -293,9 +295,9 @@ func TestHandleLimit(t *testing.T) {
 func TestHandlesConcurrent(t *testing.T) {
 	for _, engine := range dbtest.Engines() {
 		t.Run(engine, func(t *testing.T) {
-			cs := perUserWorker(t, dbtest.Config(t, engine), "u-0123", false, tools.TransactionOptions{})
-			base := countIn(t, cs, "")
 			const n = 8
+			cs := perUserWorker(t, dbtest.Config(t, engine), "u-0123", false, tools.TransactionOptions{Max: n})
+			base := countIn(t, cs, "")
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
 			for i := range n {

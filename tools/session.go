@@ -27,7 +27,7 @@ func sessionToolset() *Toolset {
 			},
 			{
 				Name:               "status",
-				Description:        "Who this session is and the state of its transaction: user, session id, read-only flag, server identity, database, uncommitted-changes flag and transaction age.",
+				Description:        "Who this session is and the state of its transaction: user, session id, read-only flag, server identity, database, whether a transaction is open, uncommitted-changes flag and transaction age. A transaction begins at the session's first statement; one without changes ends after a short idle time.",
 				PerUserDescription: "Who this worker serves and the state of a transaction: user, worker instance id, read-only flag, server identity, database, and, with a transaction handle, its uncommitted-changes flag and age.",
 				Safe:               true,
 				ReadOnly:           true,
@@ -36,7 +36,7 @@ func sessionToolset() *Toolset {
 			},
 			{
 				Name:               "commit",
-				Description:        "Commit the session's transaction, making its changes visible to other sessions, and begin a new one.",
+				Description:        "Commit the session's transaction, making its changes visible to other sessions; the next statement begins a new one.",
 				PerUserDescription: "Commit the transaction named by the handle, making its changes visible to everyone, and end the handle.",
 				Handle:             HandleRequired,
 				Handler:            commit,
@@ -44,7 +44,7 @@ func sessionToolset() *Toolset {
 			},
 			{
 				Name:               "abort",
-				Description:        "Discard the session's uncommitted changes and begin a new transaction, which also sees other sessions' commits.",
+				Description:        "Discard the session's uncommitted changes; the next statement begins a new transaction, which also sees other sessions' commits.",
 				PerUserDescription: "Discard the uncommitted changes of the transaction named by the handle and end the handle.",
 				Safe:               true, // in a read-only session there is nothing to discard
 				Destructive:        true,
@@ -55,7 +55,7 @@ func sessionToolset() *Toolset {
 			},
 			{
 				Name:               "refresh",
-				Description:        "Begin a new transaction to see other sessions' commits. Refused with kind conflict when there are uncommitted changes: commit or abort first.",
+				Description:        "End the transaction so that the next statement sees other sessions' commits. Refused with kind conflict when there are uncommitted changes: commit or abort first.",
 				PerUserDescription: "Restart the transaction named by the handle so that it sees every commit made since it began; the handle stays. Refused with kind conflict when it has uncommitted changes: commit or abort first.",
 				Safe:               true,
 				ReadOnly:           true,
@@ -92,16 +92,21 @@ func status(ctx context.Context, env *Env, _ Args) (*Result, error) {
 		age := ds.TransactionAge.Round(time.Millisecond)
 		st["engine"] = ds.Engine
 		st["database"] = ds.Database
+		st["transactionOpen"] = ds.Transaction
 		st["uncommittedChanges"] = ds.Uncommitted
 		st["transactionAgeSeconds"] = age.Seconds()
-		if env.txs != nil && env.Transaction == "" {
+		switch {
+		case env.txs != nil && env.Transaction == "":
 			// A call without a handle has a transaction of its own: it has
 			// no changes and no age worth reporting.
+			delete(st, "transactionOpen")
 			delete(st, "uncommittedChanges")
 			delete(st, "transactionAgeSeconds")
 			fmt.Fprintf(&b, "database: %s (%s)\ntransaction: none (pass a handle from begin to see one)\n", ds.Database, ds.Engine)
-		} else {
-			fmt.Fprintf(&b, "database: %s (%s)\nuncommitted changes: %t\ntransaction age: %s\n", ds.Database, ds.Engine, ds.Uncommitted, age)
+		case !ds.Transaction:
+			fmt.Fprintf(&b, "database: %s (%s)\ntransaction: none open (the next statement begins one)\nuncommitted changes: false\n", ds.Database, ds.Engine)
+		default:
+			fmt.Fprintf(&b, "database: %s (%s)\ntransaction: open\nuncommitted changes: %t\ntransaction age: %s\n", ds.Database, ds.Engine, ds.Uncommitted, age)
 		}
 		if env.Transaction != "" {
 			st["transaction"] = env.Transaction
@@ -131,7 +136,7 @@ func commit(ctx context.Context, env *Env, _ Args) (*Result, error) {
 		env.txs.end(env.Transaction)
 		return &Result{Text: "committed; the transaction handle has ended", Structured: map[string]any{"committed": true}}, nil
 	}
-	return &Result{Text: "committed; a new transaction has begun", Structured: map[string]any{"committed": true}}, nil
+	return &Result{Text: "committed; the next statement begins a new transaction", Structured: map[string]any{"committed": true}}, nil
 }
 
 func abort(ctx context.Context, env *Env, _ Args) (*Result, error) {
@@ -142,7 +147,7 @@ func abort(ctx context.Context, env *Env, _ Args) (*Result, error) {
 		env.txs.end(env.Transaction)
 		return &Result{Text: "aborted: uncommitted changes discarded; the transaction handle has ended", Structured: map[string]any{"aborted": true}}, nil
 	}
-	return &Result{Text: "aborted: uncommitted changes discarded; a new transaction has begun", Structured: map[string]any{"aborted": true}}, nil
+	return &Result{Text: "aborted: uncommitted changes discarded; the next statement begins a new transaction", Structured: map[string]any{"aborted": true}}, nil
 }
 
 func refresh(ctx context.Context, env *Env, _ Args) (*Result, error) {

@@ -139,6 +139,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		opts.SafeTools, opts.UndoTools = safe, undo
 		wopts.Env = builtinEnv(d, wopts.Env)
 		dbReady = databaseAnswers(d.WithDefaults())
+		opts.DB, _ = cfg.DBBudget()
 	}
 	if wopts.PoolSize > 0 && wopts.PoolSize != config.DefaultPoolSize && !wopts.IdentityOnStdin {
 		// Said only for a size the operator chose: the default applies to
@@ -180,6 +181,7 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 
 		MaxTransactions:        cfg.Database.MaxTransactions,
 		TransactionIdleTimeout: cfg.Database.TransactionIdleTimeout,
+		IdleRelease:            cfg.Database.IdleRelease,
 	}
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite

@@ -24,9 +24,10 @@ const (
 	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
 	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
 	EnvChecksTimeout    = "MCPGATE_WORKER_DB_CHECKS_TIMEOUT"    // a Go duration; default 2m
+	EnvIdleRelease      = "MCPGATE_WORKER_DB_IDLE_RELEASE"      // a Go duration; default 10s
 
 	// A per-user worker's transaction handles (tools.Transactions).
-	EnvMaxTransactions        = "MCPGATE_WORKER_DB_MAX_TRANSACTIONS"         // open handles per worker; default 16
+	EnvMaxTransactions        = "MCPGATE_WORKER_DB_MAX_TRANSACTIONS"         // open handles per worker; default 4
 	EnvTransactionIdleTimeout = "MCPGATE_WORKER_DB_TRANSACTION_IDLE_TIMEOUT" // a Go duration; default 30m
 )
 
@@ -50,10 +51,15 @@ const (
 
 	// DefaultMaxTransactions bounds a per-user worker's open transaction
 	// handles, each of which holds a database connection.
-	DefaultMaxTransactions = 16
+	DefaultMaxTransactions = 4
 	// DefaultTransactionIdleTimeout ends a handle's transaction after this
 	// long without a call; the gateway passes its session idle timeout.
 	DefaultTransactionIdleTimeout = 30 * time.Minute
+	// DefaultIdleRelease is how long an idle session keeps a transaction
+	// without changes, and then its connection: long enough for a
+	// client's next call in one exchange, short next to vacuum's and a
+	// server's connection slots' patience.
+	DefaultIdleRelease = 10 * time.Second
 )
 
 // Config is a worker's database settings. Its zero value (after the DSN is
@@ -93,8 +99,16 @@ type Config struct {
 	ChecksTimeout time.Duration
 
 	// MaxTransactions bounds the transaction handles a per-user worker
-	// holds open at once (0: the default).
+	// holds open at once (0: the default). Such a worker holds at most
+	// MaxTransactions+1 connections: one per handle and at least one for
+	// calls without a handle (ConnectionsPerUserWorker).
 	MaxTransactions int
+
+	// IdleRelease is how long a session may go without a statement before
+	// it ends a transaction that has no uncommitted changes and closes its
+	// connection (idle.go); 0: the default. A transaction handle's
+	// transaction is the client's and is kept (TransactionIdleTimeout).
+	IdleRelease time.Duration
 
 	// TransactionIdleTimeout rolls back a handle's transaction after this
 	// long without a call on it (0: the default).
@@ -124,7 +138,17 @@ func (c Config) WithDefaults() Config {
 	if c.TransactionIdleTimeout <= 0 {
 		c.TransactionIdleTimeout = DefaultTransactionIdleTimeout
 	}
+	if c.IdleRelease <= 0 {
+		c.IdleRelease = DefaultIdleRelease
+	}
 	return c
+}
+
+// ConnectionsPerUserWorker is the most database connections a per-user
+// worker with cfg holds: one per open handle, and one more, so that calls
+// without a handle always have one (they may use every free one).
+func ConnectionsPerUserWorker(cfg Config) int {
+	return cfg.WithDefaults().MaxTransactions + 1
 }
 
 // Environ returns c as NAME=value pairs for a worker's environment. Zero
@@ -148,6 +172,9 @@ func (c Config) Environ() []string {
 	}
 	if c.TransactionIdleTimeout > 0 {
 		env = append(env, EnvTransactionIdleTimeout+"="+c.TransactionIdleTimeout.String())
+	}
+	if c.IdleRelease > 0 {
+		env = append(env, EnvIdleRelease+"="+c.IdleRelease.String())
 	}
 	return env
 }
@@ -178,7 +205,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvChecksTimeout, &c.ChecksTimeout}, {EnvTransactionIdleTimeout, &c.TransactionIdleTimeout}} {
+	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvChecksTimeout, &c.ChecksTimeout}, {EnvTransactionIdleTimeout, &c.TransactionIdleTimeout}, {EnvIdleRelease, &c.IdleRelease}} {
 		if v := getenv(d.name); v != "" {
 			t, err := time.ParseDuration(v)
 			if err != nil || t <= 0 {

@@ -12,7 +12,7 @@ import (
 func TestConfigRoundTrip(t *testing.T) {
 	tests := []Config{
 		{Driver: SQLite, DSN: "/var/lib/mcpgate/data/mcpgate.db"},
-		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50, MaxTransactions: 4, TransactionIdleTimeout: time.Minute},
+		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50, MaxTransactions: 4, TransactionIdleTimeout: time.Minute, IdleRelease: 2 * time.Second},
 		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", ConnectAsUser: true},
 	}
 	for _, want := range tests {
@@ -33,7 +33,7 @@ func TestConfigDefaults(t *testing.T) {
 	got, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
 	assert.Equal(t, Config{Driver: SQLite, DSN: DefaultSQLitePath, StatementTimeout: DefaultStatementTimeout, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows, ChecksTimeout: DefaultChecksTimeout,
-		MaxTransactions: DefaultMaxTransactions, TransactionIdleTimeout: DefaultTransactionIdleTimeout}, got)
+		MaxTransactions: DefaultMaxTransactions, TransactionIdleTimeout: DefaultTransactionIdleTimeout, IdleRelease: DefaultIdleRelease}, got)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -46,10 +46,11 @@ func TestConfigErrors(t *testing.T) {
 		EnvMaxRows:                "many",
 		EnvMaxTransactions:        "0",
 		EnvTransactionIdleTimeout: "never",
+		EnvIdleRelease:            "0s",
 	}
 	_, err := ConfigFromEnv(func(k string) string { return env[k] })
 	require.Error(t, err)
-	for _, name := range []string{EnvDSN, EnvSetRole, EnvConnectAsUser, EnvStatementTimeout, EnvLockTimeout, EnvMaxRows, EnvMaxTransactions, EnvTransactionIdleTimeout} {
+	for _, name := range []string{EnvDSN, EnvSetRole, EnvConnectAsUser, EnvStatementTimeout, EnvLockTimeout, EnvMaxRows, EnvMaxTransactions, EnvTransactionIdleTimeout, EnvIdleRelease} {
 		assert.Contains(t, err.Error(), name, "every problem is reported at once")
 	}
 }

@@ -8,11 +8,14 @@ import (
 	"time"
 )
 
-// Session is one MCP session's database: one connection and one open
-// transaction, so that its uncommitted changes are invisible to every other
-// session. Statements run one at a time; a tool's statement runs under a
-// savepoint, so that its failure undoes only itself and leaves the session's
-// earlier uncommitted work in place.
+// Session is one MCP session's database: one connection and, from its first
+// statement until commit, abort or refresh, one transaction, so that its
+// uncommitted changes are invisible to every other session. Statements run
+// one at a time; a tool's statement runs under a savepoint, so that its
+// failure undoes only itself and leaves the session's earlier uncommitted
+// work in place. An idle session gives back what it holds (idle.go): a
+// transaction without changes ends, and then the connection closes, until
+// the next statement opens them again.
 type Session struct {
 	eng      Engine
 	cfg      Config
@@ -26,13 +29,19 @@ type Session struct {
 
 	lock    chan struct{} // held while a statement runs
 	backend any           // the connection's server side, for a Reaper
+	inTx    bool          // a transaction is open on conn
 	began   time.Time
 	mark    any
 	closed  bool
 	dbName  string // DatabaseName's answer, read once: a connection's database does not change
+
+	idle      time.Duration // Config.IdleRelease; 0: hold everything until Close
+	idleTimer *time.Timer   // runs ReleaseIdle after idle without a statement
+	baseline  string        // ConnState's answer right after Setup
 }
 
-// Open connects a session for user and begins its transaction.
+// Open connects a session for user, so that a bad setting fails here, and
+// reads the database's name. The transaction begins at the first statement.
 func Open(ctx context.Context, eng Engine, cfg Config, user string, readOnly bool) (*Session, error) {
 	cfg = cfg.WithDefaults()
 	var pool *sql.DB
@@ -46,30 +55,80 @@ func Open(ctx context.Context, eng Engine, cfg Config, user string, readOnly boo
 		return nil, err
 	}
 	pool.SetMaxOpenConns(1)
-	pool.SetMaxIdleConns(1)
+	// No idle connection in the pool: the session holds its one, and a
+	// connection it gives back (idle.go) closes, so that the server's
+	// slot is free.
+	pool.SetMaxIdleConns(0)
 	pool.SetConnMaxLifetime(0)
 	pool.SetConnMaxIdleTime(0)
-	conn, err := pool.Conn(ctx)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("db: connect to %s: %w", eng.Name(), err)
-	}
-	s := &Session{eng: eng, cfg: cfg, user: user, readOnly: readOnly, pool: pool, conn: conn, Now: time.Now, lock: make(chan struct{}, 1)}
-	if err := eng.Setup(ctx, conn, cfg, user, readOnly); err != nil {
+	s := &Session{eng: eng, cfg: cfg, user: user, readOnly: readOnly, pool: pool, Now: time.Now, lock: make(chan struct{}, 1), idle: cfg.IdleRelease}
+	if err := s.connect(ctx); err != nil {
 		s.closeConn()
 		return nil, err
 	}
-	if r, ok := eng.(Reaper); ok {
+	name, err := eng.DatabaseName(ctx, s.conn)
+	if err != nil {
+		s.closeConn()
+		return nil, fmt.Errorf("db: set up the session: %w", err)
+	}
+	s.dbName = name
+	s.lock <- struct{}{}
+	s.idleAfter() // a session that never runs a statement gives its connection back too
+	return s, nil
+}
+
+// connect takes the session's connection and sets it up for its user.
+func (s *Session) connect(ctx context.Context) error {
+	conn, err := s.pool.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("db: connect to %s: %w", s.eng.Name(), err)
+	}
+	s.conn = conn
+	if err := s.eng.Setup(ctx, conn, s.cfg, s.user, s.readOnly); err != nil {
+		s.dropConn()
+		return err
+	}
+	if r, ok := s.eng.(Reaper); ok {
 		if s.backend, err = r.Backend(ctx, conn); err != nil {
-			s.closeConn()
-			return nil, fmt.Errorf("db: set up the session: %w", err)
+			s.dropConn()
+			return fmt.Errorf("db: set up the session: %w", err)
 		}
 	}
-	if err := s.begin(ctx); err != nil {
-		s.closeConn()
-		return nil, err
+	if cs, ok := s.eng.(ConnState); ok {
+		if s.baseline, err = cs.ConnState(ctx, conn); err != nil {
+			s.dropConn()
+			return fmt.Errorf("db: set up the session: %w", err)
+		}
 	}
-	return s, nil
+	return nil
+}
+
+// dropConn closes a connection that holds no transaction.
+func (s *Session) dropConn() {
+	s.conn.Close() //nolint:errcheck // the pool keeps no idle connection: this closes it
+	s.conn, s.backend, s.inTx = nil, nil, false
+}
+
+// ready gives a statement what it needs: the connection (again, after an
+// idle session gave it back) and an open transaction.
+func (s *Session) ready(ctx context.Context) error {
+	if s.conn == nil {
+		if err := s.connect(ctx); err != nil {
+			// The server refused (too many clients, say) or did not
+			// answer: this statement fails, the session does not.
+			if e := s.eng.Classify(err); e != nil {
+				return e
+			}
+			return &Error{Kind: KindOther, Message: err.Error() + "; nothing was run, and the session goes on: try again", Err: err}
+		}
+	}
+	if !s.inTx {
+		if err := s.begin(ctx); err != nil {
+			s.abandonConn() // the next statement starts from a fresh connection
+			return classify(s.eng, ctx, err)
+		}
+	}
+	return nil
 }
 
 // Engine returns the engine's name.
@@ -89,29 +148,28 @@ func (s *Session) User() string { return s.user }
 
 // Status describes the session for the status tool.
 type Status struct {
-	Engine         string        `json:"engine"`
-	Database       string        `json:"database"`
-	ReadOnly       bool          `json:"readOnly"`
-	Uncommitted    bool          `json:"uncommittedChanges"`
+	Engine      string `json:"engine"`
+	Database    string `json:"database"`
+	ReadOnly    bool   `json:"readOnly"`
+	Transaction bool   `json:"transactionOpen"`
+	Uncommitted bool   `json:"uncommittedChanges"`
+	// TransactionAge is the open transaction's age; 0 when none is open.
 	TransactionAge time.Duration `json:"-"`
 }
 
-// Status reports the session's state.
+// Status reports the session's state. It opens nothing: without an open
+// transaction there is nothing uncommitted, and no statement is run.
 func (s *Session) Status(ctx context.Context) (Status, error) {
 	if err := s.acquire(ctx); err != nil {
 		return Status{}, err
 	}
-	defer s.release()
-	st := Status{Engine: s.eng.Name(), ReadOnly: s.readOnly, TransactionAge: s.Now().Sub(s.began)}
+	defer s.idleAfter()
+	st := Status{Engine: s.eng.Name(), Database: s.dbName, ReadOnly: s.readOnly, Transaction: s.inTx}
+	if !s.inTx {
+		return st, nil
+	}
+	st.TransactionAge = s.Now().Sub(s.began)
 	err := s.do(ctx, func(ctx context.Context, q Querier) error {
-		if s.dbName == "" {
-			name, err := s.eng.DatabaseName(ctx, q)
-			if err != nil {
-				return err
-			}
-			s.dbName = name
-		}
-		st.Database = s.dbName
 		var err error
 		st.Uncommitted, err = s.dirty(ctx, q)
 		return err
@@ -131,6 +189,9 @@ func (s *Session) Closed() bool {
 func (s *Session) Close() error {
 	s.lock <- struct{}{}
 	defer s.release()
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
 	if s.closed {
 		return nil
 	}
@@ -147,6 +208,9 @@ func (s *Session) abortAndClose() {
 // connection.
 func (s *Session) closeConn() error {
 	s.closed = true
+	if s.conn == nil {
+		return s.pool.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, rerr := s.conn.ExecContext(ctx, "ROLLBACK")

@@ -30,7 +30,10 @@ func (s *Session) Do(ctx context.Context, fn func(ctx context.Context, q Querier
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.idleAfter()
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	return s.do(ctx, fn)
 }
 
@@ -131,40 +134,49 @@ func (s *Session) begin(ctx context.Context) error {
 	}
 	mark, err := s.eng.Mark(ctx, s.conn)
 	if err != nil {
+		// Without its mark the transaction cannot be checked: not one to
+		// run statements in.
+		s.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the caller gives the connection up
 		return fmt.Errorf("db: begin a transaction: %w", err)
 	}
-	s.mark, s.began = mark, s.Now()
+	s.inTx, s.mark, s.began = true, mark, s.Now()
 	return nil
 }
 
 // dirty reports whether the transaction has uncommitted changes. A
 // read-only session has none, whatever the engine's sign of a write says
-// (PostgreSQL's: a transaction id, which pg_current_xact_id() takes too).
+// (PostgreSQL's: a transaction id, which pg_current_xact_id() takes too),
+// and neither has a session with no transaction open.
 func (s *Session) dirty(ctx context.Context, q Querier) (bool, error) {
-	if s.readOnly {
+	if s.readOnly || !s.inTx {
 		return false, nil
 	}
 	return s.eng.Dirty(ctx, q, s.mark)
 }
 
-// Commit commits the transaction and begins the next one.
+// Commit commits the transaction; the next statement begins the next one.
+// With no transaction open there is nothing to commit.
 func (s *Session) Commit(ctx context.Context) error {
 	return s.end(ctx, "COMMIT")
 }
 
-// Abort discards the transaction's changes and begins afresh.
+// Abort discards the transaction's changes; the next statement begins
+// afresh.
 func (s *Session) Abort(ctx context.Context) error {
 	return s.end(ctx, "ROLLBACK")
 }
 
-// Refresh begins a new transaction so that the session sees what other
-// sessions have committed. It refuses, with kind conflict, when the
-// transaction has uncommitted changes.
+// Refresh ends the transaction so that the session's next statement sees
+// what other sessions have committed. It refuses, with kind conflict, when
+// the transaction has uncommitted changes.
 func (s *Session) Refresh(ctx context.Context) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.idleAfter()
+	if !s.inTx {
+		return nil // the next statement's transaction sees every commit
+	}
 	dirty, err := s.dirty(ctx, s.conn)
 	if err != nil {
 		return classify(s.eng, ctx, err)
@@ -179,13 +191,17 @@ func (s *Session) end(ctx context.Context, stmt string) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.idleAfter()
 	return s.restart(ctx, stmt)
 }
 
-// restart ends the transaction with stmt (COMMIT or ROLLBACK) and begins the
-// next. A failed COMMIT has rolled back; the session still goes on.
+// restart ends the transaction with stmt (COMMIT or ROLLBACK); the next
+// statement begins the next one. A failed COMMIT has rolled back; the
+// session still goes on.
 func (s *Session) restart(ctx context.Context, stmt string) error {
+	if !s.inTx {
+		return nil
+	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout)
 	defer cancel()
 	_, err := s.conn.ExecContext(sctx, stmt)
@@ -193,10 +209,7 @@ func (s *Session) restart(ctx context.Context, stmt string) error {
 		e := classify(s.eng, sctx, err)
 		return s.fail(e)
 	}
-	if err := s.begin(sctx); err != nil {
-		s.abortAndClose()
-		return &Error{Kind: KindOther, Message: ErrClosed.Error(), Err: err}
-	}
+	s.inTx = false
 	return nil
 }
 
@@ -208,7 +221,10 @@ func (s *Session) CommitAfter(ctx context.Context, fn func(ctx context.Context, 
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.idleAfter()
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	if err := s.do(ctx, fn); err != nil {
 		return err
 	}
@@ -222,7 +238,10 @@ func (s *Session) Read(ctx context.Context, fn func(ctx context.Context, q Queri
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.idleAfter()
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	return s.do(ctx, func(ctx context.Context, q Querier) error {
 		if g, ok := s.eng.(CallGuard); ok && !s.readOnly {
 			if _, err := s.conn.ExecContext(ctx, g.ReadOnlyCall()); err != nil {
