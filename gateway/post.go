@@ -194,15 +194,14 @@ func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *s
 	var e *CallEvent
 	if g.observed && isToolsCall(m) {
 		e = g.newEvent(r, m, c, acc != readWrite)
-		g.watchCall(e, m, st)
 	}
 	refused := func(decision string) {
 		if g.observed && e == nil {
 			e = g.newEvent(r, m, c, acc != readWrite)
-			g.watchCall(e, m, st)
 		}
 		if e != nil {
 			e.Decision = decision
+			g.watchCall(e, m, st)
 		}
 	}
 	if refusal := policyRefusal(log, m, allowed, granted); refusal != nil {
@@ -237,7 +236,14 @@ func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *s
 			return res
 		}
 	}
-	m = g.traced(r, m, st)
+	// One Watch for the request: the audit event and the trace span
+	// both see its answer.
+	var watchEvent func(*worker.Answer)
+	if e != nil {
+		watchEvent = g.callWatcher(e)
+	}
+	m, endSpan := g.traced(r, m)
+	st.Watch(m.ID, watchEvent, endSpan)
 	conn.Call(m, progressToken(m), st, rewrite)
 }
 
