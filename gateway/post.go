@@ -100,20 +100,18 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	// The policy is decided per request too: what the token grants, and
 	// of that what the session's worker was started with (never more).
 	granted := grantOf(r)
-	if g.stepUp(w, r, msgs, batch, granted) {
+	if g.stepUp(w, r, msgs, batch, granted, s.callee()) {
 		s.log.Info("gateway: asked a token to step up for a tool")
-		decision := DecisionPolicy
-		if g.accessOf(r, s) != readWrite {
-			decision = DecisionReadOnly
-		}
-		for _, m := range msgs {
-			if m.IsRequest() && isToolsCall(m) {
-				g.refusedWith(r, m, s.callee(), decision != DecisionPolicy, decision, http.StatusForbidden)
-			}
-		}
 		return
 	}
 	if f, ok := g.replaceWorker(r, s, granted); !ok {
+		if f.isLimit() {
+			for _, m := range msgs {
+				if m.IsRequest() {
+					g.refusedAtEdge(r, m, s.callee(), g.accessOf(r, s) != readWrite, f)
+				}
+			}
+		}
 		f.write(w, firstID)
 		return
 	}
