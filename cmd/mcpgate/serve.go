@@ -101,6 +101,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
 		WriteTimeout:       l.WriteTimeout,
+		DrainMin:           l.DrainMin,
 		Logger:             log,
 
 		MaxStreamBufferBytes:  int64(l.MaxStreamBufferBytes),

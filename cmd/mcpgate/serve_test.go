@@ -73,6 +73,8 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 		// The worker is this test binary (built with -race when the suite
 		// is): on a loaded 2-core machine its start can pass the default.
 		"MCPGATE_LIMITS_WORKER_START_TIMEOUT": "60s",
+		// No load balancer waits to notice the drain of a test's gateway.
+		"MCPGATE_LIMITS_DRAIN_MIN": "1ms",
 		// Not the default 127.0.0.1:9464: tests run side by side.
 		"MCPGATE_METRICS_LISTEN": "127.0.0.1:0",
 	}
