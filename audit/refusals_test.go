@@ -17,8 +17,8 @@ import (
 	"github.com/mcpgate/mcpgate/metrics"
 )
 
-// counters scrapes mx and returns the series of the counter name, by their
-// labels joined as "k=v,k=v" in label order.
+// counters scrapes mx and returns the series of the counter name that have
+// counted something, by their labels joined as "k=v,k=v" in label order.
 func counters(t *testing.T, mx *metrics.Metrics, name string) map[string]float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -35,7 +35,9 @@ func counters(t *testing.T, mx *metrics.Metrics, name string) map[string]float64
 			}
 			k += l.GetName() + "=" + l.GetValue()
 		}
-		out[k] = m.GetCounter().GetValue()
+		if v := m.GetCounter().GetValue(); v != 0 {
+			out[k] = v
+		}
 	}
 	return out
 }
