@@ -4,7 +4,7 @@ BIN     := bin
 ADDR    ?= 127.0.0.1:8000
 
 
-.PHONY: all build run test test-go test-tls test-cluster conformance conformance-legacy bench lint clean
+.PHONY: all build run test test-go test-tls test-alerts test-cluster conformance conformance-legacy bench lint clean
 
 all: build
 
@@ -15,8 +15,9 @@ build:
 run: build
 	$(BIN)/mcpgate serve --listen $(ADDR)
 
-## test: the whole suite (lint, Go tests with -race, the TLS script).
-test: lint test-go test-tls
+## test: the whole suite (lint, Go tests with -race, the TLS script, the
+## Prometheus alert rules' tests).
+test: lint test-go test-tls test-alerts
 
 test-go:
 	scripts/with-postgres.sh $(GO) test -race -count=1 ./...
@@ -25,6 +26,11 @@ test-go:
 
 test-tls: build
 	scripts/test-tls.sh
+
+## test-alerts: deploy/prometheus/alerts.yml through promtool test rules
+## (Debian's prometheus package), every alert tested.
+test-alerts:
+	scripts/test-alerts.sh
 
 ## test-cluster: three replicas behind HAProxy (deploy/haproxy/haproxy.cfg),
 ## sharing PostgreSQL; installs haproxy and postgresql when missing.

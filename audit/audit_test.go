@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/auth/authtest"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/metrics"
 	"github.com/mcpgate/mcpgate/worker"
 	"github.com/mcpgate/mcpgate/worker/workertest"
 )
@@ -44,16 +45,25 @@ type trail struct {
 	iss  *authtest.Issuer
 	path string
 	log  *audit.Log
+	mx   *metrics.Metrics
 }
 
 func newTrail(t *testing.T, gopts gateway.Options, aopts audit.Options) *trail {
+	t.Helper()
+	return newTrailAuth(t, auth.Options{WriteScope: "mcp:write"}, gopts, aopts)
+}
+
+// newTrailAuth is newTrail with the authenticator's WriteScope and
+// Policies from authOpts; the gateway is observed by a metrics.Metrics
+// besides the audit trail.
+func newTrailAuth(t *testing.T, authOpts auth.Options, gopts gateway.Options, aopts audit.Options) *trail {
 	t.Helper()
 	iss := authtest.New(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := auth.New(context.Background(), auth.Options{
 		Issuer: iss.URL, Resource: resource,
-		RequiredScopes: []string{"mcp:use"}, WriteScope: "mcp:write", UserClaim: "preferred_username",
-		HTTPClient: iss.Client(), Logger: quiet,
+		RequiredScopes: []string{"mcp:use"}, WriteScope: authOpts.WriteScope, Policies: authOpts.Policies,
+		UserClaim: "preferred_username", HTTPClient: iss.Client(), Logger: quiet,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
@@ -69,7 +79,8 @@ func newTrail(t *testing.T, gopts gateway.Options, aopts audit.Options) *trail {
 
 	gopts.Middleware = a.Middleware
 	gopts.Logger = quiet
-	gopts.Observers = []gateway.Observer{l}
+	mx := metrics.New(metrics.Options{})
+	gopts.Observers = []gateway.Observer{l, mx}
 	wl, err := worker.NewLauncher([]string{stubWorker}, worker.LauncherOptions{StopGrace: 2 * time.Second})
 	require.NoError(t, err)
 	g, err := gateway.New(wl, gopts)
@@ -81,7 +92,7 @@ func newTrail(t *testing.T, gopts gateway.Options, aopts audit.Options) *trail {
 		defer cancel()
 		assert.NoError(t, g.Close(ctx))
 	})
-	return &trail{g: g, url: srv.URL, iss: iss, path: aopts.Path, log: l}
+	return &trail{g: g, url: srv.URL, iss: iss, path: aopts.Path, log: l, mx: mx}
 }
 
 func (tr *trail) token(t *testing.T, user string, scopes ...string) string {

@@ -37,6 +37,16 @@ var reasons = []struct {
 	{ErrUnavailable, "unavailable"},
 }
 
+// Reasons returns every name Reason gives, "other" last: the label values
+// of a metric of refusals, known before the first one.
+func Reasons() []string {
+	out := make([]string, 0, len(reasons)+1)
+	for _, r := range reasons {
+		out = append(out, r.name)
+	}
+	return append(out, "other")
+}
+
 // Reason names the check that refused a request, from a fixed set (the
 // checks above, then their kinds; "other" for anything else): a label for
 // metrics that carries no token contents.

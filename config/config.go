@@ -161,6 +161,7 @@ const (
 	DefaultMaxUnauthPerAddr        = 64
 	DefaultUnauthIdleTimeout       = 10 * time.Second
 	DefaultDrainTimeout            = 30 * time.Second
+	DefaultDrainMin                = 6 * time.Second // deploy/haproxy: inter 2s × fall 3
 	DefaultMaxWorkerMessage        = 64 << 20
 	DefaultDriver                  = "sqlite"
 	DefaultDatabasePath            = "data/mcpgate.db"
@@ -231,6 +232,7 @@ func (c *Config) applyDefaults() {
 	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
 	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
 	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
+	setNumber(&l.DrainMin, DefaultDrainMin)
 	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
 
 	setString(&c.Database.Driver, DefaultDriver)

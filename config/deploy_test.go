@@ -79,6 +79,12 @@ func TestDeployKubernetes(t *testing.T) {
 	assert.Equal(t, "postgres", c.Database.Driver)
 	assert.Equal(t, "https://mcp.example.com/mcp", c.Resource())
 	assert.False(t, c.Loopback())
+	// Every worker bounded by default, with the limits a pod can apply.
+	l := c.Worker.Limits
+	assert.NotZero(t, l.AddressSpace, "worker.limits.address_space")
+	assert.NotZero(t, l.CPUTime, "worker.limits.cpu_time")
+	assert.NotZero(t, l.OpenFiles, "worker.limits.open_files")
+	assert.True(t, l.Memory == 0 && l.CPU == 0 && l.Processes == 0, "the cgroup limits need a delegated cgroup, which a pod lacks")
 }
 
 // realm is the part of a Keycloak realm representation the tests read.

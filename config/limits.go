@@ -78,6 +78,12 @@ type Limits struct {
 	// second SIGTERM cuts it short. Default 30s; keep the service
 	// manager's stop timeout above it plus worker_stop_grace.
 	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
+	// DrainMin is the shortest drain: the gateway keeps serving its
+	// sessions and per-user workers this long after SIGTERM even with
+	// nothing in flight, so that a load balancer's health check has seen
+	// /readyz fail before it stops (HAProxy: inter × fall). At most
+	// drain_timeout. Default 6s, deploy/haproxy's 2s × 3.
+	DrainMin time.Duration `mapstructure:"drain_min"`
 	// MaxWorkerMessageBytes caps one JSON-RPC message a worker writes. An
 	// answer over it fails its own request (-32603, error.data.kind
 	// "messageTooLarge") and the session goes on; any other message over

@@ -55,6 +55,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_unauthenticated_per_address": 64,
 		"unauthenticated_idle_timeout":    10 * time.Second,
 		"drain_timeout":                   30 * time.Second,
+		"drain_min":                       6 * time.Second,
 		"max_worker_message_bytes":        ByteSize(64 << 20),
 		"driver":                          "sqlite",
 		"path":                            "data/mcpgate.db",
@@ -98,6 +99,7 @@ func TestLoadDefaults(t *testing.T) {
 		"max_unauthenticated_per_address": c.Limits.MaxUnauthenticatedPerAddress,
 		"unauthenticated_idle_timeout":    c.Limits.UnauthenticatedIdleTimeout,
 		"drain_timeout":                   c.Limits.DrainTimeout,
+		"drain_min":                       c.Limits.DrainMin,
 		"max_worker_message_bytes":        c.Limits.MaxWorkerMessageBytes,
 		"driver":                          c.Database.Driver,
 		"path":                            c.Database.Path,
@@ -202,6 +204,7 @@ func TestLoadFile(t *testing.T) {
 			MaxSessionBufferBytes: DefaultMaxSessionBuffer, MaxUserBufferBytes: DefaultMaxUserBuffer,
 			MaxUnauthenticatedPerAddress: DefaultMaxUnauthPerAddr, UnauthenticatedIdleTimeout: DefaultUnauthIdleTimeout,
 			DrainTimeout:          DefaultDrainTimeout,
+			DrainMin:              DefaultDrainMin,
 			MaxWorkerMessageBytes: 2 << 20,
 		},
 		Worker: Worker{
@@ -517,7 +520,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 86)
+	assert.Len(t, keys, 87)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -22,6 +22,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.write_timeout", l.WriteTimeout},
 		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
 		{"limits.drain_timeout", l.DrainTimeout},
+		{"limits.drain_min", l.DrainMin},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -47,6 +48,9 @@ func (c *Config) validateLimits(v *validator) {
 	}
 	if l.MaxWorkerMessageBytes < 0 || l.MaxWorkerMessageBytes > 1<<30 || l.MaxWorkerMessageBytes > 0 && l.MaxWorkerMessageBytes < 1<<20 {
 		v.add("limits.max_worker_message_bytes", "%d is outside 1MiB to 1GiB; use a size such as 64MiB, above the worker's largest answer (0 or no key means the default)", int64(l.MaxWorkerMessageBytes))
+	}
+	if l.DrainMin > 0 && l.DrainTimeout > 0 && l.DrainMin > l.DrainTimeout {
+		v.add("limits.drain_min", "%v is longer than limits.drain_timeout %v, which bounds the whole drain; lower drain_min or raise drain_timeout", l.DrainMin, l.DrainTimeout)
 	}
 	if l.ReadHeaderTimeout > 0 && l.ReadTimeout > 0 && l.ReadHeaderTimeout > l.ReadTimeout {
 		v.add("limits.read_header_timeout", "%v is longer than limits.read_timeout %v, which bounds reading the body; lower it", l.ReadHeaderTimeout, l.ReadTimeout)

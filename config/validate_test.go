@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -193,6 +194,8 @@ func TestValidateProblems(t *testing.T) {
 		{"stream buffer over session buffer", func(c *Config) { c.Limits.MaxStreamBufferBytes = 128 << 20 }, "limits.max_stream_buffer_bytes", "more than limits.max_session_buffer_bytes"},
 		{"user buffer negative", func(c *Config) { c.Limits.MaxUserBufferBytes = -1 }, "limits.max_user_buffer_bytes", "outside 1 byte to 1TiB"},
 		{"worker message limit too small", func(c *Config) { c.Limits.MaxWorkerMessageBytes = 4096 }, "limits.max_worker_message_bytes", "outside 1MiB to 1GiB"},
+		{"minimum drain beyond the drain timeout", func(c *Config) { c.Limits.DrainTimeout = 5 * time.Second }, "limits.drain_min", "longer than limits.drain_timeout"},
+		{"negative minimum drain", func(c *Config) { c.Limits.DrainMin = -time.Second }, "limits.drain_min", "negative"},
 		{"header timeout beyond request timeout", func(c *Config) { c.Limits.ReadHeaderTimeout = DefaultReadTimeout * 2 }, "limits.read_header_timeout", "longer than limits.read_timeout"},
 		{"per-user sessions beyond total", func(c *Config) { c.Limits.MaxSessionsPerUser = DefaultMaxSessions + 1 }, "limits.max_sessions_per_user", "is more than limits.max_sessions"},
 

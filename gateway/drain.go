@@ -12,8 +12,9 @@ import (
 // start Ready fails (so /readyz turns 503 and load balancers stop sending
 // new clients) and a new session or per-user worker is refused with 503 and
 // Retry-After; requests on existing sessions and per-user workers are
-// still served. Drain returns once no request is in flight, or with ctx's
-// error when ctx ends first; either way it then ends the open SSE streams
+// still served. Drain returns once Options.DrainMin has passed (the load
+// balancer has noticed) and no request is in flight, or with ctx's error
+// when ctx ends first; either way it then ends the open SSE streams
 // cleanly (sessions' GET streams, 2026-07-28 listen streams). Close,
 // called next, stops the workers as usual.
 func (g *Gateway) Drain(ctx context.Context) error {
@@ -24,8 +25,11 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	if err := g.launcher.StopPool(ctx); err != nil {
 		g.log.Warn("gateway: stopping the pre-started workers", "err", err)
 	}
-	g.log.Info("gateway: draining: refusing new sessions, waiting for the calls in flight", "in_flight", g.calls.count())
-	err := g.calls.wait(ctx)
+	g.log.Info("gateway: draining: refusing new sessions, waiting for the calls in flight", "in_flight", g.calls.count(), "min", g.opts.DrainMin)
+	err := waitFor(ctx, g.opts.DrainMin)
+	if err == nil {
+		err = g.calls.wait(ctx)
+	}
 	if err != nil {
 		g.log.Warn("gateway: drain ended before every call finished", "in_flight", g.calls.count(), "err", err)
 		err = fmt.Errorf("gateway: drain: %w", err)
@@ -47,6 +51,21 @@ func (g *Gateway) Drain(ctx context.Context) error {
 		uw.subs.closeAll()
 	}
 	return err
+}
+
+// waitFor waits d, or until ctx ends (its error then).
+func waitFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Draining reports whether Drain or Close has begun.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -116,4 +117,37 @@ func TestDrainPerUserWorkers(t *testing.T) {
 	assert.Contains(t, fmt.Sprint(m), "draining")
 	status, m = modernCall(t, url, "alice", false, "2", "echo", map[string]any{"text": "still served"})
 	assert.Equal(t, http.StatusOK, status, "%v", m)
+}
+
+// TestDrainLastsAtLeastDrainMin: with nothing in flight a drain still
+// lasts Options.DrainMin, so that a load balancer's health check sees
+// /readyz fail before the gateway stops answering; a cancelled context (a
+// second SIGTERM) cuts it short.
+func TestDrainLastsAtLeastDrainMin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := New(launcher(t, nil, worker.LauncherOptions{}), Options{DrainMin: 6 * time.Second, Logger: testLogger(t)})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, g.Close(context.Background())) }()
+
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- g.Drain(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("the drain ended at once (%v), before DrainMin", err)
+		default:
+		}
+		assert.True(t, g.Draining())
+		require.NoError(t, <-done)
+		assert.Equal(t, 6*time.Second, time.Since(start), "the drain lasts DrainMin (the bubble's clock)")
+
+		ctx, cancel := context.WithCancel(context.Background())
+		start = time.Now()
+		go func() { done <- g.Drain(ctx) }()
+		synctest.Wait()
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+		assert.Zero(t, time.Since(start), "a cancelled drain does not wait DrainMin out")
+	})
 }

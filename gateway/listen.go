@@ -295,6 +295,9 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 	}
 	l := &listener{id: m.ID, filter: agreed(req, uw.discover), notify: make(chan struct{}, 1)}
 	if f, ok := g.addListener(uw, l); !ok {
+		if f.isLimit() {
+			g.refusedAtEdge(r, m, uw.callee(), uw.key.readOnly, f)
+		}
 		f.write(w, m.ID)
 		return
 	}

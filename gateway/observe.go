@@ -241,7 +241,13 @@ func toolArguments(params json.RawMessage) json.RawMessage {
 // its answer on st and reported: the one place every tools/call passes,
 // allowed or refused, on either protocol generation.
 func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream) {
-	st.Watch(m.ID, func(a *worker.Answer) {
+	st.Watch(m.ID, g.callWatcher(e))
+}
+
+// callWatcher is the Watch callback that completes e from its answer and
+// reports it.
+func (g *Gateway) callWatcher(e *CallEvent) func(*worker.Answer) {
+	return func(a *worker.Answer) {
 		e.Duration = g.opts.Now().Sub(e.Time)
 		e.Outcome, e.ErrorCode, e.ErrorKind = Outcome(a)
 		if e.ErrorKind == worker.KindWorkerExited {
@@ -251,22 +257,21 @@ func (g *Gateway) watchCall(e *CallEvent, m *jsonrpc.Message, st *worker.Stream)
 			e.Outcome = OutcomeRefused // a limit stopped it on its way
 		}
 		g.observer.Call(e)
-	})
+	}
 }
 
-// traced passes a request on its way to a worker through Options.Trace.
-func (g *Gateway) traced(r *http.Request, m *jsonrpc.Message, st *worker.Stream) *jsonrpc.Message {
+// traced passes a request on its way to a worker through Options.Trace; it
+// returns the request to forward and the callback that ends its span (nil
+// without tracing), for the request's one Watch.
+func (g *Gateway) traced(r *http.Request, m *jsonrpc.Message) (*jsonrpc.Message, func(*worker.Answer)) {
 	if g.opts.Trace == nil {
-		return m
+		return m, nil
 	}
 	out, end := g.opts.Trace(r.Context(), m)
-	if end != nil {
-		st.Watch(m.ID, end)
-	}
 	if out == nil {
-		return m
+		return m, end
 	}
-	return out
+	return out, end
 }
 
 // refusedAtEdge reports a request refused by a limit before it reached a

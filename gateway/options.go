@@ -134,6 +134,12 @@ type Options struct {
 	// check.
 	Ready func(ctx context.Context) error
 
+	// DrainMin is the shortest drain: Drain keeps serving the sessions and
+	// per-user workers it has for at least this long, even with nothing in
+	// flight, so that a load balancer's health check has seen /readyz fail
+	// before the gateway stops (HAProxy: inter × fall). Zero means none.
+	DrainMin time.Duration
+
 	// Logger receives the gateway's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Now tells the time, for idle reaping; nil means time.Now.

@@ -141,22 +141,37 @@ func sessionRightsRefusal(id json.RawMessage, tool string) []byte {
 // policy "the write scope grants every tool". A batch gets JSON-RPC
 // refusals instead: one HTTP answer cannot refuse part of it. So does a
 // read-only gateway: no token can help there.
-func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch bool, granted toolSet) bool {
+//
+// A challenge is a refusal like any other: it is reported to the observers
+// (the audit trail, the metrics) here, on either protocol generation, with
+// DecisionPolicy under auth.policies and DecisionReadOnly in the simple
+// form; c is the worker the call would have gone to.
+func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch bool, granted toolSet, c callee) bool {
 	if batch || len(msgs) != 1 || !msgs[0].IsRequest() || !strings.EqualFold(msgs[0].Method, "tools/call") {
 		return false
 	}
-	name, ok := toolName(msgs[0].Params)
+	m := msgs[0]
+	name, ok := toolName(m.Params)
+	decision := DecisionPolicy
 	switch {
 	case !ok:
 		return false
 	case granted != nil:
-		return !granted[name] && auth.StepUp(w, r, name)
+		if granted[name] || !auth.StepUp(w, r, name) {
+			return false
+		}
 	case g.opts.ReadOnly || g.safe[name]:
 		return false
+	default:
+		p := auth.PrincipalFrom(r.Context())
+		if p == nil || !p.ReadOnly || !auth.WriteScopeRequired(w, r,
+			"tool "+quote(clip(name))+" changes data and needs the write scope; ask the authorization server for a token with it") {
+			return false
+		}
+		decision = DecisionReadOnly
 	}
-	p := auth.PrincipalFrom(r.Context())
-	return p != nil && p.ReadOnly && auth.WriteScopeRequired(w, r,
-		"tool "+quote(clip(name))+" changes data and needs the write scope; ask the authorization server for a token with it")
+	g.refusedWith(r, m, c, g.opts.ReadOnly || g.readOnlyToken(r), decision, http.StatusForbidden)
+	return true
 }
 
 // filterAllowed keeps only the allowed tools in a tools/list result, as

@@ -100,20 +100,18 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	// The policy is decided per request too: what the token grants, and
 	// of that what the session's worker was started with (never more).
 	granted := grantOf(r)
-	if g.stepUp(w, r, msgs, batch, granted) {
+	if g.stepUp(w, r, msgs, batch, granted, s.callee()) {
 		s.log.Info("gateway: asked a token to step up for a tool")
-		decision := DecisionPolicy
-		if g.accessOf(r, s) != readWrite {
-			decision = DecisionReadOnly
-		}
-		for _, m := range msgs {
-			if m.IsRequest() && isToolsCall(m) {
-				g.refusedWith(r, m, s.callee(), decision != DecisionPolicy, decision, http.StatusForbidden)
-			}
-		}
 		return
 	}
 	if f, ok := g.replaceWorker(r, s, granted); !ok {
+		if f.isLimit() {
+			for _, m := range msgs {
+				if m.IsRequest() {
+					g.refusedAtEdge(r, m, s.callee(), g.accessOf(r, s) != readWrite, f)
+				}
+			}
+		}
 		f.write(w, firstID)
 		return
 	}
@@ -194,15 +192,14 @@ func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *s
 	var e *CallEvent
 	if g.observed && isToolsCall(m) {
 		e = g.newEvent(r, m, c, acc != readWrite)
-		g.watchCall(e, m, st)
 	}
 	refused := func(decision string) {
 		if g.observed && e == nil {
 			e = g.newEvent(r, m, c, acc != readWrite)
-			g.watchCall(e, m, st)
 		}
 		if e != nil {
 			e.Decision = decision
+			g.watchCall(e, m, st)
 		}
 	}
 	if refusal := policyRefusal(log, m, allowed, granted); refusal != nil {
@@ -237,7 +234,14 @@ func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *s
 			return res
 		}
 	}
-	m = g.traced(r, m, st)
+	// One Watch for the request: the audit event and the trace span
+	// both see its answer.
+	var watchEvent func(*worker.Answer)
+	if e != nil {
+		watchEvent = g.callWatcher(e)
+	}
+	m, endSpan := g.traced(r, m)
+	st.Watch(m.ID, watchEvent, endSpan)
 	conn.Call(m, progressToken(m), st, rewrite)
 }
 

@@ -43,7 +43,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	// 403 before any worker starts. With the new token the request reaches
 	// a worker of the new rights (the pool key holds them).
 	granted := grantOf(r)
-	if g.stepUp(w, r, msgs, false, granted) {
+	if g.stepUp(w, r, msgs, false, granted, callee{kind: WorkerUser}) {
 		g.log.Info("gateway: asked a token to step up for a tool", "remote", r.RemoteAddr)
 		return
 	}

@@ -323,9 +323,11 @@ func TestModernWorkerLimits(t *testing.T) {
 
 // TestModernListen: a listen stream gets its acknowledgement, then the
 // changes it opted in to from its own user's worker only, tagged with its
-// subscription id.
+// subscription id. A listen over the per-user bound is refused with 429,
+// and recorded as the limit it is.
 func TestModernListen(t *testing.T) {
-	_, url := principalGateway(t, []string{sdkWorker}, Options{})
+	rec := &recorder{}
+	_, url := principalGateway(t, []string{sdkWorker}, Options{Observers: []Observer{rec}})
 	listen := func(user, id string) *bufio.Reader {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
@@ -360,9 +362,15 @@ func TestModernListen(t *testing.T) {
 	for i := range maxListeners - 1 {
 		next(listen("alice", strconv.Itoa(100+i)))
 	}
-	resp, body := rawDo(t, http.MethodPost, url, modernBody("1", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`),
+	resp, body := rawDo(t, http.MethodPost, url, modernBody(`"over"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`),
 		protoHdr, "2026-07-28", "Mcp-Method", "subscriptions/listen", "X-Test-User", "alice")
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, body)
+	e, ok := rec.byID()["over"]
+	require.True(t, ok, "the refused listen is not recorded")
+	assert.Equal(t, DecisionLimit, e.Decision)
+	assert.Equal(t, http.StatusTooManyRequests, e.Status)
+	assert.Equal(t, "subscriptions/listen", e.Method)
+	assert.Equal(t, "alice", e.User)
 }
 
 // TestModernClosedStreamCancels: closing a 2026-07-28 response stream

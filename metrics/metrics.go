@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -110,10 +112,41 @@ func New(opts Options) *Metrics {
 	for _, t := range opts.Tools {
 		m.tools[t] = true
 	}
+	m.zeroSeries()
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.workerStarts, m.workerExits, m.workerStartup,
 		m.toolCalls, m.refusals, m.authRefusals, m.issuerFetches, m.auditFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Exit reasons and refusal reasons: the label values Metrics gives.
+var (
+	exitReasons    = []string{gateway.ExitCrashed, gateway.ExitLimit, gateway.ExitReplaced, gateway.ExitDeleted, gateway.ExitIdle, gateway.ExitShutdown, gateway.ExitStartFailed, Other}
+	refusalReasons = []string{"readOnly", "policy", "bufferFull", "408", "413", "429", "503", gateway.RefusedConnections, gateway.RefusedUnauthenticated, Other}
+)
+
+// zeroSeries creates every series of a bounded counter with the value 0,
+// so that each exists before its first event: an alert on increase() or
+// rate() needs two samples, and a series that first appears at 1 shows no
+// increase, so a first event (one worker over a limit, one bufferFull)
+// would never fire it.
+func (m *Metrics) zeroSeries() {
+	for _, kind := range []string{gateway.WorkerSession, gateway.WorkerUser} {
+		for _, reason := range exitReasons {
+			m.workerExits.WithLabelValues(kind, reason)
+		}
+	}
+	for _, reason := range refusalReasons {
+		m.refusals.WithLabelValues(reason)
+	}
+	for _, check := range auth.Reasons() {
+		m.authRefusals.WithLabelValues(check)
+	}
+	for _, doc := range []string{"discovery", "jwks"} {
+		for _, result := range []string{"ok", "error"} {
+			m.issuerFetches.WithLabelValues(doc, result)
+		}
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -190,9 +223,7 @@ func (m *Metrics) WorkerStarted(kind string, pooled bool, took time.Duration) {
 
 // WorkerExited counts a worker gone (gateway.Observer).
 func (m *Metrics) WorkerExited(kind, reason string) {
-	switch reason {
-	case gateway.ExitCrashed, gateway.ExitLimit, gateway.ExitReplaced, gateway.ExitDeleted, gateway.ExitIdle, gateway.ExitShutdown, gateway.ExitStartFailed:
-	default:
+	if !slices.Contains(exitReasons, reason) {
 		reason = Other
 	}
 	m.workerExits.WithLabelValues(kindLabel(kind), reason).Inc()

@@ -91,6 +91,41 @@ func values(fams map[string]*dto.MetricFamily, name string) map[string]float64 {
 	return out
 }
 
+// counted is values without the series still at 0 (a bounded counter's
+// series exist from the start).
+func counted(fams map[string]*dto.MetricFamily, name string) map[string]float64 {
+	out := values(fams, name)
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// TestAlertedSeriesStartAtZero: every series of a bounded counter exists
+// at 0 before its first event, so that increase() and rate() see that
+// event: the alerts on worker exits, refusals, token checks and issuer
+// fetches fire on a first one (deploy/prometheus/alerts_test.yml).
+func TestAlertedSeriesStartAtZero(t *testing.T) {
+	mx := httptest.NewServer(metrics.New(metrics.Options{}).Handler())
+	defer mx.Close()
+	fams := scrape(t, mx.URL)
+	for name, series := range map[string][]string{
+		"mcpgate_worker_exits_total": {"kind=session,reason=limit", "kind=user,reason=limit", "kind=user,reason=crashed", "kind=session,reason=startFailed"},
+		"mcpgate_refusals_total":     {"reason=bufferFull", "reason=429", "reason=503", "reason=readOnly", "reason=policy"},
+		"mcpgate_auth_refusals_total": {"check=unavailable", "check=signature", "check=audience", "check=issuer", "check=unknownKey",
+			"check=algorithm"},
+		"mcpgate_issuer_fetches_total": {"document=jwks,result=error", "document=discovery,result=error"},
+	} {
+		got := values(fams, name)
+		for _, s := range series {
+			v, ok := got[s]
+			assert.True(t, ok && v == 0, "%s{%s} is not exported at 0 before its first event: %v", name, s, got)
+		}
+	}
+}
+
 type client struct {
 	t      *testing.T
 	url    string
@@ -182,11 +217,11 @@ func TestScrapeAfterKnownTraffic(t *testing.T) {
 		"outcome=readOnly,tool=other":     1,
 		"outcome=workerExited,tool=crash": 1,
 	}, values(fams, "mcpgate_tool_calls_total"))
-	assert.Equal(t, map[string]float64{"reason=readOnly": 2, "reason=429": 1}, values(fams, "mcpgate_refusals_total"))
+	assert.Equal(t, map[string]float64{"reason=readOnly": 2, "reason=429": 1}, counted(fams, "mcpgate_refusals_total"))
 	assert.Equal(t, map[string]float64{"kind=session,start=cold": 2}, values(fams, "mcpgate_worker_starts_total"))
 	assert.Equal(t, map[string]float64{"kind=session,start=cold": 2}, values(fams, "mcpgate_worker_start_duration_seconds"))
 	assert.Equal(t, map[string]float64{"kind=session,reason=crashed": 1, "kind=session,reason=deleted": 1},
-		values(fams, "mcpgate_worker_exits_total"))
+		counted(fams, "mcpgate_worker_exits_total"))
 	assert.Equal(t, map[string]float64{"": 0}, values(fams, "mcpgate_sessions"))
 	assert.Equal(t, map[string]float64{"kind=session": 0, "kind=user": 0}, values(fams, "mcpgate_workers"))
 	assert.Equal(t, c.status, values(fams, "mcpgate_http_requests_total"))
@@ -262,7 +297,7 @@ func TestAuthAndIssuerMetrics(t *testing.T) {
 	defer mx.Close()
 	fams := scrape(t, mx.URL)
 	assert.Equal(t, map[string]float64{"check=noToken": 1, "check=expired": 2, "check=missingScope": 1, "check=malformed": 1},
-		values(fams, "mcpgate_auth_refusals_total"))
+		counted(fams, "mcpgate_auth_refusals_total"))
 	fetches := values(fams, "mcpgate_issuer_fetches_total")
 	assert.GreaterOrEqual(t, fetches["document=discovery,result=ok"], 1.0, "%v", fetches)
 	assert.GreaterOrEqual(t, fetches["document=jwks,result=ok"], 1.0, "%v", fetches)
@@ -383,7 +418,7 @@ func TestConnectionRefusals(t *testing.T) {
 
 	mx := httptest.NewServer(m.Handler())
 	defer mx.Close()
-	assert.Equal(t, map[string]float64{"reason=maxConnections": 1}, values(scrape(t, mx.URL), "mcpgate_refusals_total"))
+	assert.Equal(t, map[string]float64{"reason=maxConnections": 1}, counted(scrape(t, mx.URL), "mcpgate_refusals_total"))
 }
 
 // TestWorkerStartedPooled: a pre-started worker's start is labelled apart

@@ -168,6 +168,9 @@ func end(span trace.Span, ans *worker.Answer) {
 	case outcome != gateway.OutcomeOK && outcome != gateway.OutcomeInputRequired:
 		span.SetAttributes(attribute.String("error.type", outcome))
 		span.SetStatus(codes.Error, "tool error")
+	default:
+		// The worker answered: the call succeeded (or asks for input).
+		span.SetStatus(codes.Ok, "")
 	}
 }
 

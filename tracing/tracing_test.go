@@ -90,22 +90,22 @@ func TestCallLeavesOddParams(t *testing.T) {
 	assert.Len(t, rec.Ended(), 2)
 }
 
-// TestGatewaySpans: through the gateway, the HTTP span continues the
-// client's traceparent header and the worker call is its child.
-func TestGatewaySpans(t *testing.T) {
-	tr, rec := recorder()
+// tracedGateway serves a gateway with tracing tr (and observers, when
+// given) over the stub worker; post sends one message on a session (none
+// for initialize).
+func tracedGateway(t *testing.T, tr *tracing.Tracing, observers ...gateway.Observer) (post func(sid, body string) *http.Response) {
 	wl, err := worker.NewLauncher([]string{stubWorker}, worker.LauncherOptions{StopGrace: 2 * time.Second})
 	require.NoError(t, err)
-	g, err := gateway.New(wl, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Trace: tr.Call})
+	g, err := gateway.New(wl, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Trace: tr.Call, Observers: observers})
 	require.NoError(t, err)
 	srv := httptest.NewServer(tr.Middleware(g))
-	defer func() {
+	t.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		assert.NoError(t, g.Close(ctx))
-	}()
-	post := func(sid, body string) *http.Response {
+	})
+	return func(sid, body string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
@@ -120,7 +120,16 @@ func TestGatewaySpans(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestGatewaySpans: through the gateway, the HTTP span continues the
+// client's traceparent header and the worker call is its child.
+func TestGatewaySpans(t *testing.T) {
+	tr, rec := recorder()
+	post := tracedGateway(t, tr)
+	resp := post("", initBody)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	sid := resp.Header.Get("MCP-Session-Id")
 	resp = post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
@@ -140,7 +149,31 @@ func TestGatewaySpans(t *testing.T) {
 	assert.Equal(t, clientTrace, server.SpanContext().TraceID().String())
 	assert.Equal(t, clientParent, server.Parent().SpanID().String())
 	assert.Equal(t, server.SpanContext().SpanID(), call.Parent().SpanID(), "the worker call is the request's child")
-	assert.Equal(t, codes.Unset, call.Status().Code)
+	assert.Equal(t, codes.Ok, call.Status().Code)
+}
+
+// TestGatewaySpanStatus: with an observer (the audit trail, the metrics)
+// watching the same calls, a call's span ends with its own answer: OK for
+// a result, an error for a failed call, never "cancelled" for an answered
+// one.
+func TestGatewaySpanStatus(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := tracing.NewWithProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)))
+	post := tracedGateway(t, tr, gateway.NopObserver{})
+	resp := post("", initBody)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sid := resp.Header.Get("MCP-Session-Id")
+	require.Equal(t, http.StatusOK, post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`).StatusCode)
+	require.Equal(t, http.StatusOK, post(sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nosuch","arguments":{}}}`).StatusCode)
+
+	got := map[string]sdktrace.Status{}
+	for _, s := range exp.GetSpans() {
+		got[s.Name] = s.Status
+	}
+	require.Contains(t, got, "tools/call echo")
+	require.Contains(t, got, "tools/call nosuch")
+	assert.Equal(t, codes.Ok, got["tools/call echo"].Code, "an ok call: %+v", got["tools/call echo"])
+	assert.Equal(t, sdktrace.Status{Code: codes.Error, Description: "JSON-RPC error -32602"}, got["tools/call nosuch"])
 }
 
 // TestExportsOTLP: New sends the spans to the collector's /v1/traces over

@@ -179,14 +179,31 @@ type Answer struct {
 	Result json.RawMessage // the worker's result, when Data is nil
 }
 
-// Watch has fn called once with the answer to the stream's request id, as
-// queued for the client (a bufferFull replacement included), whether or not
-// the client is still there to read it; or with nil when the request is
-// settled without an answer (the client cancelled it), at the latest when
-// the stream's last request is settled. Call it before forwarding the
-// request. fn runs with the stream locked, on the worker's reader: it must
-// not use the stream, and must return quickly.
-func (s *Stream) Watch(id json.RawMessage, fn func(*Answer)) {
+// Watch has fns called once, in order, with the answer to the stream's
+// request id, as queued for the client (a bufferFull replacement included),
+// whether or not the client is still there to read it; or with nil when the
+// request is settled without an answer (the client cancelled it), at the
+// latest when the stream's last request is settled. Call it once per
+// request, with every callback that request needs, before forwarding it:
+// each answer goes to one Watch (two requests of a batch may share an id),
+// so a second Watch of the same request would see the next answer of that
+// id, or nil. nil fns are skipped. They run with the stream locked, on the
+// worker's reader: they must not use the stream, and must return quickly.
+func (s *Stream) Watch(id json.RawMessage, fns ...func(*Answer)) {
+	var fn func(*Answer)
+	for _, f := range fns {
+		switch {
+		case f == nil:
+		case fn == nil:
+			fn = f
+		default:
+			prev := fn
+			fn = func(a *Answer) { prev(a); f(a) }
+		}
+	}
+	if fn == nil {
+		return
+	}
 	s.mu.Lock()
 	if s.watch == nil {
 		s.watch = make(map[string][]func(*Answer))

@@ -126,3 +126,28 @@ func TestStreamBudgetDeferred(t *testing.T) {
 		t.Errorf("after Give: used %d, %d results; want 0, 2", b.used, s.Results())
 	}
 }
+
+// TestStreamWatchAllCallbacks: every callback of a request's Watch sees
+// its answer (the audit event and the trace span of one call), while a
+// second request of the same id (a batch) gets the next answer.
+func TestStreamWatchAllCallbacks(t *testing.T) {
+	s := NewStream(false)
+	s.Expect(2)
+	var first, second, other []string
+	seen := func(to *[]string) func(*Answer) {
+		return func(a *Answer) {
+			if a == nil {
+				*to = append(*to, "nil")
+				return
+			}
+			*to = append(*to, string(a.Data))
+		}
+	}
+	s.Watch(json.RawMessage("1"), seen(&first), nil, seen(&second))
+	s.Watch(json.RawMessage("1"), seen(&other))
+	s.Answer(json.RawMessage("1"), []byte("a"))
+	s.Answer(json.RawMessage("1"), []byte("b"))
+	assert.Equal(t, []string{"a"}, first)
+	assert.Equal(t, []string{"a"}, second)
+	assert.Equal(t, []string{"b"}, other)
+}

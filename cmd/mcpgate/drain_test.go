@@ -106,6 +106,8 @@ func startLocalGateway(t *testing.T, env map[string]string) *localGateway {
 		"MCPGATE_SERVER_LISTEN":               addr,
 		"MCPGATE_WORKER_COMMAND":              stub,
 		"MCPGATE_LIMITS_WORKER_START_TIMEOUT": "60s",
+		// No load balancer waits to notice the drain of a test's gateway.
+		"MCPGATE_LIMITS_DRAIN_MIN": "1ms",
 		// Not the default 127.0.0.1:9464: tests run side by side.
 		"MCPGATE_METRICS_LISTEN": "127.0.0.1:0",
 	}
@@ -329,7 +331,7 @@ func TestSIGTERMTwiceSubprocess(t *testing.T) {
 
 	cmd := exec.Command(exe, "serve")
 	cmd.Env = append(os.Environ(), "MCPGATE_SERVER_LISTEN="+addr, "MCPGATE_WORKER_COMMAND="+stub,
-		"MCPGATE_LIMITS_DRAIN_TIMEOUT=10m", "MCPGATE_LIMITS_WORKER_START_TIMEOUT=60s",
+		"MCPGATE_LIMITS_DRAIN_TIMEOUT=10m", "MCPGATE_LIMITS_DRAIN_MIN=1ms", "MCPGATE_LIMITS_WORKER_START_TIMEOUT=60s",
 		"MCPGATE_METRICS_LISTEN=127.0.0.1:0") // not the default 9464: tests run side by side
 	log := &logWatch{}
 	cmd.Stderr = log

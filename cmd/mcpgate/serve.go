@@ -101,6 +101,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
 		WriteTimeout:       l.WriteTimeout,
+		DrainMin:           l.DrainMin,
 		Logger:             log,
 
 		MaxStreamBufferBytes:  int64(l.MaxStreamBufferBytes),
@@ -227,6 +228,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	}()
 	obs.gatewayOptions(&gopts)
 	mux := http.NewServeMux()
+	keys := closedChan // the localhost mode has no keys to wait for
 	if cfg.Authenticated() {
 		authn, err := newAuthenticator(ctx, cfg, log, obs.metrics)
 		if err != nil {
@@ -237,6 +239,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		// forbidden browser request gets 403 rather than a challenge.
 		gopts.Middleware = authn.Middleware
 		gopts.Ready = allReady(keysLoaded(authn), gopts.Ready)
+		keys = authn.Ready()
 		for _, p := range authn.MetadataPaths() {
 			mux.Handle(p, authn.MetadataHandler())
 		}
@@ -256,6 +259,11 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	mux.Handle("/readyz", g.HealthHandler())
 	obs.start(g)
 
+	if !awaitKeys(ctx, keys, keysWait, log) {
+		sctx, cancel := stopCtx()
+		defer cancel()
+		return g.Close(sctx) // stopped before it listened
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		sctx, cancel := stopCtx()
@@ -322,6 +330,42 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		err = nil
 	}
 	return errors.Join(err, cerr)
+}
+
+// keysWait bounds how long serve waits for the issuer's keys before it
+// listens (awaitKeys).
+var keysWait = 10 * time.Second
+
+// closedChan is a channel that is already closed.
+var closedChan = func() <-chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// awaitKeys holds the listener back until the issuer's signing keys are
+// loaded (keys closed), at most wait. A gateway without them answers every
+// token with 503, and a load balancer that has not seen its /readyz fail
+// yet (a replica restarted within the health check's detection time still
+// counts as up) would route clients to it; a port that refuses connections
+// is what a load balancer retries elsewhere safely, as nothing reached a
+// replica. After wait (an issuer down for longer) it listens anyway, with
+// /readyz at 503, so that /healthz and the probes work. It reports false
+// when ctx ended first.
+func awaitKeys(ctx context.Context, keys <-chan struct{}, wait time.Duration, log *slog.Logger) bool {
+	select {
+	case <-keys:
+		return true
+	default:
+	}
+	log.Info("mcpgate: waiting for the issuer's signing keys before listening", "at_most", wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-keys:
+		return true
+	case <-t.C:
+		log.Warn("mcpgate: listening before the issuer's signing keys are loaded; /readyz answers 503 and tokens are refused with 503 until they are")
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // drain lets the calls in flight finish, up to timeout or until hurry is

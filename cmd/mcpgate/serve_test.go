@@ -45,12 +45,33 @@ type tlsGateway struct {
 	client   *http.Client // trusts the gateway's certificate
 	certPEM  []byte       // the gateway's certificate
 	log      *bytes.Buffer
+	addr     string     // host:port
+	done     chan error // serve's return
 }
 
 func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	t.Helper()
+	g := launchTLSGateway(t, extraEnv, tlsLaunch{})
+	g.awaitServing(t)
+	return g
+}
+
+// tlsLaunch says how launchTLSGateway starts the gateway: with its issuer
+// down (until the test starts it), its log copied to watch as well.
+type tlsLaunch struct {
+	issuerDown bool
+	watch      io.Writer
+}
+
+// launchTLSGateway starts serve as startTLSGateway does, without waiting for
+// it to serve.
+func launchTLSGateway(t *testing.T, extraEnv map[string]string, how tlsLaunch) *tlsGateway {
+	t.Helper()
 	dir := t.TempDir()
 	iss := authtest.New(t)
+	if how.issuerDown {
+		iss.Stop()
+	}
 	caFile := filepath.Join(dir, "issuer-ca.pem")
 	require.NoError(t, os.WriteFile(caFile, iss.CertPEM(), 0o644))
 	certFile, keyFile, err := certs.WriteSelfSigned(filepath.Join(dir, "certs"), certs.DefaultHosts, time.Now())
@@ -73,6 +94,8 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 		// The worker is this test binary (built with -race when the suite
 		// is): on a loaded 2-core machine its start can pass the default.
 		"MCPGATE_LIMITS_WORKER_START_TIMEOUT": "60s",
+		// No load balancer waits to notice the drain of a test's gateway.
+		"MCPGATE_LIMITS_DRAIN_MIN": "1ms",
 		// Not the default 127.0.0.1:9464: tests run side by side.
 		"MCPGATE_METRICS_LISTEN": "127.0.0.1:0",
 	}
@@ -80,7 +103,11 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 		env[k] = v
 	}
 	var log bytes.Buffer
-	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &syncWriter{w: &log}, Getenv: func(k string) string { return env[k] }}
+	var stderr io.Writer = &syncWriter{w: &log}
+	if how.watch != nil {
+		stderr = io.MultiWriter(stderr, how.watch)
+	}
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(k string) string { return env[k] }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -105,8 +132,12 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	g := &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log, certPEM: pem}
+	return &tlsGateway{issuer: iss, resource: "https://" + addr + "/mcp", client: client, log: &log, certPEM: pem, addr: addr, done: done}
+}
 
+// awaitServing returns once g serves with the issuer's keys loaded.
+func (g *tlsGateway) awaitServing(t *testing.T) {
+	t.Helper()
 	// Wait until the gateway serves its metadata (it listens shortly after
 	// Run starts) or Run fails. net.Listen happens inside Run, so polling
 	// is the only outside view of it; the deadline keeps a broken start
@@ -114,20 +145,20 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not serve within 60s\n%s", log.String())
+			t.Fatalf("the gateway did not serve within 60s\n%s", g.log.String())
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("serve ended early: %v\n%s", err, log.String())
+		case err := <-g.done:
+			t.Fatalf("serve ended early: %v\n%s", err, g.log.String())
 		default:
 		}
-		resp, err := client.Get("https://" + addr + "/.well-known/oauth-protected-resource/mcp")
+		resp, err := g.client.Get("https://" + g.addr + "/.well-known/oauth-protected-resource/mcp")
 		if err == nil {
 			resp.Body.Close()
 			// Serving, and the issuer's keys are loaded: a token is
 			// checked rather than answered 503.
 			if resp.StatusCode == http.StatusOK && g.keysLoaded(t) {
-				return g
+				return
 			}
 		}
 		time.Sleep(20 * time.Millisecond)

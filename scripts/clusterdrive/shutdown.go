@@ -27,6 +27,7 @@ func (d *driver) stopMidRun(legacy, modern []*client) {
 		errs      []string
 		missing   int    // 404s: the session was on the stopped replica
 		stopping  int    // calls the stopping replica refused as it shut down
+		refused   int    // new workers the draining replica refused (503)
 		recovered string // the new session's replica
 	}
 	var (
@@ -69,6 +70,15 @@ func (d *driver) stopMidRun(legacy, modern []*client) {
 					time.Sleep(100 * time.Millisecond)
 					continue
 				}
+				if strings.Contains(err.Error(), draining) {
+					// The draining replica refused a new worker with 503
+					// before HAProxy took it out of the rotation: nothing
+					// ran, and HAProxy does not resend a request a replica
+					// received. Do as Retry-After says.
+					res.refused++
+					time.Sleep(time.Second)
+					continue
+				}
 				if !sessionMissing(err) {
 					// A failure, unless the call was in flight on the
 					// stopping replica: then the session is tried again
@@ -108,10 +118,11 @@ func (d *driver) stopMidRun(legacy, modern []*client) {
 	wg.Wait()
 
 	var others, theirs []string
-	missing, moved, stopping := 0, 0, 0
+	missing, moved, stopping, refused := 0, 0, 0, 0
 	for _, r := range results {
 		if r.orig != d.stop {
 			stopping += r.stopping
+			refused += r.refused
 		}
 		switch {
 		case r.orig == d.stop:
@@ -128,12 +139,17 @@ func (d *driver) stopMidRun(legacy, modern []*client) {
 	}
 	d.check(fmt.Sprintf("%s stopped mid-run: its sessions' clients got 404 (%d) and moved to new sessions (%d)", d.stop, missing, moved),
 		len(theirs) == 0 && missing > 0 && moved > 0, strings.Join(theirs, "; "))
-	d.check(fmt.Sprintf("the other replicas' clients and every 2026-07-28 client saw no error but %d call(s) in flight on %s as it shut down", stopping, d.stop),
+	d.check(fmt.Sprintf("the other replicas' clients and every 2026-07-28 client saw no error but %d call(s) in flight on %s as it shut down and %d new worker(s) its drain refused with 503", stopping, d.stop, refused),
 		len(others) == 0, strings.Join(others, "; "))
 }
 
-// shuttingDown is what a stopping gateway answers a call it cannot run.
-const shuttingDown = "the gateway is shutting down"
+// shuttingDown is what a stopping gateway answers a call it cannot run;
+// draining what a draining one answers a request that needs a new session
+// or worker (503, Retry-After).
+const (
+	shuttingDown = "the gateway is shutting down"
+	draining     = "draining before a restart"
+)
 
 // sessionMissing reports a 404 for the session. The go-sdk v1.8.0 client
 // wraps ErrSessionMissing only when the 404 has no JSON-RPC error body;
