@@ -242,7 +242,9 @@ func listClients(m *Main, env install.Env, name string) error {
 			present = "yes"
 		}
 		state := "-"
-		if ch, err := install.PlanUninstall(c, env, install.User, install.Entry{Name: name}); err != nil {
+		// Force: --list only looks, and shows an entry of that name
+		// whoever wrote it.
+		if ch, err := install.PlanUninstall(c, env, install.User, install.Entry{Name: name, Force: true}); err != nil {
 			state = "unreadable"
 		} else if ch.Changed() {
 			state = name

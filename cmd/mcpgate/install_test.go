@@ -115,6 +115,20 @@ func TestInstallBridgeEntry(t *testing.T) {
 		doc["mcpServers"]["mcpgate"]["args"])
 	assert.NotContains(t, out.String(), ".bak", "no backup of a file that did not exist is announced")
 
+	// A server of that name the user wrote: listed, not taken over.
+	cursor := filepath.Join(home, ".cursor", "mcp.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(cursor), 0o700))
+	require.NoError(t, os.WriteFile(cursor, []byte(`{"mcpServers":{"mcpgate":{"command":"my-own"}}}`), 0o600))
+	list, _, err := runWithEnv(t, env, "install", "--list")
+	require.NoError(t, err)
+	assert.Regexp(t, `cursor\s+yes\s+mcpgate`, list)
+	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", u)
+	require.ErrorContains(t, err, "--force")
+	_, _, err = runWithEnv(t, env, "uninstall", "--client", "cursor")
+	require.ErrorContains(t, err, "--force")
+	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", u, "--force")
+	require.NoError(t, err)
+
 	_, errOut, err := runWithEnv(t, env, "install", "--client", "cursor", "--url", u, "--ca-file", "ca.pem")
 	assert.ErrorIs(t, err, errUsage, "a remote entry takes no --ca-file: %s", errOut)
 
