@@ -1,12 +1,16 @@
 package oauthclient
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +160,75 @@ func TestCacheRefusesWhatIsNotPrivate(t *testing.T) {
 	require.NoError(t, os.Chown(path, 65534, 65534))
 	_, err = Cache{Path: path}.Lookup("https://mcp.example/mcp")
 	require.ErrorContains(t, err, "belongs to another user")
+}
+
+// The same with eight real processes, each waiting on stdin after reading
+// the cache so that they all refresh at once: the lock holds between
+// processes, not only between handles of one.
+func TestParallelRefreshAcrossProcesses(t *testing.T) {
+	ri := &rotatingIssuer{}
+	srv := httptest.NewServer(ri)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "mcpgate", "tokens.json")
+	require.NoError(t, Cache{Path: path}.Put(expiredEntry(srv.URL)))
+	type child struct {
+		cmd   *exec.Cmd
+		go_   io.WriteCloser
+		out   *strings.Builder
+		ready io.ReadCloser
+	}
+	var children []child
+	for range 8 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRefreshHelperProcess$")
+		cmd.Env = append(os.Environ(), "MCPGATE_REFRESH_HELPER_CACHE="+path)
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		ready, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		require.NoError(t, cmd.Start())
+		children = append(children, child{cmd: cmd, go_: in, out: &errb, ready: ready})
+	}
+	outs := make([]*bufio.Reader, len(children))
+	for i, c := range children {
+		outs[i] = bufio.NewReader(c.ready)
+		line, err := outs[i].ReadString('\n')
+		require.NoError(t, err, "child %d: %s", i, c.out)
+		require.Equal(t, "loaded\n", line)
+	}
+	for _, c := range children {
+		io.WriteString(c.go_, "go\n")
+		c.go_.Close()
+	}
+	for i, c := range children {
+		rest, _ := io.ReadAll(outs[i])
+		require.NoError(t, c.cmd.Wait(), "child %d: %s", i, c.out)
+		tok := strings.TrimSpace(strings.TrimPrefix(string(rest), "token "))
+		assert.True(t, ri.live(tok), "child %d got %q, which the issuer no longer honours", i, tok)
+	}
+	assert.Equal(t, 1, ri.refreshes, "one refresh at the issuer")
+	assert.False(t, ri.revoked)
+}
+
+// TestRefreshHelperProcess is the child of TestParallelRefreshAcrossProcesses.
+func TestRefreshHelperProcess(t *testing.T) {
+	path := os.Getenv("MCPGATE_REFRESH_HELPER_CACHE")
+	if path == "" {
+		t.Skip("the child process of TestParallelRefreshAcrossProcesses")
+	}
+	ts, err := NewTokenSource(Cache{Path: path}, http.DefaultClient, "https://mcp.example/mcp")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fmt.Println("loaded")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	tok, err := ts.Token()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	fmt.Println("token " + tok.AccessToken)
+	os.Exit(0)
 }
