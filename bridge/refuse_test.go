@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,10 +80,11 @@ func TestBridgeAnswersEveryRefusalOnce(t *testing.T) {
 			challenge: `Bearer error="invalid_token", error_description="token issuer not trusted"`,
 			body:      `{"error":"invalid_token","error_description":"token issuer not trusted"}`,
 			hint:      "mcpgate login --url", oauth: "invalid_token"},
-		"503, JSON": {status: 503, ct: "application/json", body: `{"error":"overloaded"}`, hint: "try again later", oauth: "overloaded"},
-		"502, HTML": {status: 502, ct: "text/html", body: `<html><body><h1>502 Bad Gateway</h1></body></html>`, hint: "try again later"},
-		"500, empty": {status: 500, ct: "", body: ``, hint: "try again later"},
+		"503, JSON":                  {status: 503, ct: "application/json", body: `{"error":"overloaded"}`, hint: "try again later", oauth: "overloaded"},
+		"502, HTML":                  {status: 502, ct: "text/html", body: `<html><body><h1>502 Bad Gateway</h1></body></html>`, hint: "try again later"},
+		"500, empty":                 {status: 500, ct: "", body: ``, hint: "try again later"},
 		"200, JSON but not JSON-RPC": {status: 200, ct: "application/json", body: `{"ok":true}`, hint: "send the request again"},
+		"202 to a request":           {status: 202, ct: "", body: ``, hint: "send the request again"},
 		"400, a JSON-RPC error": {status: 400, ct: "application/json",
 			body: `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"bad params"}}`, passed: true},
 	}
@@ -116,9 +118,9 @@ func TestBridgeAnswersEveryRefusalOnce(t *testing.T) {
 					io.WriteString(w, body)
 				}))
 				defer ts.Close()
-				refreshes := 0
+				var refreshes atomic.Int32 // the request and the notification refresh on their own
 				got := runLines(t, Options{URL: ts.URL,
-					Refresh: func(context.Context) (string, error) { refreshes++; return "t2", nil }},
+					Refresh: func(context.Context) (string, error) { refreshes.Add(1); return "t2", nil }},
 					req, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 				require.Len(t, got, 1, "one answer for the request, none for the notification: %q", got)
 				a := decodeAnswer(t, got[0])
@@ -135,7 +137,7 @@ func TestBridgeAnswersEveryRefusalOnce(t *testing.T) {
 				assert.Contains(t, a.Error.Data.Hint, sh.hint)
 				assert.NotContains(t, got[0], "Bearer t", "no token in the answer")
 				if sh.status == 401 {
-					assert.Positive(t, refreshes, "the token was refreshed before giving up")
+					assert.Positive(t, refreshes.Load(), "the token was refreshed before giving up")
 				}
 			})
 		}

@@ -45,8 +45,8 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 		}
 		b.send(ctx, line, m, false)
 		return
-	case resp.StatusCode == http.StatusAccepted:
-		return
+	case resp.StatusCode == http.StatusAccepted && !m.IsRequest():
+		return // a notification or an answer, taken; a request gets one below
 	case resp.StatusCode == http.StatusBadRequest && m.Method == "tools/call" && retry:
 		// MCP 2026-07-28: a HeaderMismatch means the tool's x-mcp-header
 		// marks are not the ones the bridge knows (the client called it
