@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
@@ -154,19 +155,24 @@ func leadingMembers(prefix []byte) (id json.RawMessage, method string, answer bo
 	}
 	for dec.More() {
 		k, err := dec.Token()
-		if err != nil || k == "result" || k == "error" {
-			return id, method, k == "result" || k == "error"
+		if name, _ := k.(string); err != nil || strings.EqualFold(name, "result") || strings.EqualFold(name, "error") {
+			return id, method, err == nil
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return id, method, false
 		}
-		switch k {
-		case "id":
-			if id == nil && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		// As encoding/json reads the whole message: keys fold case, and
+		// the last of duplicates wins.
+		name, _ := k.(string)
+		switch {
+		case strings.EqualFold(name, "id"):
+			id = nil
+			if v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9') {
 				id = v
 			}
-		case "method":
+		case strings.EqualFold(name, "method"):
+			method = ""
 			json.Unmarshal(v, &method)
 		}
 	}

@@ -205,3 +205,31 @@ func TestBridgeRefusesOneMessageOverTheLimit(t *testing.T) {
 	assert.Contains(t, decodeAnswer(t, byID["8"]).Error.Message, "too large", "%q", got)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":9,"result":{}}`, byID["9"])
 }
+
+// FuzzLeadingMembers: the id found in a message cut anywhere is the id of
+// the whole message or nothing, and never a panic.
+func FuzzLeadingMembers(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"q"}}`), 40)
+	f.Add([]byte(`{"id":"a\"b","method":"x"}`), 9)
+	f.Add([]byte(`{"params":{"x":[1,2,{"id":3}]},"id":4}`), 20)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), 30)
+	f.Add([]byte(`{"id":1,"ID":2,"method":"x"}`), 27)
+	f.Fuzz(func(t *testing.T, msg []byte, cut int) {
+		var whole struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(msg, &whole) != nil || cut < 0 {
+			return
+		}
+		cut = min(cut, len(msg))
+		id, _, _ := leadingMembers(msg[:cut])
+		if id == nil {
+			return
+		}
+		var a, b any
+		require.NoError(t, json.Unmarshal(id, &a))
+		if json.Unmarshal(whole.ID, &b) == nil {
+			assert.Equal(t, b, a, "the id of a cut message is the id of the whole")
+		}
+	})
+}
