@@ -18,7 +18,7 @@ func TestDiscoverServerRequiresHTTPS(t *testing.T) {
 		endpoint string
 		ok       bool
 	}{
-		"token endpoint on http": {"http://as.example.com/token", false},
+		"token endpoint on http":  {"http://as.example.com/token", false},
 		"token endpoint on https": {"https://as.example.com/token", true},
 		"loopback http":           {"http://127.0.0.1:9/token", true},
 	} {
