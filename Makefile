@@ -56,6 +56,11 @@ bench:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w on the files above"; exit 1; }
 	$(GO) vet ./...
+	# The client commands run on users' machines: their packages must build
+	# and vet for macOS and Windows too (doctor and cmd/mcpgate do not yet:
+	# they import the gateway's Linux-only worker package).
+	GOOS=darwin $(GO) vet ./bridge/... ./oauthclient/... ./install/... ./filelock/...
+	GOOS=windows $(GO) vet ./bridge/... ./oauthclient/... ./install/... ./filelock/...
 	$(GO) mod tidy -diff
 	cd bench && $(GO) vet ./... && $(GO) mod tidy -diff
 	cd deploy/k8s && $(GO) vet ./... && $(GO) mod tidy -diff

@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
@@ -78,6 +79,11 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	for {
 		var line []byte
 		line, err = readLine(r, o.MaxMessageBytes)
+		if errors.Is(err, errTooLong) {
+			// One message too large fails that request, not the bridge.
+			b.refuseTooLong(line, o.MaxMessageBytes)
+			continue
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			b.handle(ctx, line)
 		}
@@ -97,22 +103,80 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 
 var errTooLong = errors.New("bridge: a message from the client is over the size limit")
 
+// readLine reads one line of at most max bytes. A longer one is read to
+// its end and dropped; errTooLong comes with its first max bytes, where
+// the request's id usually is.
 func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > max {
+		if len(line)+len(chunk) > max {
+			line = append(line, chunk[:max-len(line)]...)
 			// Drop the rest of it; the next line is a new message.
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = r.ReadSlice('\n')
 			}
-			return nil, errTooLong
+			if err != nil && !errors.Is(err, io.EOF) {
+				return line, err
+			}
+			return line, errTooLong
 		}
+		line = append(line, chunk...)
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			return line, err
 		}
 	}
+}
+
+// refuseTooLong answers a message over the size limit with an error for
+// its id, found in its first bytes (JSON-RPC 2.0 §5: null when it cannot
+// be found there); a notification gets no answer.
+func (b *bridge) refuseTooLong(prefix []byte, max int) {
+	id, method, answer := leadingMembers(prefix)
+	b.o.Log.Warn("mcpgate bridge: a message from the client is over the size limit; refused", "limit", max, "method", method)
+	if (method != "" && id == nil) || answer {
+		return // a notification, or the client's own answer
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b.write(jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("mcpgate bridge: the message is over the limit of %d bytes", max),
+		Data:    refusalData{Hint: "send less in one request (split the data, or pass a file path)"}}))
+}
+
+// leadingMembers reads the id and method of a JSON object that may be cut
+// off, and whether it is an answer (result or error): the members before
+// the cut, in order, token by token.
+func leadingMembers(prefix []byte) (id json.RawMessage, method string, answer bool) {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, "", false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if name, _ := k.(string); err != nil || strings.EqualFold(name, "result") || strings.EqualFold(name, "error") {
+			return id, method, err == nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return id, method, false
+		}
+		// As encoding/json reads the whole message: keys fold case, and
+		// the last of duplicates wins.
+		name, _ := k.(string)
+		switch {
+		case strings.EqualFold(name, "id"):
+			id = nil
+			if v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9') {
+				id = v
+			}
+		case strings.EqualFold(name, "method"):
+			method = ""
+			json.Unmarshal(v, &method)
+		}
+	}
+	return id, method, false
 }
 
 type bridge struct {
@@ -146,14 +210,6 @@ func (b *bridge) write(msg []byte) {
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
 	b.out.Write(append(bytes.TrimSpace(msg), '\n'))
-}
-
-func (b *bridge) fail(id json.RawMessage, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	b.o.Log.Warn("mcpgate bridge: " + msg)
-	if id != nil {
-		b.write(jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError, Message: "mcpgate bridge: " + msg}))
-	}
 }
 
 func (b *bridge) handle(ctx context.Context, line []byte) {

@@ -39,19 +39,6 @@ func (b *bridge) reauthorize(ctx context.Context, scope string, seen int) (strin
 	return tok, nil
 }
 
-// challengeScope is the scope parameter of a Bearer challenge.
-func challengeScope(h string) string {
-	i := strings.Index(h, `scope="`)
-	if i < 0 {
-		return ""
-	}
-	rest := h[i+len(`scope="`):]
-	if j := strings.IndexByte(rest, '"'); j >= 0 {
-		return rest[:j]
-	}
-	return ""
-}
-
 // requestVersion is the MCP-Protocol-Version to send: the negotiated one
 // on the 2025 revisions; a 2026-07-28 request names its own in _meta.
 func requestVersion(m *jsonrpc.Message, negotiated string) string {
@@ -151,7 +138,13 @@ func (b *bridge) startStream(ctx context.Context) {
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			return
 		}
-		readSSE(resp.Body, b.write)
+		readSSE(resp.Body, b.o.MaxMessageBytes, func(msg []byte) {
+			if _, _, err := jsonrpc.DecodeBody(msg); err != nil {
+				b.o.Log.Warn("mcpgate bridge: dropped a message from the server that is not JSON-RPC", "bytes", len(msg))
+				return
+			}
+			b.write(msg)
+		})
 	}()
 }
 

@@ -54,7 +54,7 @@ func (b *bridge) learnTools(ctx context.Context, req *jsonrpc.Message) {
 			cursor = r.NextCursor
 		}
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
-			readSSE(resp.Body, take)
+			readSSE(resp.Body, b.o.MaxMessageBytes, take)
 		} else if body, err := io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes))); err == nil {
 			take(body)
 		}

@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/oauthclient"
 )
 
 // send posts one message and relays the answer; retry allows one new
@@ -22,7 +25,7 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 	resp, err := b.post(ctx, line, m, sid, version)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.fail(m.ID, "%s: %v", b.o.URL, err)
+			b.refuse(line, m, refusal{err: err, url: b.o.URL})
 		}
 		return
 	}
@@ -34,7 +37,7 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 		b.o.Log.Info("mcpgate bridge: the server no longer knows the session (restarted?); starting a new one")
 		started, err := b.reinitialize(ctx, gen)
 		if err != nil {
-			b.fail(m.ID, "starting a new session: %v", err)
+			b.refuse(line, m, refusal{err: fmt.Errorf("starting a new session: %w", err), url: b.o.URL})
 			return
 		}
 		if started {
@@ -42,8 +45,8 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 		}
 		b.send(ctx, line, m, false)
 		return
-	case resp.StatusCode == http.StatusAccepted:
-		return
+	case resp.StatusCode == http.StatusAccepted && !m.IsRequest():
+		return // a notification or an answer, taken; a request gets one below
 	case resp.StatusCode == http.StatusBadRequest && m.Method == "tools/call" && retry:
 		// MCP 2026-07-28: a HeaderMismatch means the tool's x-mcp-header
 		// marks are not the ones the bridge knows (the client called it
@@ -57,10 +60,6 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 			return
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		ch := resp.Header.Get("WWW-Authenticate")
-		b.o.Log.Warn("mcpgate bridge: the server refused the token; run mcpgate login --url URL again (with the scopes it names)",
-			"status", resp.StatusCode, "challenge", ch)
 	}
 	if m.Method == "initialize" && resp.StatusCode == http.StatusOK {
 		b.mu.Lock()
@@ -68,7 +67,7 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 		b.gen++
 		b.mu.Unlock()
 	}
-	b.relay(ctx, resp, m)
+	b.relay(ctx, resp, line, m)
 	if m.Method == "initialize" && resp.StatusCode == http.StatusOK {
 		b.startStream(ctx)
 	}
@@ -125,7 +124,7 @@ func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid,
 			}
 		case (resp.StatusCode == http.StatusUnauthorized || insufficient) && attempt < 2 && b.o.Reauthorize != nil:
 			drain(resp)
-			if tok, err = b.reauthorize(ctx, challengeScope(challenge), seen); err != nil {
+			if tok, err = b.reauthorize(ctx, oauthclient.ChallengeParam(challenge, "scope"), seen); err != nil {
 				return nil, err
 			}
 			attempt = 2
@@ -141,38 +140,52 @@ func drain(resp *http.Response) {
 	resp.Body.Close()
 }
 
-// relay passes the answer to the client: one JSON message (or batch), or
-// each message of an SSE stream. A refusal without a JSON-RPC body becomes
-// an error answer, so the client never waits for an answer that will not
-// come.
-func (b *bridge) relay(ctx context.Context, resp *http.Response, m *jsonrpc.Message) {
+// relay passes the answer to the client: one JSON-RPC message (or batch),
+// or each JSON-RPC message of an SSE stream. Anything else (an OAuth error
+// object, an HTML page, an empty body, a stream that ends early) is not
+// passed on; the request gets one JSON-RPC error answer instead, so the
+// client never waits for an answer that will not come. Notifications and
+// the client's own answers get no answer.
+func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m *jsonrpc.Message) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	answered := false
 	deliver := func(msg []byte) {
-		if a, err := jsonrpc.Decode(msg); err == nil {
-			if a.IsResponse() && bytes.Equal(a.ID, m.ID) {
+		msgs, _, err := jsonrpc.DecodeBody(msg)
+		if err != nil {
+			b.o.Log.Warn("mcpgate bridge: dropped a message from the server that is not JSON-RPC", "status", resp.StatusCode, "bytes", len(msg))
+			return
+		}
+		for _, a := range msgs {
+			if a.IsResponse() && (bytes.Equal(a.ID, m.ID) || m.Method == "") {
 				answered = true
 				b.observe(m, a)
 			}
 		}
 		b.write(msg)
 	}
+	var body []byte // a body that is not JSON-RPC, for the error's data
 	switch ct {
 	case "text/event-stream":
-		readSSE(resp.Body, deliver)
+		if err := readSSE(resp.Body, b.o.MaxMessageBytes, deliver); errors.Is(err, bufio.ErrTooLong) && !answered {
+			b.refuse(line, m, refusal{status: resp.StatusCode, tooLarge: true, limit: b.o.MaxMessageBytes})
+			return
+		}
 	case "application/json":
-		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes)+1))
-		if err == nil && len(bytes.TrimSpace(body)) > 0 {
+		var err error
+		body, err = io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes)+1))
+		switch {
+		case len(body) > b.o.MaxMessageBytes:
+			b.refuse(line, m, refusal{status: resp.StatusCode, tooLarge: true, limit: b.o.MaxMessageBytes})
+			return
+		case err == nil && len(bytes.TrimSpace(body)) > 0:
 			deliver(body)
 		}
 	}
-	if !answered && m.IsRequest() && ctx.Err() == nil {
-		if resp.StatusCode == http.StatusOK {
-			b.fail(m.ID, "the server's answer stream ended without an answer; send the request again")
-		} else if ct != "application/json" {
-			b.fail(m.ID, "the server answered %s", resp.Status)
-		}
+	if answered || ctx.Err() != nil {
+		return
 	}
+	b.refuse(line, m, refusal{status: resp.StatusCode, statusText: resp.Status,
+		challenge: resp.Header.Get("WWW-Authenticate"), body: body, url: b.o.URL})
 }
 
 // errorCode is the JSON-RPC error code of an answer, or 0.
@@ -186,10 +199,12 @@ func errorCode(body []byte) int {
 	return a.Error.Code
 }
 
-// readSSE calls fn with the data of each event.
-func readSSE(body io.Reader, fn func([]byte)) {
+// readSSE calls fn with the data of each event; an event line over max
+// bytes ends the stream with bufio.ErrTooLong.
+func readSSE(body io.Reader, max int, fn func([]byte)) error {
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	limit := max + len("data: \r\n")
+	sc.Buffer(make([]byte, min(64<<10, limit)), limit) // the larger of the two is the bound
 	var data [][]byte
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -207,4 +222,5 @@ func readSSE(body io.Reader, fn func([]byte)) {
 	if len(data) > 0 {
 		fn(bytes.Join(data, []byte("\n")))
 	}
+	return sc.Err()
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/oauthclient"
 )
 
@@ -52,7 +53,7 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		r.fail("url", fmt.Sprintf("%q is not an http(s) URL", o.URL), "give the gateway's MCP endpoint, e.g. https://mcp.example.com/mcp")
 		return r
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !auth.IsLoopbackHost(u.Host) {
 		r.fail("url", "plain http to a remote host", "MCP authorization requires https for every non-loopback endpoint; serve TLS (tls.cert_file, tls.key_file) or put a TLS proxy in front")
 	}
 
@@ -292,10 +293,6 @@ func tokenScopes(c map[string]any) []string {
 		return audiences(v)
 	}
 	return nil
-}
-
-func isLoopback(host string) bool {
-	return host == "localhost" || host == "127.0.0.1" || host == "::1" || strings.HasPrefix(host, "127.")
 }
 
 func probe(ctx context.Context, hc *http.Client, u string) (int, string, *tls.ConnectionState, error) {

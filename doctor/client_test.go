@@ -134,6 +134,10 @@ func TestDoctorNamesEachBrokenSetting(t *testing.T) {
 			f.url = "http://mcp.example.invalid/mcp"
 			return ""
 		}, "https"},
+		{"plain http to a name that only starts like loopback", "url", Fail, func(t *testing.T, f *fixture) string {
+			f.url = "http://127.0.0.1.example.invalid/mcp"
+			return ""
+		}, "https"},
 		{"challenge without resource_metadata", "challenge", Warn, func(t *testing.T, f *fixture) string {
 			f.override["/mcp"] = func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:use"`)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpgate/mcpgate/config"
@@ -51,8 +53,13 @@ func CheckServer(ctx context.Context, cfg *config.Config, o ServerOptions) *Repo
 	}
 	r.ok("config", "valid")
 
-	if ln, err := net.Listen("tcp", cfg.Server.Listen); err != nil {
-		r.fail("listen", fmt.Sprintf("%s: %v", cfg.Server.Listen, err), "another process holds the port (a running gateway?), or the address is not this machine's; change server.listen")
+	if ln, err := net.Listen("tcp", cfg.Server.Listen); errors.Is(err, syscall.EADDRINUSE) {
+		// doctor --config is run next to the gateway it checks, which
+		// holds its own port: that is no failure of the configuration.
+		r.warn("listen", cfg.Server.Listen+" is in use (by the running gateway, if it is up)",
+			"expected while the gateway runs; otherwise another program holds the port: stop it, or change server.listen")
+	} else if err != nil {
+		r.fail("listen", fmt.Sprintf("%s: %v", cfg.Server.Listen, err), "the address is not this machine's, or not one you may bind; change server.listen")
 	} else {
 		ln.Close()
 		r.ok("listen", cfg.Server.Listen+" is free")

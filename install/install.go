@@ -2,15 +2,18 @@ package install
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/mcpgate/mcpgate/filelock"
 )
 
 // Entry says what to install.
@@ -26,6 +29,14 @@ type Entry struct {
 	// Command is the mcpgate executable a bridge entry runs; an absolute
 	// path, since clients start servers without the user's shell PATH.
 	Command string
+	// BridgeArgs follow "bridge --url URL" in a bridge entry (--ca-file,
+	// --cache, with absolute paths).
+	BridgeArgs []string
+	// Force replaces (install) or removes (uninstall) an entry of that
+	// name that install did not write.
+	Force bool
+	// AnyPath accepts a URL whose path does not end in /mcp.
+	AnyPath bool
 }
 
 // ErrNoProjectFile is returned for a Project scope install into a client
@@ -36,6 +47,11 @@ var ErrNoProjectFile = errors.New("install: this client has no project configura
 // point at the given URL: it is someone else's server.
 var ErrNotOurs = errors.New("install: the entry of that name is not for this URL; pass the URL it names, or remove it by hand")
 
+// ErrNotWritten is returned when an entry of that name exists that
+// install did not write (or that was changed since): a server of the
+// user's own, which install neither replaces nor removes without Force.
+var ErrNotWritten = errors.New("install: an entry of that name exists that mcpgate install did not write (or it was changed since); choose another --name, or pass --force to replace or remove it")
+
 // Change is a planned edit of one file: Before and After are its whole
 // contents (Before nil when the file does not exist yet).
 type Change struct {
@@ -43,12 +59,24 @@ type Change struct {
 	Path   string
 	Before []byte
 	After  []byte
+	// Backup is the file Apply saved the previous contents in; "" when
+	// it saved none (there was no file, or nothing changed).
+	Backup string
 	exists bool
+	remove bool // uninstall gives back "no file"
 	mode   fs.FileMode
+	env    Env
+	name   string
+	// plan computes After (and the ledger's change) from Before; Apply
+	// calls it again when the file changed since.
+	plan func(c *Change, l *ledger) error
+	rec  *record // to record in the ledger; nil: forget the name
 }
 
 // Changed says whether the file would change.
-func (c *Change) Changed() bool { return !c.exists || !bytes.Equal(c.Before, c.After) }
+func (c *Change) Changed() bool {
+	return c.remove || !c.exists || !bytes.Equal(c.Before, c.After)
+}
 
 func (e Entry) name() string {
 	if e.Name == "" {
@@ -59,9 +87,8 @@ func (e Entry) name() string {
 
 // body is the entry's value for client c.
 func (e Entry) body(c Client) (map[string]any, error) {
-	u, err := url.Parse(e.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("install: --url %q is not an http(s) URL; give the gateway's MCP endpoint, e.g. https://mcp.example.com/mcp", e.URL)
+	if err := CheckURL(e.URL, e.AnyPath); err != nil {
+		return nil, err
 	}
 	if c.remote != nil && !e.Bridge {
 		return c.remote(e.URL), nil
@@ -69,115 +96,174 @@ func (e Entry) body(c Client) (map[string]any, error) {
 	if e.Command == "" || !filepath.IsAbs(e.Command) {
 		return nil, fmt.Errorf("install: the bridge entry needs mcpgate's absolute path, got %q", e.Command)
 	}
-	return c.stdio(e.Command, []string{"bridge", "--url", e.URL}), nil
+	return c.stdio(e.Command, append([]string{"bridge", "--url", e.URL}, e.BridgeArgs...)), nil
 }
 
-// read loads path (resolving a symlink, so a dotfile manager's link
-// stays a link).
-func read(c Client, path string) (*Change, error) {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
+// resolve follows a symlink (a dotfile manager's link stays a link and
+// its target is written); a link whose target does not exist is refused
+// rather than replaced by a file.
+func resolve(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return path, nil
 	}
-	ch := &Change{Client: c, Path: path, mode: 0o600}
-	b, err := os.ReadFile(path)
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		target, _ := os.Readlink(path)
+		return "", fmt.Errorf("install: %s is a symbolic link to %s, which does not exist; create the file or remove the link", path, target)
+	}
+	return real, nil
+}
+
+// load reads the file into c.Before.
+func (c *Change) load() error {
+	c.Before, c.exists, c.mode = nil, false, 0o600
+	b, err := os.ReadFile(c.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return ch, nil
+		return nil
 	case err != nil:
-		return nil, fmt.Errorf("install: %w", err)
+		return fmt.Errorf("install: %w", err)
 	}
-	st, err := os.Stat(path)
+	st, err := os.Stat(c.Path)
 	if err != nil {
-		return nil, fmt.Errorf("install: %w", err)
+		return fmt.Errorf("install: %w", err)
 	}
-	ch.Before, ch.exists, ch.mode = b, true, st.Mode().Perm()
+	c.Before, c.exists, c.mode = b, true, st.Mode().Perm()
+	return nil
+}
+
+// newChange reads the file and the ledger and plans the change.
+func newChange(c Client, env Env, scope Scope, name string, plan func(*Change, *ledger) error) (*Change, error) {
+	path := c.Path(env, scope)
+	if path == "" {
+		return nil, ErrNoProjectFile
+	}
+	path, err := resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	ch := &Change{Client: c, Path: path, env: env, name: name, plan: plan}
+	if err := ch.load(); err != nil {
+		return nil, err
+	}
+	l, err := loadLedger(env)
+	if err != nil {
+		return nil, err
+	}
+	if err := plan(ch, l); err != nil {
+		return nil, err
+	}
 	return ch, nil
 }
 
 // Plan computes the installation of entry into client's file of scope,
-// without writing anything.
+// without writing anything. An entry of that name that install did not
+// write is refused (ErrNotWritten) unless entry.Force.
 func Plan(c Client, env Env, scope Scope, entry Entry) (*Change, error) {
-	path := c.Path(env, scope)
-	if path == "" {
-		return nil, ErrNoProjectFile
-	}
 	body, err := entry.body(c)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := read(c, path)
-	if err != nil {
-		return nil, err
-	}
 	name := entry.name()
-	if c.format == formatTOML {
-		var drop []string
-		for _, k := range owned {
-			if _, ok := body[k]; !ok {
-				drop = append(drop, k)
+	return newChange(c, env, scope, name, func(ch *Change, l *ledger) error {
+		cur, err := decode(c, ch.Before)
+		if err != nil {
+			return fmt.Errorf("install: %s: %w", ch.Path, err)
+		}
+		got, ok := serverEntry(cur, c.servers, name)
+		if ok && !sameOwned(got, body) && !l.ours(ch.Path, name, got) && !entry.Force {
+			return fmt.Errorf("%w (%q in %s)", ErrNotWritten, name, ch.Path)
+		}
+		if c.format == formatTOML {
+			var drop []string
+			for _, k := range owned {
+				if _, ok := body[k]; !ok {
+					drop = append(drop, k)
+				}
+			}
+			tbody := map[string]any{}
+			for k, v := range body {
+				tbody[k] = v
+			}
+			if err = refuseInlineTOML(ch.Before, c.servers, name); err == nil {
+				ch.After, err = setTOMLTable(ch.Before, []string{c.servers, name}, tbody, drop)
+			}
+		} else {
+			ch.After, err = setJSONEntry(ch.Before, c.servers, name, body)
+		}
+		if err != nil {
+			return fmt.Errorf("install: %s: %w", ch.Path, err)
+		}
+		if err := verify(c, ch, name, body); err != nil {
+			return fmt.Errorf("install: %s: %w", ch.Path, err)
+		}
+		rec := record{File: ch.Path, Name: name, Entry: body}
+		switch prev := l.find(ch.Path, name); {
+		case prev == nil && !ok:
+			rec.Undo = makeUndo(ch.Before, ch.After, !ch.exists)
+		case prev != nil && l.ours(ch.Path, name, got):
+			// Updating our own entry: the undo still leads to the file
+			// before the first install, if the file is as we left it.
+			if orig, ok := prev.Undo.apply(ch.Before); ok {
+				rec.Undo = makeUndo(orig, ch.After, prev.Undo.Created)
 			}
 		}
-		tbody := map[string]any{}
-		for k, v := range body {
-			tbody[k] = v
-		}
-		if err = refuseInlineTOML(ch.Before, c.servers, name); err == nil {
-			ch.After, err = setTOMLTable(ch.Before, []string{c.servers, name}, tbody, drop)
-		}
-	} else {
-		ch.After, err = setJSONEntry(ch.Before, c.servers, name, body)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("install: %s: %w", path, err)
-	}
-	if err := verify(c, ch, name, body); err != nil {
-		return nil, fmt.Errorf("install: %s: %w", path, err)
-	}
-	return ch, nil
+		ch.rec = &rec
+		return nil
+	})
 }
 
-// PlanUninstall computes the removal of the entry named entry.Name; when
-// entry.URL is set, the entry must point at it (ErrNotOurs otherwise).
+// PlanUninstall computes the removal of the entry named entry.Name: only
+// one install wrote (ErrNotWritten otherwise, unless entry.Force), and when
+// entry.URL is set, only one that points at it (ErrNotOurs). The file is
+// given back byte for byte when it is still as install left it.
 func PlanUninstall(c Client, env Env, scope Scope, entry Entry) (*Change, error) {
-	path := c.Path(env, scope)
-	if path == "" {
-		return nil, ErrNoProjectFile
-	}
-	ch, err := read(c, path)
-	if err != nil {
-		return nil, err
-	}
-	ch.After = ch.Before
-	if !ch.exists {
-		ch.exists = true // nothing to do
-		return ch, nil
-	}
 	name := entry.name()
-	cur, err := decode(c, ch.Before)
-	if err != nil {
-		return nil, fmt.Errorf("install: %s: %w", path, err)
-	}
-	got, ok := serverEntry(cur, c.servers, name)
-	if !ok {
-		return ch, nil
-	}
-	if entry.URL != "" && !pointsAt(got, entry.URL) {
-		return nil, fmt.Errorf("%w (%s in %s)", ErrNotOurs, name, path)
-	}
-	if c.format == formatTOML {
-		if err = refuseInlineTOML(ch.Before, c.servers, name); err == nil {
-			ch.After, _, err = removeTOMLTable(ch.Before, []string{c.servers, name})
+	return newChange(c, env, scope, name, func(ch *Change, l *ledger) error {
+		ch.After, ch.remove, ch.rec = ch.Before, false, nil
+		if !ch.exists {
+			ch.exists = true // nothing to do
+			return nil
 		}
-	} else {
-		ch.After, err = removeJSONEntry(ch.Before, c.servers, name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("install: %s: %w", path, err)
-	}
-	if err := verify(c, ch, name, nil); err != nil {
-		return nil, fmt.Errorf("install: %s: %w", path, err)
-	}
-	return ch, nil
+		cur, err := decode(c, ch.Before)
+		if err != nil {
+			return fmt.Errorf("install: %s: %w", ch.Path, err)
+		}
+		got, ok := serverEntry(cur, c.servers, name)
+		if !ok {
+			return nil
+		}
+		if entry.URL != "" && !pointsAt(got, entry.URL) {
+			return fmt.Errorf("%w (%s in %s)", ErrNotOurs, name, ch.Path)
+		}
+		if !l.ours(ch.Path, name, got) && !entry.Force {
+			return fmt.Errorf("%w (%q in %s)", ErrNotWritten, name, ch.Path)
+		}
+		if rec := l.find(ch.Path, name); rec != nil && l.ours(ch.Path, name, got) {
+			if orig, ok := rec.Undo.apply(ch.Before); ok {
+				ch.After, ch.remove = orig, rec.Undo.Created
+				return nil
+			}
+		}
+		if c.format == formatTOML {
+			if err = refuseInlineTOML(ch.Before, c.servers, name); err == nil {
+				ch.After, _, err = removeTOMLTable(ch.Before, []string{c.servers, name})
+			}
+		} else {
+			ch.After, err = removeJSONEntry(ch.Before, c.servers, name)
+		}
+		if err != nil {
+			return fmt.Errorf("install: %s: %w", ch.Path, err)
+		}
+		if err := verify(c, ch, name, nil); err != nil {
+			return fmt.Errorf("install: %s: %w", ch.Path, err)
+		}
+		return nil
+	})
 }
 
 // pointsAt says whether an entry names url, directly or through a bridge.
@@ -372,27 +458,106 @@ func normal(v any) any {
 	}
 }
 
-// Apply writes the change: the previous contents go to PATH.bak first, then
-// the new contents replace the file atomically (a temporary file in the
-// same directory, synced, then renamed over it), keeping its mode.
+// lockWait bounds the wait for another install of this user.
+const lockWait = time.Minute
+
+// Apply writes the change under the lock every install of this user
+// takes: it reads the file again and plans once more when it changed since
+// Plan (another install, or the client itself, wrote it); saves the
+// previous contents in a new backup (FILE.bak, else FILE.bak.1, …: no
+// backup is overwritten); looks at the file a last time (a client that
+// does not take the lock may have rewritten it) and then replaces it
+// atomically (a temporary file in the same directory, synced, renamed
+// over it), keeping its mode. A read-only file is refused.
 func (c *Change) Apply() error {
-	if !c.Changed() {
-		return nil
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	lk, err := filelock.Acquire(ctx, lockPath(c.env))
+	if err != nil {
+		return fmt.Errorf("install: another mcpgate install is running: %w", err)
 	}
-	dir := filepath.Dir(c.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("install: %w", err)
-	}
-	if c.exists {
-		if err := writeAtomic(c.Path+".bak", c.Before, c.mode); err != nil {
+	defer lk.Unlock()
+	for range 3 {
+		planned, exists := c.Before, c.exists
+		if err := c.load(); err != nil {
 			return err
 		}
+		l, err := loadLedger(c.env)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(planned, c.Before) || exists != c.exists {
+			if err := c.plan(c, l); err != nil {
+				return err
+			}
+		}
+		if !c.Changed() {
+			return nil
+		}
+		if c.exists && c.mode&0o200 == 0 {
+			return fmt.Errorf("install: %s is read-only (mode %o); make it writable to let mcpgate change it, or edit it by hand", c.Path, c.mode)
+		}
+		if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+		c.Backup = ""
+		if c.exists {
+			if c.Backup, err = backup(c.Path, c.Before, c.mode); err != nil {
+				return err
+			}
+		}
+		if now, err := os.ReadFile(c.Path); !bytes.Equal(now, c.Before) || (err == nil) != c.exists {
+			continue // written meanwhile: plan again from what is there now
+		}
+		if c.remove {
+			err = os.Remove(c.Path)
+		} else {
+			err = writeAtomic(c.Path, c.After, c.mode)
+		}
+		if err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+		if c.rec != nil {
+			l.put(*c.rec)
+		} else {
+			l.forget(c.Path, c.name)
+		}
+		if err := l.save(c.env); err != nil {
+			return err
+		}
+		c.Before, c.exists = c.After, !c.remove
+		return nil
 	}
-	if err := writeAtomic(c.Path, c.After, c.mode); err != nil {
-		return err
+	return fmt.Errorf("install: %s keeps changing (another program is writing it); try again", c.Path)
+}
+
+// backup saves data in the first free name of FILE.bak, FILE.bak.1, …
+func backup(path string, data []byte, mode fs.FileMode) (string, error) {
+	for i := 0; ; i++ {
+		name := path + ".bak"
+		if i > 0 {
+			name = fmt.Sprintf("%s.bak.%d", path, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode|0o200)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("install: saving the previous contents: %w", err)
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(name)
+			return "", fmt.Errorf("install: saving the previous contents: %w", err)
+		}
+		return name, nil
 	}
-	c.Before, c.exists = c.After, true
-	return nil
 }
 
 func writeAtomic(path string, data []byte, mode fs.FileMode) error {

@@ -191,12 +191,11 @@ func TestInstallEachClient(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, un.Apply())
 			after, err := os.ReadFile(path)
-			require.NoError(t, err)
 			if orig != "" {
+				require.NoError(t, err)
 				assert.Equal(t, orig, string(after), "uninstall restores the file byte for byte")
 			} else {
-				doc := parse(t, c, after)
-				assert.Empty(t, doc[c.servers])
+				require.ErrorIs(t, err, os.ErrNotExist, "install made the file: uninstall removes it")
 			}
 			un, err = PlanUninstall(c, env, User, Entry{})
 			require.NoError(t, err)
@@ -236,7 +235,11 @@ func TestInstallKeepsTheUsersOwnKeys(t *testing.T) {
   }
 }
 `), 0o600))
-	ch, err := Plan(c, env, User, entry)
+	_, err := Plan(c, env, User, entry)
+	require.ErrorIs(t, err, ErrNotWritten, "an entry install did not write is not taken over")
+	forced := entry
+	forced.Force = true
+	ch, err := Plan(c, env, User, forced)
 	require.NoError(t, err)
 	require.NoError(t, ch.Apply())
 	doc := parse(t, c, ch.After)
@@ -284,7 +287,9 @@ func TestInstallCodexUpdatesOnlyItsTable(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	orig := "model = \"o3\"\n\n[mcp_servers.mcpgate]\nurl = \"https://old.example.com/mcp\" # old\nstartup_timeout_sec = 20\n\n[mcp_servers.mcpgate.env]\nX = \"1\"\n\n[tui]\nnotifications = true\n"
 	require.NoError(t, os.WriteFile(path, []byte(orig), 0o600))
-	ch, err := Plan(c, env, User, entry)
+	forced := entry
+	forced.Force = true
+	ch, err := Plan(c, env, User, forced)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Replace(orig, `"https://old.example.com/mcp" # old`, `"`+gatewayURL+`"`, 1), string(ch.After))
 	require.NoError(t, ch.Apply())

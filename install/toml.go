@@ -305,23 +305,27 @@ func setTOMLTable(doc []byte, table []string, entry map[string]any, owned []stri
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	nl := "\n" // new lines end as the file's do
+	if bytes.Contains(doc, []byte("\r\n")) {
+		nl = "\r\n"
+	}
 	t := findTable(lines, table)
 	if t.header < 0 {
 		var b bytes.Buffer
 		b.Write(doc)
 		if len(doc) > 0 && doc[len(doc)-1] != '\n' {
-			b.WriteByte('\n')
+			b.WriteString(nl)
 		}
 		if len(bytes.TrimSpace(doc)) > 0 {
-			b.WriteByte('\n')
+			b.WriteString(nl)
 		}
 		parts := make([]string, len(table))
 		for i, p := range table {
 			parts[i] = tomlKey(p)
 		}
-		fmt.Fprintf(&b, "[%s]\n", strings.Join(parts, "."))
+		fmt.Fprintf(&b, "[%s]%s", strings.Join(parts, "."), nl)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "%s = %s\n", tomlKey(k), tomlValue(entry[k]))
+			fmt.Fprintf(&b, "%s = %s%s", tomlKey(k), tomlValue(entry[k]), nl)
 		}
 		return b.Bytes(), nil
 	}
@@ -348,7 +352,7 @@ func setTOMLTable(doc []byte, table []string, entry map[string]any, owned []stri
 			seen[k] = true
 			old := strings.TrimSpace(stripTrailingComment(string(doc[l.valueStart:l.end])))
 			if old != tomlValue(want) {
-				edits = append(edits, edit{l.valueStart, l.end, " " + tomlValue(want) + "\n"})
+				edits = append(edits, edit{l.valueStart, l.end, " " + tomlValue(want) + nl})
 			}
 		case contains(owned, k):
 			edits = append(edits, edit{l.start, l.end, ""})
@@ -357,13 +361,13 @@ func setTOMLTable(doc []byte, table []string, entry map[string]any, owned []stri
 	var add strings.Builder
 	for _, k := range keys {
 		if !seen[k] {
-			fmt.Fprintf(&add, "%s = %s\n", tomlKey(k), tomlValue(entry[k]))
+			fmt.Fprintf(&add, "%s = %s%s", tomlKey(k), tomlValue(entry[k]), nl)
 		}
 	}
 	if add.Len() > 0 {
 		prefix := ""
 		if insertAt > 0 && doc[insertAt-1] != '\n' {
-			prefix = "\n"
+			prefix = nl
 		}
 		edits = append(edits, edit{insertAt, insertAt, prefix + add.String()})
 	}

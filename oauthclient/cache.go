@@ -1,6 +1,7 @@
 package oauthclient
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/mcpgate/mcpgate/filelock"
 )
 
 // Entry is one cached login: who the client is at which authorization
@@ -51,7 +54,9 @@ func (e *Entry) Config() *oauth2.Config {
 }
 
 // Cache is the per-user token cache: one JSON file, readable by its owner
-// only (0600, in a 0700 directory), keyed by issuer and resource.
+// only (0600, in a 0700 directory, both the user's own), keyed by issuer
+// and resource. Several processes may use one cache: changes are made
+// under a lock on PATH.lock.
 type Cache struct {
 	// Path is the file; DefaultCachePath unless set.
 	Path string
@@ -90,6 +95,9 @@ func (c Cache) load() (*cacheFile, string, error) {
 		return nil, "", err
 	}
 	f := &cacheFile{Entries: map[string]*Entry{}}
+	if err := checkPrivateDir(filepath.Dir(p)); err != nil {
+		return nil, "", err
+	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, p, nil
@@ -97,8 +105,8 @@ func (c Cache) load() (*cacheFile, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("oauthclient: %w", err)
 	}
-	if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
-		return nil, "", fmt.Errorf("oauthclient: %s is readable by others (mode %o); chmod 600 it", p, st.Mode().Perm())
+	if err := checkPrivateFile(p); err != nil {
+		return nil, "", err
 	}
 	if err := json.Unmarshal(b, f); err != nil {
 		return nil, "", fmt.Errorf("oauthclient: %s is damaged (%v); delete it and log in again", p, err)
@@ -107,6 +115,33 @@ func (c Cache) load() (*cacheFile, string, error) {
 		f.Entries = map[string]*Entry{}
 	}
 	return f, p, nil
+}
+
+// lockWait bounds the wait for another process's use of the cache: a
+// holder makes at most one refresh request.
+const lockWait = 2 * time.Minute
+
+// lock takes the cache's inter-process lock (a lock file beside it), so
+// that a read, a refresh and the write that follows are one step for
+// every mcpgate process of this user.
+func (c Cache) lock(ctx context.Context) (*filelock.Lock, error) {
+	p, err := c.path()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, fmt.Errorf("oauthclient: %w", err)
+	}
+	if err := checkPrivateDir(filepath.Dir(p)); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, lockWait)
+	defer cancel()
+	l, err := filelock.Acquire(ctx, p+".lock")
+	if err != nil {
+		return nil, fmt.Errorf("oauthclient: the token cache is busy (another mcpgate process): %w", err)
+	}
+	return l, nil
 }
 
 // Lookup finds the newest entry for resource.
@@ -137,8 +172,20 @@ func (c Cache) Get(issuer, resource string) (*Entry, error) {
 	return f.Entries[key(issuer, resource)], nil
 }
 
-// Put stores e (replacing the entry of the same issuer and resource).
+// Put stores e (replacing the entry of the same issuer and resource),
+// under the cache's lock: the file is read again, changed and replaced,
+// so that entries other processes stored meanwhile are kept.
 func (c Cache) Put(e *Entry) error {
+	l, err := c.lock(context.Background())
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	return c.put(e)
+}
+
+// put is Put for a caller that holds the lock.
+func (c Cache) put(e *Entry) error {
 	f, p, err := c.load()
 	if err != nil {
 		return err
@@ -157,6 +204,9 @@ func (c Cache) Put(e *Entry) error {
 		return fmt.Errorf("oauthclient: %w", err)
 	}
 	_, werr := tmp.Write(append(b, '\n'))
+	if werr == nil {
+		werr = tmp.Sync()
+	}
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}

@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // ResourceMetadata is the RFC 9728 §2 protected resource metadata.
@@ -244,7 +246,33 @@ func DiscoverServer(ctx context.Context, hc *http.Client, issuer string) (*Serve
 		if m.Issuer != issuer {
 			return nil, fmt.Errorf("%w: %s names %q, not %q", ErrIssuerMismatch, u, m.Issuer, issuer)
 		}
+		if err := m.checkHTTPS(); err != nil {
+			return nil, err
+		}
 		return &m, nil
 	}
 	return nil, fmt.Errorf("oauthclient: no authorization server metadata for %s: %w", issuer, errors.Join(errs...))
+}
+
+// ErrNotHTTPS is returned for an authorization server whose issuer or
+// endpoints are plain http on a host that is not loopback: codes, client
+// secrets and tokens would cross the network in the clear.
+var ErrNotHTTPS = errors.New("oauthclient: the authorization server must use https (http only on a loopback host, for local tests)")
+
+// checkHTTPS holds the issuer and every endpoint a login or a refresh
+// sends to (RFC 6749 §3.1, §3.2; RFC 8414 §2) to https, loopback excepted.
+func (m *ServerMetadata) checkHTTPS() error {
+	for _, e := range []struct{ name, url string }{
+		{"issuer", m.Issuer}, {"authorization_endpoint", m.AuthorizationEndpoint},
+		{"token_endpoint", m.TokenEndpoint}, {"registration_endpoint", m.RegistrationEndpoint},
+	} {
+		if e.url == "" {
+			continue
+		}
+		u, err := url.Parse(e.url)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && auth.IsLoopbackHost(u.Host))) {
+			return fmt.Errorf("%w: its %s is %q", ErrNotHTTPS, e.name, e.url)
+		}
+	}
+	return nil
 }

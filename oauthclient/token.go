@@ -74,35 +74,36 @@ func (s *TokenSource) token(ctx context.Context, force bool) (*oauth2.Token, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	refused := s.entry.AccessToken
+	// fresh is a token we may hand out: valid, and not the one the server
+	// just refused.
+	fresh := func() (*oauth2.Token, bool) {
+		cur := s.entry.Token()
+		return cur, cur.Valid() && (!force || cur.AccessToken != refused)
+	}
 	// Another process (a second bridge, mcpgate token) may have refreshed
 	// since: with rotating refresh tokens, ours is then spent, and the
 	// cache holds the live one.
 	s.reload()
-	cur := s.entry.Token()
-	if cur.Valid() && (!force || cur.AccessToken != refused) {
+	if cur, ok := fresh(); ok {
 		return cur, nil
 	}
-	var err error
-	for try := 0; try < 3; try++ {
-		used := s.entry.RefreshToken
-		if used == "" {
-			return nil, ErrRefresh
-		}
-		var tok *oauth2.Token
-		tok, err = s.refresh(ctx)
-		if err == nil {
-			return tok, nil
-		}
-		// A concurrent refresh elsewhere spent our refresh token first:
-		// take its result from the cache and go on from there.
-		if !errors.Is(err, ErrRefresh) || !s.reload() || s.entry.RefreshToken == used {
-			return nil, err
-		}
-		if cur := s.entry.Token(); cur.Valid() && cur.AccessToken != refused {
-			return cur, nil
-		}
+	// Refresh under the cache's lock, and look at the cache once more
+	// after taking it: a process that held the lock may have refreshed
+	// just now. So one refresh token is spent once, however many
+	// processes found the token expired at the same moment.
+	l, err := s.cache.lock(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	defer l.Unlock()
+	s.reload()
+	if cur, ok := fresh(); ok {
+		return cur, nil
+	}
+	if s.entry.RefreshToken == "" {
+		return nil, ErrRefresh
+	}
+	return s.refresh(ctx)
 }
 
 // reload replaces the entry with the cache's when that is another one;
@@ -116,7 +117,8 @@ func (s *TokenSource) reload() bool {
 	return true
 }
 
-// refresh uses the refresh token and caches the result. The caller holds mu.
+// refresh uses the refresh token and caches the result. The caller holds
+// mu and the cache's lock.
 func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
 	cur := s.entry.Token()
 	cur.Expiry = time.Unix(1, 0) // makes oauth2 refresh
@@ -133,7 +135,7 @@ func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
 	if tok.RefreshToken != "" {
 		e.RefreshToken = tok.RefreshToken // rotated
 	}
-	if err := s.cache.Put(&e); err != nil {
+	if err := s.cache.put(&e); err != nil {
 		return nil, err
 	}
 	s.entry = &e

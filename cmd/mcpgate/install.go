@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -41,17 +42,19 @@ func runInstall(_ context.Context, m *Main, args []string, remove bool) error {
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() {
 		if remove {
-			fmt.Fprintf(m.Stderr, `Usage: mcpgate uninstall --client NAME [--name mcpgate] [--url URL] [--scope user|project] [--dry-run]
+			fmt.Fprintf(m.Stderr, `Usage: mcpgate uninstall --client NAME [--name mcpgate] [--url URL] [--scope user|project] [--force] [--dry-run]
 
-Removes the server entry NAME from the client's configuration file, and
-nothing else; with --url, only if the entry points at that URL. The previous
-contents are kept as FILE.bak.
+Removes the server entry NAME that "mcpgate install" wrote from the
+client's configuration file, and nothing else (an entry it did not write
+only with --force); with --url, only if the entry points at that URL. When
+the file is still as install left it, it is given back byte for byte. The
+previous contents are kept in a new FILE.bak (FILE.bak.1, … when taken).
 
 Clients: %s
 
 `, clientNames())
 		} else {
-			fmt.Fprintf(m.Stderr, `Usage: mcpgate install --client NAME --url URL [--name mcpgate] [--scope user|project] [--bridge] [--dry-run]
+			fmt.Fprintf(m.Stderr, `Usage: mcpgate install --client NAME --url URL [--name mcpgate] [--scope user|project] [--bridge [--ca-file FILE] [--cache FILE]] [--force] [--dry-run]
        mcpgate install --list
 
 Writes an entry for the gateway at URL (its MCP endpoint, https://HOST/mcp)
@@ -60,8 +63,9 @@ that authorize with OAuth themselves get a remote (Streamable HTTP) entry;
 Claude Desktop, and any client with --bridge, gets a stdio entry that runs
 "mcpgate bridge --url URL" (log in first with "mcpgate login --url URL").
 A second run changes nothing; every other setting, server and comment of the
-file is kept; the previous contents are saved as FILE.bak and the file is
-replaced atomically.
+file is kept; an entry of that name that install did not write is replaced
+only with --force; the previous contents are saved in a new FILE.bak
+(FILE.bak.1, … when taken) and the file is replaced atomically.
 
 Clients: %s
 
@@ -75,10 +79,15 @@ Clients: %s
 	scope := fs.String("scope", "user", "user (the user's own file) or project (the file in --project-dir, shared through version control)")
 	projectDir := fs.String("project-dir", "", "the project directory for --scope project (default: the working directory)")
 	dryRun := fs.Bool("dry-run", false, "print the change as a diff and write nothing")
-	var bridge, list *bool
+	force := fs.Bool("force", false, "replace or remove an entry of that name that mcpgate install did not write")
+	var bridge, list, anyPath *bool
+	var caFile, cache *string
 	if !remove {
 		bridge = fs.Bool("bridge", false, "write a stdio entry running mcpgate bridge even for a client that can reach the URL itself")
 		list = fs.Bool("list", false, "list the known clients, whether each is present, and its file")
+		anyPath = fs.Bool("any-path", false, "accept a --url whose path does not end in /mcp")
+		caFile = fs.String("ca-file", "", "for a bridge entry: PEM file of extra CA certificates the bridge trusts (a private-CA gateway)")
+		cache = fs.String("cache", "", "for a bridge entry: the token cache file the bridge uses")
 	}
 	switch err := fs.Parse(args); {
 	case errors.Is(err, pflag.ErrHelp):
@@ -107,7 +116,7 @@ Clients: %s
 		fmt.Fprintf(m.Stderr, "mcpgate %s: --scope must be user or project\n", verb)
 		return errUsage
 	}
-	entry := install.Entry{Name: *name, URL: *gw}
+	entry := install.Entry{Name: *name, URL: *gw, Force: *force}
 	var ch *install.Change
 	if remove {
 		ch, err = install.PlanUninstall(c, env, install.Scope(*scope), entry)
@@ -116,9 +125,23 @@ Clients: %s
 			fmt.Fprintln(m.Stderr, "mcpgate install: --url is required (the gateway's MCP endpoint)")
 			return errUsage
 		}
-		entry.Bridge = *bridge
-		if entry.Command, err = executable(); err != nil {
+		entry.Bridge, entry.AnyPath = *bridge, *anyPath
+		if entry.Command, err = executable(m.Args0); err != nil {
 			return err
+		}
+		for _, f := range []struct{ flag, path string }{{"--ca-file", *caFile}, {"--cache", *cache}} {
+			if f.path == "" {
+				continue
+			}
+			if c.Remote() && !entry.Bridge {
+				fmt.Fprintf(m.Stderr, "mcpgate install: %s is for a bridge entry (--bridge, or Claude Desktop); %s does OAuth itself\n", f.flag, c.Title)
+				return errUsage
+			}
+			abs, err := filepath.Abs(f.path)
+			if err != nil {
+				return fmt.Errorf("mcpgate: %s: %w", f.flag, err)
+			}
+			entry.BridgeArgs = append(entry.BridgeArgs, f.flag, abs)
 		}
 		ch, err = install.Plan(c, env, install.Scope(*scope), entry)
 	}
@@ -138,9 +161,19 @@ Clients: %s
 		if remove {
 			done = "removed"
 		}
-		fmt.Fprintf(m.Stdout, "%s: %s %q in %s (previous contents in %s.bak)\n", c.Title, done, entry.Name, ch.Path, ch.Path)
-		if !remove && (!c.Remote() || entry.Bridge) {
+		fmt.Fprintf(m.Stdout, "%s: %s %q in %s", c.Title, done, *name, ch.Path)
+		if ch.Backup != "" {
+			fmt.Fprintf(m.Stdout, " (previous contents in %s)", ch.Backup)
+		}
+		fmt.Fprintln(m.Stdout)
+		switch {
+		case remove:
+		case !c.Remote() || entry.Bridge:
 			fmt.Fprintf(m.Stdout, "the entry runs mcpgate bridge: log in once with\n  %s login --url %s\n", entry.Command, *gw)
+		case c.Name == "codex":
+			// Codex does not start the OAuth flow on its own when a
+			// server answers 401; its CLI logs in.
+			fmt.Fprintf(m.Stdout, "log in once with\n  codex mcp login %s\n", *name)
 		}
 	}
 	return nil
@@ -170,16 +203,35 @@ func clientEnv(m *Main, projectDir string) (install.Env, error) {
 	return install.Env{Home: home, ProjectDir: abs, GOOS: runtime.GOOS, Getenv: m.Getenv}, nil
 }
 
-// executable is this program's absolute path, which a bridge entry runs.
-func executable() (string, error) {
+// executable is the path a bridge entry runs: the one the user started
+// mcpgate by (arg0, looked up in PATH when it has no directory), not the
+// file a symlink leads to: a package manager's link (Homebrew's
+// /opt/homebrew/bin/mcpgate) stays valid across upgrades, its target
+// does not. It falls back to os.Executable when arg0 does not lead to
+// this very program.
+func executable(arg0 string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("mcpgate: cannot find its own path for the bridge entry: %w", err)
 	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
+	if arg0 == "" {
+		return exe, nil
 	}
-	return exe, nil
+	p := arg0
+	if !strings.ContainsAny(arg0, `/\`) {
+		if p, err = exec.LookPath(arg0); err != nil {
+			return exe, nil
+		}
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return exe, nil
+	}
+	a, errA := os.Stat(p)
+	b, errB := os.Stat(exe)
+	if errA != nil || errB != nil || !os.SameFile(a, b) {
+		return exe, nil
+	}
+	return p, nil
 }
 
 func listClients(m *Main, env install.Env, name string) error {
@@ -190,7 +242,9 @@ func listClients(m *Main, env install.Env, name string) error {
 			present = "yes"
 		}
 		state := "-"
-		if ch, err := install.PlanUninstall(c, env, install.User, install.Entry{Name: name}); err != nil {
+		// Force: --list only looks, and shows an entry of that name
+		// whoever wrote it.
+		if ch, err := install.PlanUninstall(c, env, install.User, install.Entry{Name: name, Force: true}); err != nil {
 			state = "unreadable"
 		} else if ch.Changed() {
 			state = name

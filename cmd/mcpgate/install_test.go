@@ -60,7 +60,7 @@ func TestInstallCommand(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &doc))
-	exe, _ := executable()
+	exe, _ := executable("")
 	assert.Equal(t, exe, doc["mcpServers"]["mcpgate"]["command"])
 	assert.Equal(t, []any{"bridge", "--url", u}, doc["mcpServers"]["mcpgate"]["args"])
 
@@ -68,9 +68,8 @@ func TestInstallCommand(t *testing.T) {
 	require.Error(t, err, "an entry for another URL is not ours to remove")
 	_, _, err = runWithEnv(t, env, "uninstall", "--client", "cursor")
 	require.NoError(t, err)
-	b, err = os.ReadFile(filepath.Join(home, ".cursor", "mcp.json"))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"mcpServers": {}}`, string(b))
+	_, err = os.Stat(filepath.Join(home, ".cursor", "mcp.json"))
+	require.ErrorIs(t, err, os.ErrNotExist, "install made the file; uninstall gives back no file")
 
 	for _, bad := range [][]string{
 		{"install", "--client", "emacs", "--url", u},
@@ -83,7 +82,59 @@ func TestInstallCommand(t *testing.T) {
 	}
 	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", "ftp://x/mcp")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not an http(s) URL")
+	assert.Contains(t, err.Error(), "not an absolute http(s) URL")
+}
+
+// The bridge entry runs mcpgate by the path the user started it by (a
+// package manager's symlink), not the file the link leads to, and carries
+// --ca-file and --cache; a Codex user is told how Codex logs in.
+func TestInstallBridgeEntry(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
+	const u = "https://mcp.example.com/mcp"
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "bin")
+	require.NoError(t, os.Mkdir(bin, 0o700))
+	link := filepath.Join(bin, "mcpgate")
+	require.NoError(t, os.Symlink(exe, link))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	var out, errb bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }, Args0: "mcpgate"}
+	require.NoError(t, m.Run(context.Background(), []string{"install", "--client", "claude-desktop", "--url", u,
+		"--ca-file", "ca.pem", "--cache", filepath.Join(home, "tokens.json")}), errb.String())
+	require.NoError(t, m.Close())
+	var doc map[string]map[string]map[string]any
+	b, err := os.ReadFile(filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &doc))
+	assert.Equal(t, link, doc["mcpServers"]["mcpgate"]["command"], "the link, not its target")
+	wd, _ := os.Getwd()
+	assert.Equal(t, []any{"bridge", "--url", u, "--ca-file", filepath.Join(wd, "ca.pem"), "--cache", filepath.Join(home, "tokens.json")},
+		doc["mcpServers"]["mcpgate"]["args"])
+	assert.NotContains(t, out.String(), ".bak", "no backup of a file that did not exist is announced")
+
+	// A server of that name the user wrote: listed, not taken over.
+	cursor := filepath.Join(home, ".cursor", "mcp.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(cursor), 0o700))
+	require.NoError(t, os.WriteFile(cursor, []byte(`{"mcpServers":{"mcpgate":{"command":"my-own"}}}`), 0o600))
+	list, _, err := runWithEnv(t, env, "install", "--list")
+	require.NoError(t, err)
+	assert.Regexp(t, `cursor\s+yes\s+mcpgate`, list)
+	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", u)
+	require.ErrorContains(t, err, "--force")
+	_, _, err = runWithEnv(t, env, "uninstall", "--client", "cursor")
+	require.ErrorContains(t, err, "--force")
+	_, _, err = runWithEnv(t, env, "install", "--client", "cursor", "--url", u, "--force")
+	require.NoError(t, err)
+
+	_, errOut, err := runWithEnv(t, env, "install", "--client", "cursor", "--url", u, "--ca-file", "ca.pem")
+	assert.ErrorIs(t, err, errUsage, "a remote entry takes no --ca-file: %s", errOut)
+
+	out2, _, err := runWithEnv(t, env, "install", "--client", "codex", "--url", u)
+	require.NoError(t, err)
+	assert.Contains(t, out2, "codex mcp login mcpgate")
 }
 
 func TestDoctorConfigCommand(t *testing.T) {

@@ -26,6 +26,10 @@ type Main struct {
 	// OpenBrowser sends the user to a login page; nil starts the system
 	// browser (tests follow the redirect with an HTTP client instead).
 	OpenBrowser func(url string) error
+	// Args0 is the name the program was started by (os.Args[0]): the
+	// command a bridge entry of install runs, as the user's PATH finds it.
+	// "" means os.Executable.
+	Args0 string
 }
 
 // errUsage marks a command-line mistake; the usage text has been printed.
@@ -99,7 +103,7 @@ func main() {
 		<-sig
 		close(hurry)
 	}()
-	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Hurry: hurry}
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Hurry: hurry, Args0: os.Args[0]}
 	err := m.Run(ctx, os.Args[1:])
 	signal.Stop(sig)
 	cancel()

@@ -1,0 +1,68 @@
+// Package filelock serializes processes of one user around a shared file
+// (the token cache, an MCP client's configuration): an exclusive lock on a
+// lock file next to it, held by the kernel (flock on Unix, LockFileEx on
+// Windows). The kernel drops a lock when its process ends, however it
+// ends, so there is no stale lock to detect or break.
+package filelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// errBusy is what tryLock returns while another holder has the lock.
+var errBusy = errors.New("filelock: held by another process")
+
+// Lock is a held lock; Unlock releases it.
+type Lock struct {
+	f *os.File
+}
+
+// Acquire takes the exclusive lock on path (creating the file, mode
+// 0600, and its directory, 0700, when missing), waiting while another
+// process or handle holds it, until ctx ends. The lock file is left in
+// place: removing it would let a waiter lock a file nobody else sees.
+func Acquire(ctx context.Context, path string) (*Lock, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("filelock: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("filelock: %w", err)
+	}
+	wait := time.Millisecond
+	for {
+		err := tryLock(f)
+		if err == nil {
+			return &Lock{f: f}, nil
+		}
+		if !errors.Is(err, errBusy) {
+			f.Close()
+			return nil, fmt.Errorf("filelock: locking %s: %w", path, err)
+		}
+		// Polling keeps the wait cancellable on every platform; a holder
+		// keeps the lock for one file edit or one token refresh.
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, fmt.Errorf("filelock: waiting for %s: %w", path, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() error {
+	err := unlock(l.f)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
