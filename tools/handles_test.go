@@ -457,13 +457,14 @@ INSERT INTO notes (owner, body) VALUES ('mcp_hcarol', 'c1'), ('mcp_hdave', 'd1')
 		dbtest.ExecNoFail(super, "CREATE ROLE "+role)
 		dbtest.Exec(t, dsn, "GRANT SELECT, INSERT ON notes TO "+role)
 	}
+	dbtest.JoinUserGroup(t, "mcp_hcarol", "mcp_hdave")
 	t.Cleanup(func() {
 		for _, role := range []string{"mcp_hcarol", "mcp_hdave"} {
 			dbtest.ExecNoFail(dsn, "DROP OWNED BY "+role)
 			dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
 		}
 	})
-	cfg := db.Config{Driver: db.Postgres, DSN: dsn, SetRole: true}
+	cfg := db.Config{Driver: db.Postgres, DSN: dsn, SetRole: true, UserRoleMemberOf: dbtest.UserGroup}
 	cs := perUserWorkerAs(t, cfg, "mcp_hcarol", "u-c4201", false, tools.TransactionOptions{})
 	const who = "SELECT current_user, (SELECT count(*) FROM notes)"
 	row := func(args map[string]any) []any {

@@ -54,10 +54,13 @@ func (e Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
 func (Engine) OpenAs(cfg db.Config, user string, readOnly bool) (*sql.DB, error) {
 	dsn := cfg.DSN
 	if cfg.ConnectAsUser {
-		if err := checkRoleName(user); err != nil {
+		login, err := dsnUser(cfg.DSN)
+		if err != nil {
 			return nil, err
 		}
-		var err error
+		if err := checkUserName(cfg, user, login); err != nil {
+			return nil, err
+		}
 		if dsn, err = asUser(dsn, user); err != nil {
 			return nil, err
 		}
@@ -132,8 +135,21 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 	if readOnly {
 		stmts = append(stmts, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 	}
-	if cfg.SetRole {
-		if err := checkRoleName(user); err != nil {
+	switch {
+	case cfg.ConnectAsUser:
+		login, err := dsnUser(cfg.DSN)
+		if err != nil {
+			return err
+		}
+		if err := checkUserRole(ctx, c, cfg, user, login); err != nil {
+			return err
+		}
+	case cfg.SetRole:
+		var login string
+		if err := c.QueryRowContext(ctx, "SELECT session_user").Scan(&login); err != nil {
+			return fmt.Errorf("postgres: set up the session: %w", err)
+		}
+		if err := checkUserRole(ctx, c, cfg, user, login); err != nil {
 			return err
 		}
 		stmts = append(stmts, "SET ROLE "+pgx.Identifier{user}.Sanitize())

@@ -50,7 +50,7 @@ func TestReadOnlyByTheDatabase(t *testing.T) {
 
 func TestRoleMustExist(t *testing.T) {
 	cfg := dbtest.Config(t, db.Postgres)
-	cfg.SetRole = true
+	cfg.SetRole, cfg.UserRoleMemberOf = true, dbtest.UserGroup
 	_, err := db.Open(t.Context(), postgres.Engine{}, cfg, `no "such" role`, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `cannot run as a database role`)
