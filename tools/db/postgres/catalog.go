@@ -368,20 +368,29 @@ UNION ALL SELECT pg_catalog.pg_get_triggerdef(oid) OPERATOR(pg_catalog.||) ';' F
 }
 
 // Definitions lists views (their SELECT), triggers and routines
-// (pg_get_functiondef) in the user's schemas.
-func (Engine) Definitions(ctx context.Context, q db.Querier) ([]db.Definition, error) {
+// (pg_get_functiondef) in the user's schemas that pass f. The search and
+// the cuts run in the server (strpos, substr), so that a planted routine
+// with a source of many MB never crosses the wire whole: a row over the
+// worker's row bound would fail the tool for everyone, and every source
+// read at once would take the worker's memory.
+func (Engine) Definitions(ctx context.Context, q db.Querier, f db.DefinitionFilter) ([]db.Definition, error) {
 	return ownRows(ctx, q, func(r *sql.Rows) (d db.Definition, err error) {
-		return d, r.Scan(&d.Schema, &d.Name, &d.Type, &d.Table, &d.Signature, &d.Source)
+		return d, r.Scan(&d.Schema, &d.Name, &d.Type, &d.Table, &d.Signature, &d.Source, &d.Length, &d.Excerpt)
 	}, `
-SELECT n.nspname, c.relname, 'view', '', '', pg_catalog.pg_get_viewdef(c.oid, true)
-FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE c.relkind`+eq+`ANY ('{v,m}') AND `+userSchema+`
-UNION ALL
-SELECT n.nspname, t.tgname, 'trigger', c.relname, '', pg_catalog.pg_get_triggerdef(t.oid, true)
-FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid`+eq+`t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE NOT t.tgisinternal AND `+userSchema+`
-UNION ALL
-SELECT n.nspname, p.proname, CASE WHEN p.prokind`+eq+`'p' THEN 'procedure' ELSE 'function' END, '', pg_catalog.pg_get_function_identity_arguments(p.oid), pg_catalog.pg_get_functiondef(p.oid)
-FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`p.pronamespace WHERE p.prokind`+eq+`ANY ('{f,p}') AND `+userSchema+`
-ORDER BY 1, 3, 2`)
+SELECT s, name, typ, tbl, sig, substr(src, 1, $1::int4), length(src),
+       CASE WHEN $2::text`+eq+`'' THEN '' ELSE substr(src, greatest(1, p OPERATOR(pg_catalog.-) $3::int4), 2 OPERATOR(pg_catalog.*) $3::int4 OPERATOR(pg_catalog.+) length($2::text)) END
+FROM (SELECT d.*, CASE WHEN $2::text`+eq+`'' THEN 0 ELSE strpos(lower(d.src), lower($2::text)) END AS p FROM (
+  SELECT n.nspname::text AS s, c.relname::text AS name, 'view'::text AS typ, ''::text AS tbl, ''::text AS sig, pg_get_viewdef(c.oid, true) AS src
+  FROM pg_class c JOIN pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE c.relkind`+eq+`ANY ('{v,m}') AND `+userSchema+`
+  UNION ALL
+  SELECT n.nspname::text, t.tgname::text, 'trigger', c.relname::text, '', pg_get_triggerdef(t.oid, true)
+  FROM pg_trigger t JOIN pg_class c ON c.oid`+eq+`t.tgrelid JOIN pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE NOT t.tgisinternal AND `+userSchema+`
+  UNION ALL
+  SELECT n.nspname::text, p.proname::text, CASE WHEN p.prokind`+eq+`'p' THEN 'procedure' ELSE 'function' END, '', pg_get_function_identity_arguments(p.oid), pg_get_functiondef(p.oid)
+  FROM pg_proc p JOIN pg_namespace n ON n.oid`+eq+`p.pronamespace WHERE p.prokind`+eq+`ANY ('{f,p}') AND `+userSchema+`
+) d WHERE ($4::text`+eq+`'' OR d.s`+eq+`$4::text) AND ($5::text`+eq+`'' OR lower(d.name)`+eq+`lower($5::text))) x
+WHERE $2::text`+eq+`'' OR p OPERATOR(pg_catalog.>) 0
+ORDER BY 1, 3, 2`, db.MaxSourceChars, f.Contains, db.ExcerptChars, f.Schema, f.Name)
 }
 
 // Columns lists every column of every table and view in the user's schemas.
