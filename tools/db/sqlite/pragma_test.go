@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/tools/db"
@@ -62,4 +63,19 @@ func TestClientPragmaAllowlist(t *testing.T) {
 		assert.Equal(t, db.KindReadOnly, kindOf(t, dbtest.Run(ctx, ro, p)), p)
 	}
 	assert.Equal(t, db.KindRefused, kindOf(t, dbtest.Run(ctx, ro, "PRAGMA wal_checkpoint")))
+}
+
+// TestTempStoreInMemory (hostile, read-only): a DISTINCT over more large
+// values than the heap bound holds would spill to temp files, which SQLite
+// does not bound, and fill the disk. Temporary storage is in memory and
+// counted against the heap bound, so the statement fails (kind refused,
+// SQLITE_NOMEM) instead; the session goes on.
+func TestTempStoreInMemory(t *testing.T) {
+	s := open(t, dbtest.Config(t, db.SQLite), true)
+	assert.Equal(t, 2, scalar(t, s, "PRAGMA temp_store"), "MEMORY")
+	err := read(t.Context(), s, fmt.Sprintf(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %d)
+SELECT count(*) FROM (SELECT DISTINCT randomblob(1000000) FROM c)`, db.MaxRowBytes>>20+16))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "memory bound")
+	assert.Equal(t, 3, scalar(t, s, "SELECT count(*) FROM customers"))
 }
