@@ -383,10 +383,15 @@ func (x *Transactions) take(ctx context.Context) (*db.Session, error) {
 	return x.opts.Open(ctx)
 }
 
-// put ends a handle-less call: its connection rolls back whatever is left
-// and goes back to the idle pool, or is closed when the pool is full.
+// put ends a handle-less call, or the last call of an ended handle: its
+// connection rolls back whatever is left and goes back to the idle pool, or
+// is closed when the pool is full. A connection that committed is closed
+// too: what a statement set on it (TEMP tables, WITH HOLD cursors,
+// search_path, statement_timeout) outlives the commit, and the user's next
+// call must start from the connection Open makes (on SQLite, which has no
+// DISCARD ALL, closing is the only reset).
 func (x *Transactions) put(s *db.Session) {
-	closed := s.Closed()
+	closed := s.Closed() || s.Committed()
 	x.mu.Lock()
 	keep := !closed && !x.closed && len(x.idle) < x.opts.MaxIdle
 	if keep {

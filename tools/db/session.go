@@ -29,7 +29,9 @@ type Session struct {
 	began   time.Time
 	mark    any
 	closed  bool
-	dbName  string // DatabaseName's answer, read once: a connection's database does not change
+	// committed: a transaction was committed (Committed).
+	committed bool
+	dbName    string // DatabaseName's answer, read once: a connection's database does not change
 }
 
 // Open connects a session for user and begins its transaction.

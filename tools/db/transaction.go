@@ -193,11 +193,22 @@ func (s *Session) restart(ctx context.Context, stmt string) error {
 		e := classify(s.eng, sctx, err)
 		return s.fail(e)
 	}
+	s.committed = s.committed || stmt == "COMMIT"
 	if err := s.begin(sctx); err != nil {
 		s.abortAndClose()
 		return &Error{Kind: KindOther, Message: ErrClosed.Error(), Err: err}
 	}
 	return nil
+}
+
+// Committed reports whether the session has committed a transaction.
+// Connection state a statement sets (a TEMP table, a WITH HOLD cursor, a
+// SET) outlives a commit, where a rollback undoes it, so a connection that
+// has committed is not as Open left it.
+func (s *Session) Committed() bool {
+	s.lock <- struct{}{}
+	defer s.release()
+	return s.committed
 }
 
 // CommitAfter runs fn as Do does and commits when it succeeds, as one step
