@@ -310,3 +310,27 @@ GRANT mcp_ur_ok TO mcp_ur_login`)
 		})
 	}
 }
+
+// TestTempFileLimitPostgres (hostile, read-only): a query whose sort spills
+// to temp files is bounded by temp_file_limit. The operator's limit on the
+// database holds and no user role can raise it; where the server sets none
+// and the login may set it, the session sets one.
+func TestTempFileLimitPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cs := session(t, cfg, "ada", true) // the superuser login: may set it
+	_, sc := callOK(t, cs, "query", map[string]any{"sql": "SHOW temp_file_limit"})
+	assert.Equal(t, []any{[]any{"1GB"}}, sc["rows"], "the session set a limit")
+
+	dbtest.Exec(t, cfg.DSN, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET temp_file_limit = %L', current_database(), '1MB'); END $$")
+	pgRoles(t, cfg.DSN, "mcp_tf_user")
+	as := cfg
+	as.ConnectAsUser, as.UserRoleMemberOf = true, dbtest.UserGroup
+	ro := session(t, as, "mcp_tf_user", true)
+	kind, msg := callErr(t, ro, "query", map[string]any{"sql": "SELECT set_config('temp_file_limit', '-1', false)"})
+	assert.Equal(t, "refused", kind, msg)
+	spill := "SELECT set_config('work_mem', '64kB', true), count(*) FROM (SELECT g FROM generate_series(1, 500000) g ORDER BY g DESC) s"
+	kind, msg = callErr(t, ro, "query", map[string]any{"sql": spill})
+	assert.Equal(t, "sqlError", kind, msg)
+	assert.Contains(t, msg, "temp_file_limit")
+	callOK(t, ro, "status", nil)
+}
