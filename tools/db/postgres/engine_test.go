@@ -137,3 +137,20 @@ func TestSideEffect(t *testing.T) {
 		assert.Equal(t, want, postgres.SideEffect(q), q)
 	}
 }
+
+// TestHugeCommentBounded (hostile): a table's owner makes its comments as
+// large as the server allows; describe_table reads them cut in the server.
+func TestHugeCommentBounded(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	dbtest.Exec(t, cfg.DSN, "DO $$ BEGIN EXECUTE format('COMMENT ON TABLE customers IS %L', repeat('c', 3000000)); EXECUTE format('COMMENT ON COLUMN customers.name IS %L', repeat('n', 3000000)); END $$")
+	s := open(t, cfg, "ada", true)
+	var tb *db.Table
+	require.NoError(t, s.Do(t.Context(), func(ctx context.Context, q db.Querier) (err error) {
+		tb, err = postgres.Engine{}.Table(ctx, q, "", "customers")
+		return err
+	}))
+	assert.Len(t, tb.Comment, db.MaxSourceChars)
+	for _, c := range tb.Columns {
+		assert.LessOrEqual(t, len(c.Comment), db.MaxSourceChars)
+	}
+}
