@@ -53,10 +53,15 @@ func ownRows[T any](ctx context.Context, q db.Querier, scan func(*sql.Rows) (T, 
 	return out, err
 }
 
-// maxComment bounds a comment the catalog reads (db.MaxSourceChars), in
-// the server: the owner of a table can make its comments as large as the
+// cutText is the SQL for the text expr cut in the server at
+// db.MaxSourceChars characters, ending then in a note with its true
+// length: the owner of a table can make its comments as large as the
 // server allows, and another user's describe_table reads them.
-var maxComment = strconv.Itoa(db.MaxSourceChars)
+func cutText(expr string) string {
+	n := strconv.Itoa(db.MaxSourceChars)
+	return "CASE WHEN pg_catalog.length(" + expr + ") OPERATOR(pg_catalog.>) " + n + " THEN pg_catalog.substr(" + expr + ", 1, " + n +
+		") OPERATOR(pg_catalog.||) '… [cut at " + n + " of ' OPERATOR(pg_catalog.||) pg_catalog.length(" + expr + ")::pg_catalog.text OPERATOR(pg_catalog.||) ' characters]' ELSE " + expr + " END"
+}
 
 // eq is PostgreSQL's equality operator, whatever search_path says.
 const eq = " OPERATOR(pg_catalog.=) "
@@ -139,7 +144,7 @@ ORDER BY 1, 3, 2`
 // exact spelling, else the one case-insensitive match. It runs under own.
 func relation(ctx context.Context, q db.Querier, sc, name string) (oid uint32, canon, kind string, estimate float64, comment string, err error) {
 	var com *string
-	find := `SELECT c.oid, c.relname, c.relkind, c.reltuples, pg_catalog.substr(pg_catalog.obj_description(c.oid, 'pg_class'), 1, ` + maxComment + `)
+	find := `SELECT c.oid, c.relname, c.relkind, c.reltuples, ` + cutText("pg_catalog.obj_description(c.oid, 'pg_class')") + `
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid` + eq + `c.relnamespace
 WHERE n.nspname` + eq + `$1 AND c.relkind` + eq + `ANY ('{r,p,v,m,f}') AND `
 	err = q.QueryRowContext(ctx, find+"c.relname"+eq+"$2", sc, name).Scan(&oid, &canon, &kind, &estimate, &com)
@@ -217,7 +222,7 @@ func table(ctx context.Context, q db.Querier, sc, name string) (*db.Table, uint3
 JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`$1 AND a.attnum`+eq+`u.attnum WHERE k.conrelid`+eq+`$1 AND k.contype`+eq+`'p' ORDER BY u.ord`, oid); err != nil {
 		return nil, 0, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid), COALESCE(pg_catalog.substr(pg_catalog.col_description(a.attrelid, a.attnum), 1, `+maxComment+`), '')
+	rows, err := q.QueryContext(ctx, `SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid), COALESCE(`+cutText("pg_catalog.col_description(a.attrelid, a.attnum)")+`, '')
 FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid`+eq+`a.attrelid AND d.adnum`+eq+`a.attnum
 WHERE a.attrelid`+eq+`$1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped ORDER BY a.attnum`, oid)
 	if err != nil {
