@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
@@ -71,7 +72,9 @@ func TestClientPragmaAllowlist(t *testing.T) {
 // counted against the heap bound, so the statement fails (kind refused,
 // SQLITE_NOMEM) instead; the session goes on.
 func TestTempStoreInMemory(t *testing.T) {
-	s := open(t, dbtest.Config(t, db.SQLite), true)
+	cfg := dbtest.Config(t, db.SQLite)
+	cfg.StatementTimeout = 10 * time.Minute // 144 MB through SQLite is slow under -race
+	s := open(t, cfg, true)
 	assert.Equal(t, 2, scalar(t, s, "PRAGMA temp_store"), "MEMORY")
 	err := read(t.Context(), s, fmt.Sprintf(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %d)
 SELECT count(*) FROM (SELECT DISTINCT randomblob(16) || zeroblob(1000000) FROM c)`, db.MaxRowBytes>>20+16))
