@@ -166,6 +166,7 @@ database:
   driver: postgres
   dsn: postgres://mcp@db.example.com/mcp
   set_role: true
+  user_role_member_of: mcp_users
   statement_timeout: 5s
 auth:
   issuer: https://kc.example.com/realms/mcp
@@ -218,7 +219,7 @@ func TestLoadFile(t *testing.T) {
 		},
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
-			SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows,
+			SetRole: true, UserRoleMemberOf: "mcp_users", StatementTimeout: 5 * time.Second, LockTimeout: DefaultLockTimeout, MaxRows: DefaultMaxRows,
 			ChecksTimeout: DefaultChecksTimeout,
 			// The transaction idle timeout follows session_idle_timeout.
 			MaxTransactions: DefaultMaxTransactions, TransactionIdleTimeout: 10 * time.Minute,
@@ -520,7 +521,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 87)
+	assert.Len(t, keys, 88)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -118,11 +118,11 @@ func TestValidateAcceptsGoodConfigs(t *testing.T) {
 		}},
 		{"worker found in PATH", func(c *Config) { c.Worker.Command = []string{"sh", "-c", "true"} }},
 		{"postgres url", func(c *Config) {
-			c.Database = Database{Driver: "postgres", DSN: "postgresql://u@h/db?sslmode=disable", SetRole: true}
+			c.Database = Database{Driver: "postgres", DSN: "postgresql://u@h/db?sslmode=disable", SetRole: true, UserRoleMemberOf: "mcp_users"}
 		}},
 		{"postgres key=value", func(c *Config) { c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp"} }},
 		{"postgres connect as user", func(c *Config) {
-			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", ConnectAsUser: true}
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", ConnectAsUser: true, UserRoleMemberOf: "mcp_users"}
 		}},
 		{"allowed origins", func(c *Config) {
 			c.Server.AllowedOrigins = []string{"https://app.example.com", "app2.example.com:8443", "http://[::1]:3000/"}
@@ -232,8 +232,20 @@ func TestValidateProblems(t *testing.T) {
 		{"dsn with sqlite", func(c *Config) { c.Database.DSN = "postgres://x" }, "database.dsn", "database.driver is sqlite"},
 		{"set_role with sqlite", func(c *Config) { c.Database.SetRole = true }, "database.set_role", "needs database.driver: postgres"},
 		{"connect_as_user with sqlite", func(c *Config) { c.Database.ConnectAsUser = true }, "database.connect_as_user", "needs database.driver: postgres"},
+		{"connect_as_user without user_role_member_of", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", ConnectAsUser: true}
+		}, "database.user_role_member_of", "is required with database.set_role or database.connect_as_user"},
+		{"set_role without user_role_member_of", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", SetRole: true}
+		}, "database.user_role_member_of", "is required"},
+		{"user_role_member_of alone", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", UserRoleMemberOf: "mcp_users"}
+		}, "database.user_role_member_of", "neither database.set_role nor database.connect_as_user"},
+		{"user_role_member_of too long", func(c *Config) {
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", SetRole: true, UserRoleMemberOf: strings.Repeat("r", 64)}
+		}, "database.user_role_member_of", "cannot be a PostgreSQL role name"},
 		{"connect_as_user with set_role", func(c *Config) {
-			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", SetRole: true, ConnectAsUser: true}
+			c.Database = Database{Driver: "postgres", DSN: "host=/run/pg dbname=mcp", SetRole: true, ConnectAsUser: true, UserRoleMemberOf: "mcp_users"}
 		}, "database.connect_as_user", "are exclusive"},
 		{"negative statement timeout", func(c *Config) { c.Database.StatementTimeout = -1 }, "database.statement_timeout", "is negative"},
 		{"negative pool size", func(c *Config) { c.Worker.PoolSize = -1 }, "worker.pool_size", "outside 0 (off) to 256"},

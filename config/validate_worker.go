@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 func (c *Config) validateWorker(v *validator) {
@@ -128,6 +129,14 @@ func (c *Config) validateDatabase(v *validator) {
 		}
 	default:
 		v.add("database.driver", "%q is not a driver; use sqlite or postgres", d.Driver)
+	}
+	switch r := d.UserRoleMemberOf; {
+	case d.Driver == "postgres" && (d.SetRole || d.ConnectAsUser) && r == "":
+		v.add("database.user_role_member_of", "is required with database.set_role or database.connect_as_user: name the role every user's role is a member of (CREATE ROLE mcp_users NOLOGIN; GRANT mcp_users TO alice), so that a user id naming any other role (postgres, the login role) is refused")
+	case r != "" && d.Driver == "postgres" && !d.SetRole && !d.ConnectAsUser:
+		v.add("database.user_role_member_of", "is set but neither database.set_role nor database.connect_as_user is; remove it or turn one on")
+	case len(r) > 63 || strings.IndexFunc(r, unicode.IsControl) >= 0 || !utf8.ValidString(r):
+		v.add("database.user_role_member_of", "%q cannot be a PostgreSQL role name (at most 63 bytes, no control characters)", r)
 	}
 	if d.SetRole && d.ConnectAsUser {
 		v.add("database.connect_as_user", "and database.set_role are exclusive: a worker logged in as its user has no other role to set; keep connect_as_user")

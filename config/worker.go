@@ -91,6 +91,12 @@ type Database struct {
 	// comes from client certificates, pg_hba peer/trust or PGPASSFILE), so
 	// the database enforces per-user rights against any SQL.
 	ConnectAsUser bool `mapstructure:"connect_as_user"`
+	// UserRoleMemberOf names the PostgreSQL role every user's role must be
+	// a member of; required with SetRole or ConnectAsUser. A worker refuses
+	// at session start a user id whose role is not a member of it, or is
+	// privileged (superuser, BYPASSRLS, CREATEROLE, REPLICATION, a member
+	// of a predefined pg_ role or of such a role) or is the login role.
+	UserRoleMemberOf string `mapstructure:"user_role_member_of"`
 	// StatementTimeout bounds one SQL statement. Default 30s.
 	StatementTimeout time.Duration `mapstructure:"statement_timeout"`
 	// LockTimeout bounds the wait for another session's lock (SQLite's

@@ -236,7 +236,7 @@ func definition(ctx context.Context, env *Env, typ, schema, name string) ([]db.D
 				return err
 			}
 		}
-		defs, err := cat.Definitions(ctx, q)
+		defs, err := cat.Definitions(ctx, q, db.DefinitionFilter{Schema: schema, Name: name})
 		if err != nil {
 			return err
 		}
@@ -281,7 +281,16 @@ func getViewDefinition(ctx context.Context, env *Env, a Args) (*Result, error) {
 		return nil, err
 	}
 	d := defs[0]
-	return &Result{Text: d.Source, Structured: d}, nil
+	return &Result{Text: sourceText(d), Structured: d}, nil
+}
+
+// sourceText is a definition's source, with a note when the database cut
+// it (db.MaxSourceChars).
+func sourceText(d db.Definition) string {
+	if !d.Truncated() {
+		return d.Source
+	}
+	return fmt.Sprintf("%s\n… [source cut at %d of %d characters]", d.Source, db.MaxSourceChars, d.Length)
 }
 
 func getRoutineSource(ctx context.Context, env *Env, a Args) (*Result, error) {
@@ -291,7 +300,7 @@ func getRoutineSource(ctx context.Context, env *Env, a Args) (*Result, error) {
 	}
 	parts := make([]string, len(defs))
 	for i, d := range defs {
-		parts[i] = d.Source
+		parts[i] = sourceText(d)
 	}
 	return &Result{Text: strings.Join(parts, "\n\n"), Structured: map[string]any{"routines": defs}}, nil
 }

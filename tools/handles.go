@@ -423,14 +423,18 @@ func (x *Transactions) take(ctx context.Context) (*db.Session, error) {
 	return x.session(ctx)
 }
 
-// put ends a handle-less call or a handle: its session rolls back whatever
-// is left, so that no transaction waits in the idle pool, and goes back
-// there, or is closed when the pool is full.
+// put ends a handle-less call, or the last call of an ended handle: its
+// session rolls back whatever is left, so that no transaction waits in the
+// idle pool, and goes back there, or is closed when the pool is full. A
+// connection that committed is closed too: what a statement set on it (TEMP
+// tables, WITH HOLD cursors, search_path, statement_timeout) outlives the
+// commit, and the user's next call must start from the connection Open
+// makes (on SQLite, which has no DISCARD ALL, closing is the only reset).
 func (x *Transactions) put(s *db.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s.HoldWhileIdle(false)
-	closed := s.Closed() || s.Abort(ctx) != nil
+	closed := s.Closed() || s.Committed() || s.Abort(ctx) != nil
 	x.mu.Lock()
 	keep := !closed && !x.closed && len(x.idle) < x.opts.MaxIdle
 	if keep {

@@ -459,13 +459,14 @@ INSERT INTO notes (owner, body) VALUES ('mcp_hcarol', 'c1'), ('mcp_hdave', 'd1')
 		dbtest.ExecNoFail(super, "CREATE ROLE "+role)
 		dbtest.Exec(t, dsn, "GRANT SELECT, INSERT ON notes TO "+role)
 	}
+	dbtest.JoinUserGroup(t, "mcp_hcarol", "mcp_hdave")
 	t.Cleanup(func() {
 		for _, role := range []string{"mcp_hcarol", "mcp_hdave"} {
 			dbtest.ExecNoFail(dsn, "DROP OWNED BY "+role)
 			dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
 		}
 	})
-	cfg := db.Config{Driver: db.Postgres, DSN: dsn, SetRole: true}
+	cfg := db.Config{Driver: db.Postgres, DSN: dsn, SetRole: true, UserRoleMemberOf: dbtest.UserGroup}
 	cs := perUserWorkerAs(t, cfg, "mcp_hcarol", "u-c4201", false, tools.TransactionOptions{})
 	const who = "SELECT current_user, (SELECT count(*) FROM notes)"
 	row := func(args map[string]any) []any {
@@ -503,6 +504,47 @@ func TestExpiredHandleReleasesLocks(t *testing.T) {
 			callOK(t, cs, "execute_sql", map[string]any{"sql": "UPDATE customers SET name = 'free' WHERE id = 1"})
 			kind, _ := callErr(t, cs, "status", map[string]any{"transaction": h})
 			assert.Equal(t, "handleExpired", kind)
+		})
+	}
+}
+
+// TestHandleStateDoesNotLeak (hostile): what a committed transaction left
+// on its connection (a TEMP table; on PostgreSQL also a WITH HOLD cursor,
+// search_path and statement_timeout = 0) is gone in the user's next calls,
+// with a handle or without one: a connection that committed is closed, not
+// pooled.
+func TestHandleStateDoesNotLeak(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cfg := dbtest.Config(t, engine)
+			cs := perUserWorker(t, cfg, "u-c4202", false, tools.TransactionOptions{})
+			plant := []string{"CREATE TEMP TABLE leak (x int)"}
+			if engine == db.Postgres {
+				plant = append(plant, "DECLARE leaky CURSOR WITH HOLD FOR SELECT 1", "SET search_path = pg_catalog", "SET statement_timeout = 0")
+			}
+			check := func(t *testing.T) {
+				for range 6 { // more calls than the idle pool holds
+					kind, msg := callErr(t, cs, "query", map[string]any{"sql": "SELECT count(*) FROM leak"})
+					assert.Contains(t, []string{"notFound", "sqlError"}, kind, msg)
+					assert.Regexp(t, `no such table|does not exist`, msg)
+					if engine == db.Postgres {
+						_, sc := callOK(t, cs, "query", map[string]any{"sql": "SELECT current_setting('search_path'), current_setting('statement_timeout'), (SELECT count(*) FROM pg_cursors WHERE name = 'leaky')"})
+						assert.Equal(t, []any{[]any{`"$user", public`, "30s", float64(0)}}, sc["rows"])
+					}
+				}
+			}
+			t.Run("handle", func(t *testing.T) {
+				h := begin(t, cs)
+				for _, p := range plant {
+					callOK(t, cs, "execute_sql", in(h, map[string]any{"sql": p}))
+				}
+				callOK(t, cs, "commit", in(h, nil))
+				check(t)
+			})
+			t.Run("no handle", func(t *testing.T) {
+				callOK(t, cs, "execute_sql", map[string]any{"sql": strings.Join(plant, "; ")})
+				check(t)
+			})
 		})
 	}
 }

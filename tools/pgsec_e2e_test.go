@@ -2,6 +2,8 @@ package tools_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ func pgRoles(t *testing.T, dsn string, roles ...string) {
 		dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
 		dbtest.Exec(t, super, "CREATE ROLE "+role+" LOGIN")
 	}
+	dbtest.JoinUserGroup(t, roles...)
 	t.Cleanup(func() {
 		for _, role := range roles {
 			dbtest.ExecNoFail(dsn, "DROP OWNED BY "+role+" CASCADE")
@@ -45,7 +48,7 @@ func TestSearchPathHijackPostgres(t *testing.T) {
 CREATE TABLE public.vic_t (secret text); INSERT INTO public.vic_t VALUES ('the victim''s secret');
 ALTER TABLE public.vic_t OWNER TO mcp_hj_vic`)
 	as := cfg
-	as.ConnectAsUser = true
+	as.ConnectAsUser, as.UserRoleMemberOf = true, dbtest.UserGroup
 	eve := session(t, as, "mcp_hj_eve", false)
 	// Each planted function copies what the victim can read into eve's
 	// table and grants eve the victim's table, when the transaction lets
@@ -246,7 +249,7 @@ func TestNonTransactionalSideEffectsPostgres(t *testing.T) {
 		dbtest.Exec(t, cfg.DSN, `REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text), pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
 GRANT CREATE ON SCHEMA public TO mcp_ntx_eve`)
 		as := cfg
-		as.ConnectAsUser = true
+		as.ConnectAsUser, as.UserRoleMemberOf = true, dbtest.UserGroup
 		eve := session(t, as, "mcp_ntx_eve", false)
 		callOK(t, eve, "execute_sql", map[string]any{"sql": "CREATE FUNCTION public.emit() RETURNS pg_lsn LANGUAGE sql AS $$ SELECT pg_logical_emit_message(false, 'mcpgate', 'x') $$"})
 		callOK(t, eve, "commit", nil)
@@ -255,4 +258,79 @@ GRANT CREATE ON SCHEMA public TO mcp_ntx_eve`)
 		assert.Equal(t, "refused", kind, msg)
 		assert.Contains(t, msg, "permission denied")
 	})
+}
+
+// TestUserRoleRulePostgres (hostile): a user id is something the identity
+// provider may let its users choose, so with set_role and connect_as_user
+// a worker uses the role it names only when that role is a plain member of
+// the operator's user_role_member_of. Each other user id is refused at
+// session start with an error that says why: the superuser, "none" (SET
+// ROLE "none" resets to the login role), the login role itself, the group
+// role, a role outside the group, and members of the group that are
+// privileged themselves or through another role.
+func TestUserRoleRulePostgres(t *testing.T) {
+	super := dbtest.Postgres(t)
+	cfg := dbtest.Config(t, db.Postgres)
+	roles := []string{"mcp_ur_login", "mcp_ur_ok", "mcp_ur_files", "mcp_ur_bypass", "mcp_ur_repl", "mcp_ur_nested", "mcp_ur_admin", "mcp_ur_outsider"}
+	pgRoles(t, cfg.DSN, roles...)
+	dbtest.Exec(t, super, `GRANT pg_read_server_files TO mcp_ur_files;
+ALTER ROLE mcp_ur_bypass BYPASSRLS; ALTER ROLE mcp_ur_repl REPLICATION;
+ALTER ROLE mcp_ur_admin NOLOGIN CREATEROLE; GRANT mcp_ur_admin TO mcp_ur_nested;
+REVOKE `+dbtest.UserGroup+` FROM mcp_ur_outsider, mcp_ur_login;
+GRANT mcp_ur_ok TO mcp_ur_login`)
+	refused := map[string]string{
+		"postgres":        "the role is a superuser",
+		"none":            "PostgreSQL reserves the name",
+		"mcp_ur_login":    "it is the gateway's own login role",
+		dbtest.UserGroup:  "it is the role every user's role is a member of",
+		"mcp_ur_files":    "the role is a member of privileged roles (pg_read_server_files)",
+		"mcp_ur_bypass":   "the role has BYPASSRLS",
+		"mcp_ur_repl":     "the role has REPLICATION",
+		"mcp_ur_nested":   "the role is a member of privileged roles (mcp_ur_admin)",
+		"mcp_ur_outsider": `the role is not a member of "` + dbtest.UserGroup + `"`,
+	}
+	for _, mode := range []string{"set_role", "connect_as_user"} {
+		t.Run(mode, func(t *testing.T) {
+			as := cfg
+			as.DSN += " user=mcp_ur_login"
+			as.UserRoleMemberOf = dbtest.UserGroup
+			as.SetRole, as.ConnectAsUser = mode == "set_role", mode == "connect_as_user"
+			for user, why := range refused {
+				t.Run(user, func(t *testing.T) {
+					cmd := exec.Command(mcpgateBinary(t), "worker")
+					cmd.Env = append(append(os.Environ(), worker.Identity{User: user}.Environ()...), as.Environ()...)
+					out, err := cmd.CombinedOutput()
+					require.Error(t, err, "the worker started as %q", user)
+					assert.Contains(t, string(out), `user "`+user+`" cannot run as a database role of that name: `+why)
+				})
+			}
+			cs := session(t, as, "mcp_ur_ok", false)
+			_, sc := callOK(t, cs, "query", map[string]any{"sql": "SELECT current_user"})
+			assert.Equal(t, []any{[]any{"mcp_ur_ok"}}, sc["rows"])
+		})
+	}
+}
+
+// TestTempFileLimitPostgres (hostile, read-only): a query whose sort spills
+// to temp files is bounded by temp_file_limit. The operator's limit on the
+// database holds and no user role can raise it; where the server sets none
+// and the login may set it, the session sets one.
+func TestTempFileLimitPostgres(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	cs := session(t, cfg, "ada", true) // the superuser login: may set it
+	_, sc := callOK(t, cs, "query", map[string]any{"sql": "SHOW temp_file_limit"})
+	assert.Equal(t, []any{[]any{"1GB"}}, sc["rows"], "the session set a limit")
+
+	dbtest.Exec(t, cfg.DSN, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET temp_file_limit = %L', current_database(), '1MB'); END $$")
+	pgRoles(t, cfg.DSN, "mcp_tf_user")
+	as := cfg
+	as.ConnectAsUser, as.UserRoleMemberOf = true, dbtest.UserGroup
+	ro := session(t, as, "mcp_tf_user", true)
+	kind, msg := callErr(t, ro, "query", map[string]any{"sql": "SELECT set_config('temp_file_limit', '-1', false)"})
+	assert.Equal(t, "refused", kind, msg)
+	spill := "SELECT set_config('work_mem', '64kB', true), count(*) FROM (SELECT g FROM generate_series(1, 500000) g ORDER BY g DESC) s"
+	kind, msg = callErr(t, ro, "query", map[string]any{"sql": spill})
+	assert.Equal(t, "sqlError", kind, msg)
+	assert.Contains(t, msg, "temp_file_limit")
+	callOK(t, ro, "status", nil)
 }

@@ -304,6 +304,7 @@ func TestSignalOtherSessionsPostgres(t *testing.T) {
 	for _, role := range roles {
 		dbtest.ExecNoFail(super, "CREATE ROLE "+role+" LOGIN")
 	}
+	dbtest.JoinUserGroup(t, "mcp_eve", "mcp_victim")
 	t.Cleanup(func() {
 		for _, role := range roles {
 			dbtest.ExecNoFail(super, "DROP ROLE IF EXISTS "+role)
@@ -328,7 +329,7 @@ func TestSignalOtherSessionsPostgres(t *testing.T) {
 	t.Run("connect_as_user", func(t *testing.T) {
 		dbtest.Exec(t, cfg.DSN, "GRANT EXECUTE ON "+signals+" TO PUBLIC") // PostgreSQL's default
 		as := cfg
-		as.ConnectAsUser = true
+		as.ConnectAsUser, as.UserRoleMemberOf = true, dbtest.UserGroup
 		victim, ro := session(t, as, "mcp_victim", false), session(t, as, "mcp_eve", true)
 		kind, msg := callErr(t, ro, "query", map[string]any{"sql": kill})
 		assert.Equal(t, "refused", kind, msg)
@@ -515,6 +516,7 @@ INSERT INTO notes (owner, body) VALUES ('mcp_alice', 'a1'), ('mcp_bob', 'b1'), (
 		dbtest.ExecNoFail(super, "CREATE ROLE "+role+" LOGIN")
 		dbtest.Exec(t, dsn, "GRANT SELECT, INSERT ON notes TO "+role+"; GRANT USAGE ON SEQUENCE notes_id_seq TO "+role)
 	}
+	dbtest.JoinUserGroup(t, "mcp_alice", "mcp_bob")
 	t.Cleanup(func() {
 		for _, role := range []string{"mcp_alice", "mcp_bob"} {
 			dbtest.ExecNoFail(dsn, "DROP OWNED BY "+role)
@@ -523,8 +525,8 @@ INSERT INTO notes (owner, body) VALUES ('mcp_alice', 'a1'), ('mcp_bob', 'b1'), (
 	})
 	const n = "SELECT count(*) FROM notes"
 	for _, cfg := range []db.Config{
-		{Driver: db.Postgres, DSN: dsn, SetRole: true},
-		{Driver: db.Postgres, DSN: dsn, ConnectAsUser: true},
+		{Driver: db.Postgres, DSN: dsn, SetRole: true, UserRoleMemberOf: dbtest.UserGroup},
+		{Driver: db.Postgres, DSN: dsn, ConnectAsUser: true, UserRoleMemberOf: dbtest.UserGroup},
 	} {
 		mode := "set_role"
 		if cfg.ConnectAsUser {
@@ -573,8 +575,8 @@ SELECT set_config('role', 'mcp_alice', false)`})
 	}
 	t.Run("a user without a role", func(t *testing.T) {
 		for _, cfg := range []db.Config{
-			{Driver: db.Postgres, DSN: dsn, SetRole: true},
-			{Driver: db.Postgres, DSN: dsn, ConnectAsUser: true},
+			{Driver: db.Postgres, DSN: dsn, SetRole: true, UserRoleMemberOf: dbtest.UserGroup},
+			{Driver: db.Postgres, DSN: dsn, ConnectAsUser: true, UserRoleMemberOf: dbtest.UserGroup},
 		} {
 			cmd := exec.Command(mcpgateBinary(t), "worker")
 			cmd.Env = append(append(os.Environ(), worker.Identity{User: "mcp_nobody"}.Environ()...), cfg.Environ()...)

@@ -82,7 +82,11 @@ func findReferencesTo(ctx context.Context, env *Env, a Args) (*Result, error) {
 			refs = append(refs, reference{Kind: "foreignKey", Schema: fk.Schema, Name: fk.Table,
 				Detail: fmt.Sprintf("%s (%s) -> %s (%s)", fk.Table, strings.Join(fk.Columns, ", "), fk.ParentTable, strings.Join(fk.ParentColumns, ", "))})
 		}
-		defs, err := cat.Definitions(ctx, q)
+		// Only the sources that hold the name at all, each cut at
+		// db.MaxSourceChars: a cut source whose kept part does not name it
+		// by whole word is reported as a possible reference rather than
+		// missed.
+		defs, err := cat.Definitions(ctx, q, db.DefinitionFilter{Contains: table.Name})
 		if err != nil {
 			return err
 		}
@@ -91,15 +95,19 @@ func findReferencesTo(ctx context.Context, env *Env, a Args) (*Result, error) {
 			if d.Schema == table.Schema && d.Name == table.Name {
 				continue
 			}
-			if !tw.MatchString(d.Source) && !(d.Type == "trigger" && strings.EqualFold(d.Table, table.Name)) {
+			cut := d.Truncated()
+			if !tw.MatchString(d.Source) && !(d.Type == "trigger" && strings.EqualFold(d.Table, table.Name)) && !cut {
 				continue
 			}
-			if column != "" && !cw.MatchString(d.Source) {
+			if column != "" && !cw.MatchString(d.Source) && !cut {
 				continue
 			}
 			detail := d.Type + " source names " + table.Name
-			if d.Table != "" {
+			switch {
+			case d.Table != "":
 				detail = "trigger on " + d.Table
+			case cut:
+				detail = fmt.Sprintf("%s source (%d characters, longer than the %d read) contains %s", d.Type, d.Length, db.MaxSourceChars, table.Name)
 			}
 			refs = append(refs, reference{Kind: d.Type, Schema: d.Schema, Name: d.Name, Detail: detail})
 		}
@@ -130,13 +138,8 @@ func searchDefinitions(ctx context.Context, env *Env, a Args) (*Result, error) {
 	}
 	var found []db.Definition
 	err := read(ctx, env, func(ctx context.Context, q db.Querier, cat db.Catalog) error {
-		defs, err := cat.Definitions(ctx, q)
-		needle := strings.ToLower(text)
-		for _, d := range defs {
-			if strings.Contains(strings.ToLower(d.Source), needle) {
-				found = append(found, d)
-			}
-		}
+		var err error
+		found, err = cat.Definitions(ctx, q, db.DefinitionFilter{Contains: text})
 		return err
 	})
 	if err != nil {
@@ -152,14 +155,15 @@ func searchDefinitions(ctx context.Context, env *Env, a Args) (*Result, error) {
 	}
 	matches := []match{}
 	for _, d := range shown {
-		m := match{Schema: d.Schema, Name: d.Name, Type: d.Type, Line: matchingLine(d.Source, text)}
+		m := match{Schema: d.Schema, Name: d.Name, Type: d.Type, Line: matchingLine(d.Excerpt, text)}
 		matches = append(matches, m)
 		ls = append(ls, fmt.Sprintf("  %s %s.%s: %s", m.Type, m.Schema, m.Name, m.Line))
 	}
 	return &Result{Text: lines(ls), Structured: map[string]any{"matches": matches, "total": len(found)}}, nil
 }
 
-// matchingLine returns the first line of src containing text, trimmed.
+// matchingLine returns the first line of src (a definition's excerpt)
+// containing text, trimmed.
 func matchingLine(src, text string) string {
 	for l := range strings.SplitSeq(src, "\n") {
 		if strings.Contains(strings.ToLower(l), strings.ToLower(text)) {

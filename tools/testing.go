@@ -213,9 +213,9 @@ func describeCheckFailure(ctx context.Context, env *Env, a Args) (*Result, error
 	}
 	o := run(ctx, env, d.Schema, d.Name, rowLimit(env, a))
 	if o.Status == "error" {
-		return nil, Errorf(o.kind, "check %s.%s cannot run: %s\n%s", d.Schema, d.Name, o.Error, d.Source)
+		return nil, Errorf(o.kind, "check %s.%s cannot run: %s\n%s", d.Schema, d.Name, o.Error, sourceText(d))
 	}
-	text := fmt.Sprintf("%s %s.%s: %d violation(s)\n\n%s", strings.ToUpper(o.Status), d.Schema, d.Name, o.Violations, d.Source)
+	text := fmt.Sprintf("%s %s.%s: %d violation(s)\n\n%s", strings.ToUpper(o.Status), d.Schema, d.Name, o.Violations, sourceText(d))
 	if o.Violations > 0 {
 		text += "\n\noffending rows:\n" + o.Sample.Text()
 	}

@@ -175,6 +175,7 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 		DSN:              cfg.Database.DSN,
 		SetRole:          cfg.Database.SetRole,
 		ConnectAsUser:    cfg.Database.ConnectAsUser,
+		UserRoleMemberOf: cfg.Database.UserRoleMemberOf,
 		StatementTimeout: cfg.Database.StatementTimeout,
 		LockTimeout:      cfg.Database.LockTimeout,
 		ChecksTimeout:    cfg.Database.ChecksTimeout,

@@ -465,7 +465,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 // worker's environment.
 func TestGatewayOptionsDatabase(t *testing.T) {
 	cfg := config.Default()
-	cfg.Database = config.Database{Driver: "postgres", DSN: "host=/run/postgresql dbname=mcp", ConnectAsUser: true}
+	cfg.Database = config.Database{Driver: "postgres", DSN: "host=/run/postgresql dbname=mcp", ConnectAsUser: true, UserRoleMemberOf: "mcp_users"}
 	_, _, d, err := builtinWorker(t.Context(), cfg, newLogger(cfg, io.Discard))
 	require.NoError(t, err)
 	got, err := db.ConfigFromEnv(func(name string) string {
@@ -477,7 +477,7 @@ func TestGatewayOptionsDatabase(t *testing.T) {
 		return ""
 	})
 	require.NoError(t, err)
-	assert.Equal(t, db.Config{Driver: db.Postgres, DSN: cfg.Database.DSN, ConnectAsUser: true}.WithDefaults(), got)
+	assert.Equal(t, db.Config{Driver: db.Postgres, DSN: cfg.Database.DSN, ConnectAsUser: true, UserRoleMemberOf: "mcp_users"}.WithDefaults(), got)
 }
 
 // TestHelpAndUnknown checks the top-level usage: help exits 0 on stdout, an

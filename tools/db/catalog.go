@@ -60,7 +60,36 @@ type Definition struct {
 	Type      string `json:"type"`                // view, trigger, function, procedure
 	Table     string `json:"table,omitempty"`     // a trigger's table
 	Signature string `json:"signature,omitempty"` // a routine's argument types
-	Source    string `json:"source"`
+	// Source is the source, cut by the database at MaxSourceChars
+	// characters: anyone who may create a view or routine can make its
+	// source as large as the database allows, and every user's tools read
+	// the catalog.
+	Source string `json:"source"`
+	// Length is the source's whole length in characters; it is over
+	// MaxSourceChars when Source is cut.
+	Length int64 `json:"length"`
+	// Excerpt is, with DefinitionFilter.Contains, the source around its
+	// first match (at most ExcerptChars characters on either side).
+	Excerpt string `json:"-"`
+}
+
+// Truncated reports whether Source is cut.
+func (d Definition) Truncated() bool { return d.Length > MaxSourceChars }
+
+// MaxSourceChars bounds the source of a definition the database hands the
+// tools; ExcerptChars is how much of a source around a match a search
+// returns on each side of it.
+const (
+	MaxSourceChars = 64 << 10
+	ExcerptChars   = 160
+)
+
+// DefinitionFilter selects definitions in the database, so that the tools
+// never read every source whole. Zero fields select everything.
+type DefinitionFilter struct {
+	Contains string // a substring of the source, case-insensitive (ASCII on SQLite)
+	Schema   string // only this schema
+	Name     string // only this name, case-insensitive
 }
 
 // ColumnRef names a column of a table or view.
@@ -101,9 +130,10 @@ type Catalog interface {
 	// indexes (and triggers, where the engine keeps their source).
 	TableDDL(ctx context.Context, q Querier, schema, name string) (string, error)
 
-	// Definitions lists the sources of every view, trigger and routine in
-	// the user's schemas.
-	Definitions(ctx context.Context, q Querier) ([]Definition, error)
+	// Definitions lists the views, triggers and routines in the user's
+	// schemas that pass the filter, each source cut at MaxSourceChars;
+	// the search runs in the database.
+	Definitions(ctx context.Context, q Querier, f DefinitionFilter) ([]Definition, error)
 
 	// Columns lists every column of every table and view in the user's
 	// schemas.

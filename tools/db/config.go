@@ -16,15 +16,16 @@ import (
 // database settings, beside the identity variables of package worker. The
 // gateway's config builds them with Config.Environ.
 const (
-	EnvDriver           = "MCPGATE_WORKER_DB_DRIVER"            // sqlite (default) or postgres
-	EnvDSN              = "MCPGATE_WORKER_DB_DSN"               // sqlite: the database file's path; postgres: a connection string
-	EnvSetRole          = "MCPGATE_WORKER_DB_SET_ROLE"          // postgres: true to SET ROLE to the session's user
-	EnvConnectAsUser    = "MCPGATE_WORKER_DB_CONNECT_AS_USER"   // postgres: true to log in as the session's user
-	EnvStatementTimeout = "MCPGATE_WORKER_DB_STATEMENT_TIMEOUT" // a Go duration; default 30s
-	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"      // a Go duration; default 5s
-	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"          // rows per result; default 500
-	EnvChecksTimeout    = "MCPGATE_WORKER_DB_CHECKS_TIMEOUT"    // a Go duration; default 2m
-	EnvIdleRelease      = "MCPGATE_WORKER_DB_IDLE_RELEASE"      // a Go duration; default 10s
+	EnvDriver           = "MCPGATE_WORKER_DB_DRIVER"              // sqlite (default) or postgres
+	EnvDSN              = "MCPGATE_WORKER_DB_DSN"                 // sqlite: the database file's path; postgres: a connection string
+	EnvSetRole          = "MCPGATE_WORKER_DB_SET_ROLE"            // postgres: true to SET ROLE to the session's user
+	EnvConnectAsUser    = "MCPGATE_WORKER_DB_CONNECT_AS_USER"     // postgres: true to log in as the session's user
+	EnvUserRoleMemberOf = "MCPGATE_WORKER_DB_USER_ROLE_MEMBER_OF" // postgres: the role every user's role must be a member of
+	EnvStatementTimeout = "MCPGATE_WORKER_DB_STATEMENT_TIMEOUT"   // a Go duration; default 30s
+	EnvLockTimeout      = "MCPGATE_WORKER_DB_LOCK_TIMEOUT"        // a Go duration; default 5s
+	EnvMaxRows          = "MCPGATE_WORKER_DB_MAX_ROWS"            // rows per result; default 500
+	EnvChecksTimeout    = "MCPGATE_WORKER_DB_CHECKS_TIMEOUT"      // a Go duration; default 2m
+	EnvIdleRelease      = "MCPGATE_WORKER_DB_IDLE_RELEASE"        // a Go duration; default 10s
 
 	// A per-user worker's transaction handles (tools.Transactions).
 	EnvMaxTransactions        = "MCPGATE_WORKER_DB_MAX_TRANSACTIONS"         // open handles per worker; default 4
@@ -81,6 +82,13 @@ type Config struct {
 	// shared between users, so grants and row-level security hold against
 	// any SQL the user runs.
 	ConnectAsUser bool
+
+	// UserRoleMemberOf names the PostgreSQL role that every user's role
+	// must be a member of, with SetRole or ConnectAsUser (required then):
+	// a user id is a role only when it passes this positive rule, so a
+	// user id that names another role (postgres, the login role) is
+	// refused at session start (see CheckUserRole in tools/db/postgres).
+	UserRoleMemberOf string
 
 	// StatementTimeout stops a statement that runs longer (0: the default).
 	StatementTimeout time.Duration
@@ -155,6 +163,9 @@ func ConnectionsPerUserWorker(cfg Config) int {
 // fields are left out, so the worker applies its defaults.
 func (c Config) Environ() []string {
 	env := []string{EnvDriver + "=" + c.Driver, EnvDSN + "=" + c.DSN, EnvSetRole + "=" + strconv.FormatBool(c.SetRole), EnvConnectAsUser + "=" + strconv.FormatBool(c.ConnectAsUser)}
+	if c.UserRoleMemberOf != "" {
+		env = append(env, EnvUserRoleMemberOf+"="+c.UserRoleMemberOf)
+	}
 	if c.StatementTimeout > 0 {
 		env = append(env, EnvStatementTimeout+"="+c.StatementTimeout.String())
 	}
@@ -183,7 +194,7 @@ func (c Config) Environ() []string {
 // os.Getenv. It reports every malformed variable at once. Defaults are
 // applied.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Driver: strings.TrimSpace(getenv(EnvDriver)), DSN: getenv(EnvDSN)}
+	c := Config{Driver: strings.TrimSpace(getenv(EnvDriver)), DSN: getenv(EnvDSN), UserRoleMemberOf: getenv(EnvUserRoleMemberOf)}
 	var problems []string
 	switch c.Driver {
 	case "", SQLite, Postgres:
@@ -238,6 +249,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.ConnectAsUser && c.Driver != Postgres {
 		problems = append(problems, fmt.Sprintf("%s=true needs %s=%s", EnvConnectAsUser, EnvDriver, Postgres))
+	}
+	if (c.SetRole || c.ConnectAsUser) && c.UserRoleMemberOf == "" {
+		problems = append(problems, fmt.Sprintf("%s and %s need %s: the role every user's role must be a member of", EnvSetRole, EnvConnectAsUser, EnvUserRoleMemberOf))
 	}
 	if c.SetRole && c.ConnectAsUser {
 		problems = append(problems, fmt.Sprintf("%s and %s are exclusive: a session logged in as its user has no other role to set", EnvSetRole, EnvConnectAsUser))

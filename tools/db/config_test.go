@@ -12,8 +12,8 @@ import (
 func TestConfigRoundTrip(t *testing.T) {
 	tests := []Config{
 		{Driver: SQLite, DSN: "/var/lib/mcpgate/data/mcpgate.db"},
-		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50, MaxTransactions: 4, TransactionIdleTimeout: time.Minute, IdleRelease: 2 * time.Second},
-		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", ConnectAsUser: true},
+		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", SetRole: true, UserRoleMemberOf: "mcp_users", StatementTimeout: 5 * time.Second, LockTimeout: time.Second, MaxRows: 50, MaxTransactions: 4, TransactionIdleTimeout: time.Minute, IdleRelease: 2 * time.Second},
+		{Driver: Postgres, DSN: "host=/run/postgresql dbname=app", ConnectAsUser: true, UserRoleMemberOf: "mcp_users"},
 	}
 	for _, want := range tests {
 		t.Run(want.Driver+" "+want.DSN, func(t *testing.T) {
@@ -63,6 +63,8 @@ func TestConfigConnectAsUser(t *testing.T) {
 	}{
 		{"with sqlite", map[string]string{EnvConnectAsUser: "true"}, EnvConnectAsUser + "=true needs " + EnvDriver},
 		{"with set role", map[string]string{EnvDriver: Postgres, EnvDSN: "dbname=app", EnvSetRole: "true", EnvConnectAsUser: "true"}, "are exclusive"},
+		{"without a group role", map[string]string{EnvDriver: Postgres, EnvDSN: "dbname=app", EnvConnectAsUser: "true"}, "need " + EnvUserRoleMemberOf},
+		{"set role without a group role", map[string]string{EnvDriver: Postgres, EnvDSN: "dbname=app", EnvSetRole: "true"}, "need " + EnvUserRoleMemberOf},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

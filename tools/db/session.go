@@ -34,6 +34,9 @@ type Session struct {
 	mark    any
 	closed  bool
 	dbName  string // DatabaseName's answer, read once: a connection's database does not change
+	// committed: a transaction was committed on the current connection
+	// (Committed); a new connection starts clean.
+	committed bool
 
 	idle      time.Duration // Config.IdleRelease; 0: hold everything until Close
 	idleTimer *time.Timer   // runs ReleaseIdle after idle without a statement
@@ -106,7 +109,7 @@ func (s *Session) connect(ctx context.Context) error {
 // dropConn closes a connection that holds no transaction.
 func (s *Session) dropConn() {
 	s.conn.Close() //nolint:errcheck // the pool keeps no idle connection: this closes it
-	s.conn, s.backend, s.inTx = nil, nil, false
+	s.conn, s.backend, s.inTx, s.committed = nil, nil, false, false
 }
 
 // ready gives a statement what it needs: the connection (again, after an

@@ -209,8 +209,19 @@ func (s *Session) restart(ctx context.Context, stmt string) error {
 		e := classify(s.eng, sctx, err)
 		return s.fail(e)
 	}
+	s.committed = s.committed || stmt == "COMMIT"
 	s.inTx = false
 	return nil
+}
+
+// Committed reports whether the session has committed a transaction.
+// Connection state a statement sets (a TEMP table, a WITH HOLD cursor, a
+// SET) outlives a commit, where a rollback undoes it, so a connection that
+// has committed is not as Open left it.
+func (s *Session) Committed() bool {
+	s.lock <- struct{}{}
+	defer s.release()
+	return s.committed
 }
 
 // CommitAfter runs fn as Do does and commits when it succeeds, as one step

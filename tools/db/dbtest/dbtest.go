@@ -148,3 +148,19 @@ func Run(ctx context.Context, s *db.Session, stmt string) error {
 		return err
 	})
 }
+
+// UserGroup is the role the tests' user roles are members of: the
+// Config.UserRoleMemberOf of a test with SetRole or ConnectAsUser. It is
+// cluster-wide and stays, like the roles of a real deployment.
+const UserGroup = "mcp_test_users"
+
+// JoinUserGroup makes each role a member of UserGroup, creating the group
+// first when it does not exist.
+func JoinUserGroup(t testing.TB, roles ...string) {
+	t.Helper()
+	super := Postgres(t)
+	ExecNoFail(super, "CREATE ROLE "+UserGroup+" NOLOGIN") // fails when another test made it
+	for _, r := range roles {
+		Exec(t, super, "GRANT "+UserGroup+" TO "+db.Quote(r))
+	}
+}

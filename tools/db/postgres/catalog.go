@@ -53,6 +53,16 @@ func ownRows[T any](ctx context.Context, q db.Querier, scan func(*sql.Rows) (T, 
 	return out, err
 }
 
+// cutText is the SQL for the text expr cut in the server at
+// db.MaxSourceChars characters, ending then in a note with its true
+// length: the owner of a table can make its comments as large as the
+// server allows, and another user's describe_table reads them.
+func cutText(expr string) string {
+	n := strconv.Itoa(db.MaxSourceChars)
+	return "CASE WHEN pg_catalog.length(" + expr + ") OPERATOR(pg_catalog.>) " + n + " THEN pg_catalog.substr(" + expr + ", 1, " + n +
+		") OPERATOR(pg_catalog.||) '… [cut at " + n + " of ' OPERATOR(pg_catalog.||) pg_catalog.length(" + expr + ")::pg_catalog.text OPERATOR(pg_catalog.||) ' characters]' ELSE " + expr + " END"
+}
+
 // eq is PostgreSQL's equality operator, whatever search_path says.
 const eq = " OPERATOR(pg_catalog.=) "
 
@@ -134,7 +144,7 @@ ORDER BY 1, 3, 2`
 // exact spelling, else the one case-insensitive match. It runs under own.
 func relation(ctx context.Context, q db.Querier, sc, name string) (oid uint32, canon, kind string, estimate float64, comment string, err error) {
 	var com *string
-	const find = `SELECT c.oid, c.relname, c.relkind, c.reltuples, pg_catalog.obj_description(c.oid, 'pg_class')
+	find := `SELECT c.oid, c.relname, c.relkind, c.reltuples, ` + cutText("pg_catalog.obj_description(c.oid, 'pg_class')") + `
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid` + eq + `c.relnamespace
 WHERE n.nspname` + eq + `$1 AND c.relkind` + eq + `ANY ('{r,p,v,m,f}') AND `
 	err = q.QueryRowContext(ctx, find+"c.relname"+eq+"$2", sc, name).Scan(&oid, &canon, &kind, &estimate, &com)
@@ -212,7 +222,7 @@ func table(ctx context.Context, q db.Querier, sc, name string) (*db.Table, uint3
 JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`$1 AND a.attnum`+eq+`u.attnum WHERE k.conrelid`+eq+`$1 AND k.contype`+eq+`'p' ORDER BY u.ord`, oid); err != nil {
 		return nil, 0, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid), COALESCE(pg_catalog.col_description(a.attrelid, a.attnum), '')
+	rows, err := q.QueryContext(ctx, `SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid), COALESCE(`+cutText("pg_catalog.col_description(a.attrelid, a.attnum)")+`, '')
 FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid`+eq+`a.attrelid AND d.adnum`+eq+`a.attnum
 WHERE a.attrelid`+eq+`$1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped ORDER BY a.attnum`, oid)
 	if err != nil {
@@ -368,20 +378,29 @@ UNION ALL SELECT pg_catalog.pg_get_triggerdef(oid) OPERATOR(pg_catalog.||) ';' F
 }
 
 // Definitions lists views (their SELECT), triggers and routines
-// (pg_get_functiondef) in the user's schemas.
-func (Engine) Definitions(ctx context.Context, q db.Querier) ([]db.Definition, error) {
+// (pg_get_functiondef) in the user's schemas that pass f. The search and
+// the cuts run in the server (strpos, substr), so that a planted routine
+// with a source of many MB never crosses the wire whole: a row over the
+// worker's row bound would fail the tool for everyone, and every source
+// read at once would take the worker's memory.
+func (Engine) Definitions(ctx context.Context, q db.Querier, f db.DefinitionFilter) ([]db.Definition, error) {
 	return ownRows(ctx, q, func(r *sql.Rows) (d db.Definition, err error) {
-		return d, r.Scan(&d.Schema, &d.Name, &d.Type, &d.Table, &d.Signature, &d.Source)
+		return d, r.Scan(&d.Schema, &d.Name, &d.Type, &d.Table, &d.Signature, &d.Source, &d.Length, &d.Excerpt)
 	}, `
-SELECT n.nspname, c.relname, 'view', '', '', pg_catalog.pg_get_viewdef(c.oid, true)
-FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE c.relkind`+eq+`ANY ('{v,m}') AND `+userSchema+`
-UNION ALL
-SELECT n.nspname, t.tgname, 'trigger', c.relname, '', pg_catalog.pg_get_triggerdef(t.oid, true)
-FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid`+eq+`t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE NOT t.tgisinternal AND `+userSchema+`
-UNION ALL
-SELECT n.nspname, p.proname, CASE WHEN p.prokind`+eq+`'p' THEN 'procedure' ELSE 'function' END, '', pg_catalog.pg_get_function_identity_arguments(p.oid), pg_catalog.pg_get_functiondef(p.oid)
-FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid`+eq+`p.pronamespace WHERE p.prokind`+eq+`ANY ('{f,p}') AND `+userSchema+`
-ORDER BY 1, 3, 2`)
+SELECT s, name, typ, tbl, sig, substr(src, 1, $1::int4), length(src),
+       CASE WHEN $2::text`+eq+`'' THEN '' ELSE substr(src, greatest(1, p OPERATOR(pg_catalog.-) $3::int4), 2 OPERATOR(pg_catalog.*) $3::int4 OPERATOR(pg_catalog.+) length($2::text)) END
+FROM (SELECT d.*, CASE WHEN $2::text`+eq+`'' THEN 0 ELSE strpos(lower(d.src), lower($2::text)) END AS p FROM (
+  SELECT n.nspname::text AS s, c.relname::text AS name, 'view'::text AS typ, ''::text AS tbl, ''::text AS sig, pg_get_viewdef(c.oid, true) AS src
+  FROM pg_class c JOIN pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE c.relkind`+eq+`ANY ('{v,m}') AND `+userSchema+`
+  UNION ALL
+  SELECT n.nspname::text, t.tgname::text, 'trigger', c.relname::text, '', pg_get_triggerdef(t.oid, true)
+  FROM pg_trigger t JOIN pg_class c ON c.oid`+eq+`t.tgrelid JOIN pg_namespace n ON n.oid`+eq+`c.relnamespace WHERE NOT t.tgisinternal AND `+userSchema+`
+  UNION ALL
+  SELECT n.nspname::text, p.proname::text, CASE WHEN p.prokind`+eq+`'p' THEN 'procedure' ELSE 'function' END, '', pg_get_function_identity_arguments(p.oid), pg_get_functiondef(p.oid)
+  FROM pg_proc p JOIN pg_namespace n ON n.oid`+eq+`p.pronamespace WHERE p.prokind`+eq+`ANY ('{f,p}') AND `+userSchema+`
+) d WHERE ($4::text`+eq+`'' OR d.s`+eq+`$4::text) AND ($5::text`+eq+`'' OR lower(d.name)`+eq+`lower($5::text))) x
+WHERE $2::text`+eq+`'' OR p OPERATOR(pg_catalog.>) 0
+ORDER BY 1, 3, 2`, db.MaxSourceChars, f.Contains, db.ExcerptChars, f.Schema, f.Name)
 }
 
 // Columns lists every column of every table and view in the user's schemas.

@@ -14,8 +14,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -54,10 +56,13 @@ func (e Engine) Open(cfg db.Config, readOnly bool) (*sql.DB, error) {
 func (Engine) OpenAs(cfg db.Config, user string, readOnly bool) (*sql.DB, error) {
 	dsn := cfg.DSN
 	if cfg.ConnectAsUser {
-		if err := checkRoleName(user); err != nil {
+		login, err := dsnUser(cfg.DSN)
+		if err != nil {
 			return nil, err
 		}
-		var err error
+		if err := checkUserName(cfg, user, login); err != nil {
+			return nil, err
+		}
 		if dsn, err = asUser(dsn, user); err != nil {
 			return nil, err
 		}
@@ -132,8 +137,21 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 	if readOnly {
 		stmts = append(stmts, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 	}
-	if cfg.SetRole {
-		if err := checkRoleName(user); err != nil {
+	switch {
+	case cfg.ConnectAsUser:
+		login, err := dsnUser(cfg.DSN)
+		if err != nil {
+			return err
+		}
+		if err := checkUserRole(ctx, c, cfg, user, login); err != nil {
+			return err
+		}
+	case cfg.SetRole:
+		var login string
+		if err := c.QueryRowContext(ctx, "SELECT session_user").Scan(&login); err != nil {
+			return fmt.Errorf("postgres: set up the session: %w", err)
+		}
+		if err := checkUserRole(ctx, c, cfg, user, login); err != nil {
 			return err
 		}
 		stmts = append(stmts, "SET ROLE "+pgx.Identifier{user}.Sanitize())
@@ -147,6 +165,9 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 			return fmt.Errorf("postgres: set up the session: %w", err)
 		}
 	}
+	if err := limitTempFiles(ctx, c); err != nil {
+		return err
+	}
 	for _, s := range stmts {
 		if _, err := c.ExecContext(ctx, s); err != nil {
 			var pe *pgconn.PgError
@@ -155,6 +176,43 @@ func (Engine) Setup(ctx context.Context, c *sql.Conn, cfg db.Config, user string
 			}
 			return fmt.Errorf("postgres: set up the session: %w", err)
 		}
+	}
+	return nil
+}
+
+// DefaultTempFileLimit is the temp_file_limit a session sets for itself
+// when the server sets none and the login may set it: a statement's sorts
+// and hashes beyond work_mem spill to the server's disk, and only this
+// bounds them.
+const DefaultTempFileLimit = "1GB"
+
+// warnTempFiles warns once per worker that temp files are unbounded.
+var warnTempFiles sync.Once
+
+// limitTempFiles makes sure the session's temp files are bounded. The
+// operator's temp_file_limit (ALTER DATABASE or ALTER ROLE … SET, which
+// only a superuser can do and no user role can undo) is kept; where there
+// is none (-1) the session sets DefaultTempFileLimit, which needs a
+// superuser login or, on PostgreSQL 15, SET granted on the parameter; else
+// the worker warns on its stderr, which the gateway logs.
+func limitTempFiles(ctx context.Context, c *sql.Conn) error {
+	var limit string
+	if err := c.QueryRowContext(ctx, "SELECT pg_catalog.current_setting('temp_file_limit')").Scan(&limit); err != nil {
+		return fmt.Errorf("postgres: set up the session: %w", err)
+	}
+	if limit != "-1" {
+		return nil
+	}
+	_, err := c.ExecContext(ctx, "SET temp_file_limit = '"+DefaultTempFileLimit+"'")
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		warnTempFiles.Do(func() {
+			slog.Warn("postgres: temp_file_limit is unlimited, so one user's statement can fill the database server's disk with temp files; as a superuser run ALTER DATABASE <db> SET temp_file_limit = '1GB' (docs/tools.md)")
+		})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: set up the session: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/tools/db"
@@ -50,7 +52,7 @@ func TestReadOnlyByTheDatabase(t *testing.T) {
 
 func TestRoleMustExist(t *testing.T) {
 	cfg := dbtest.Config(t, db.Postgres)
-	cfg.SetRole = true
+	cfg.SetRole, cfg.UserRoleMemberOf = true, dbtest.UserGroup
 	_, err := db.Open(t.Context(), postgres.Engine{}, cfg, `no "such" role`, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `cannot run as a database role`)
@@ -135,5 +137,23 @@ func TestSideEffect(t *testing.T) {
 		"SELECT query_to_xml('SELECT 1', true, true, '')":                   "query_to_xml",
 	} {
 		assert.Equal(t, want, postgres.SideEffect(q), q)
+	}
+}
+
+// TestHugeCommentBounded (hostile): a table's owner makes its comments as
+// large as the server allows; describe_table reads them cut in the server.
+func TestHugeCommentBounded(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	dbtest.Exec(t, cfg.DSN, "DO $$ BEGIN EXECUTE format('COMMENT ON TABLE customers IS %L', repeat('c', 3000000)); EXECUTE format('COMMENT ON COLUMN customers.name IS %L', repeat('n', 3000000)); END $$")
+	s := open(t, cfg, "ada", true)
+	var tb *db.Table
+	require.NoError(t, s.Do(t.Context(), func(ctx context.Context, q db.Querier) (err error) {
+		tb, err = postgres.Engine{}.Table(ctx, q, "", "customers")
+		return err
+	}))
+	note := fmt.Sprintf("… [cut at %d of 3000000 characters]", db.MaxSourceChars)
+	assert.Equal(t, strings.Repeat("c", db.MaxSourceChars)+note, tb.Comment)
+	for _, c := range tb.Columns {
+		assert.LessOrEqual(t, len(c.Comment), db.MaxSourceChars+len(note))
 	}
 }

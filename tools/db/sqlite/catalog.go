@@ -269,22 +269,33 @@ func (Engine) TableDDL(ctx context.Context, q db.Querier, s, name string) (strin
 	return strings.Join(append([]string{src}, rest...), ";\n") + ";\n", nil
 }
 
-// Definitions lists the source of every view and trigger.
-func (e Engine) Definitions(ctx context.Context, q db.Querier) ([]db.Definition, error) {
+// Definitions lists the views and triggers that pass f. The search and
+// the cuts run in SQLite (instr, substr), one row at a time, so that a
+// planted view with a huge source (a comment of many MB) costs its one row
+// and never makes the tool's result, or a sort of every source, exceed the
+// heap bound.
+func (e Engine) Definitions(ctx context.Context, q db.Querier, f db.DefinitionFilter) ([]db.Definition, error) {
 	schemas, err := e.Schemas(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	out := []db.Definition{}
 	for _, sc := range schemas {
+		if f.Schema != "" && sc != f.Schema {
+			continue
+		}
 		defs, err := db.Select(ctx, q, func(r *sql.Rows) (d db.Definition, err error) {
 			d.Schema = sc
-			err = r.Scan(&d.Type, &d.Name, &d.Table, &d.Source)
+			err = r.Scan(&d.Type, &d.Name, &d.Table, &d.Source, &d.Length, &d.Excerpt)
 			if d.Type == "view" {
 				d.Table = ""
 			}
 			return d, err
-		}, "SELECT type, name, tbl_name, sql FROM "+db.Quote(sc)+".sqlite_schema WHERE type IN ('view', 'trigger') AND sql IS NOT NULL AND "+notInternal+" ORDER BY type, name")
+		}, `SELECT type, name, tbl_name, substr(sql, 1, ?1), length(sql),
+       CASE WHEN ?2 = '' THEN '' ELSE substr(sql, max(1, p - ?3), 2 * ?3 + length(?2)) END
+FROM (SELECT type, name, tbl_name, sql, instr(lower(sql), lower(?2)) AS p FROM `+db.Quote(sc)+`.sqlite_schema
+      WHERE type IN ('view', 'trigger') AND sql IS NOT NULL AND `+notInternal+` AND (?4 = '' OR name = ?4 COLLATE NOCASE))
+WHERE ?2 = '' OR p > 0 ORDER BY type, name`, db.MaxSourceChars, f.Contains, db.ExcerptChars, f.Name)
 		if err != nil {
 			return nil, err
 		}

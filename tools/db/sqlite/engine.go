@@ -42,6 +42,12 @@ func dsn(path, mode string, busy int64) (string, error) {
 	// holds every value of the current row, and the driver copies what
 	// SQLite holds. A statement can lower the limit, never raise it.
 	q.Add("_pragma", fmt.Sprintf("hard_heap_limit(%d)", db.MaxRowBytes))
+	// Temporary tables, indexes and sorts (a DISTINCT or ORDER BY over
+	// large values) stay in memory, counted against the heap limit above,
+	// instead of spilling to temp files: SQLite has no limit of its own on
+	// those, and a read-only query could fill the disk. A client's
+	// statement cannot change it (guard.go).
+	q.Add("_pragma", "temp_store(2)")
 	q.Set("mode", mode)
 	if mode == "ro" {
 		q.Add("_pragma", "query_only(1)")

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -211,18 +214,72 @@ func (g *guard) explain(err error) error {
 	return &db.Error{Kind: why.Kind, Code: sqlite.ErrorCodeString[se.Code()], Message: why.Message, Err: err}
 }
 
-// readPragmas take an argument that names what to read, not a new value.
-var readPragmas = map[string]bool{
-	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
-	"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true, "quick_check": true,
+// The PRAGMAs a client's statement may use. Everything else is refused
+// (kind refused), since many change the shared file or every other
+// connection's access to it for good: writable_schema (a corrupt schema
+// that stops every new worker at open), schema_version, locking_mode
+// (EXCLUSIVE locks every other session out), journal_mode, synchronous,
+// cell_size_check, trusted_schema, temp_store (temp files on the disk),
+// the heap limits, cache_size, mmap_size, busy_timeout, and the pragmas
+// that act when read (wal_checkpoint, optimize, incremental_vacuum,
+// shrink_memory).
+var (
+	// argPragmas take an argument that names what to read, not a new
+	// value; they may be read in any session.
+	argPragmas = map[string]bool{
+		"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
+		"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true, "quick_check": true,
+	}
+	// setPragmas may be given a value by a read-write session's own
+	// statements (execute_sql, never query): each acts only on this
+	// connection's own statements, or (user_version) is a header field
+	// the transaction writes and a rollback undoes. foreign_keys is a
+	// no-op inside a transaction, where every statement runs.
+	setPragmas = map[string]bool{
+		"defer_foreign_keys": true, "foreign_keys": true, "user_version": true,
+		"case_sensitive_like": true, "reverse_unordered_selects": true, "recursive_triggers": true,
+	}
+	// readPragmas may be read (without a value) in any session: their
+	// reading has no effect.
+	readPragmas = map[string]bool{
+		"application_id": true, "auto_vacuum": true, "automatic_index": true, "busy_timeout": true, "cache_size": true,
+		"cache_spill": true, "cell_size_check": true, "collation_list": true, "compile_options": true, "data_version": true,
+		"encoding": true, "freelist_count": true, "function_list": true, "hard_heap_limit": true, "journal_mode": true,
+		"journal_size_limit": true, "legacy_alter_table": true, "locking_mode": true, "max_page_count": true, "mmap_size": true,
+		"module_list": true, "page_count": true, "page_size": true, "pragma_list": true, "query_only": true,
+		"schema_version": true, "secure_delete": true, "soft_heap_limit": true, "synchronous": true, "temp_store": true,
+		"threads": true, "trusted_schema": true, "wal_autocheckpoint": true, "writable_schema": true,
+		"ignore_check_constraints": true, "analysis_limit": true,
+	}
+)
+
+// pragmaAllowed reports whether a client may use PRAGMA name at all.
+func pragmaAllowed(name string) bool {
+	return argPragmas[name] || setPragmas[name] || readPragmas[name]
+}
+
+// deniedPragma explains a refused PRAGMA.
+func deniedPragma(name string) *db.Error {
+	return &db.Error{Kind: db.KindRefused, Message: fmt.Sprintf("sqlite: PRAGMA %s is refused here: a session may read the catalog pragmas (table_info, index_list, foreign_key_list, …) and most settings, and set only %s in execute_sql; a setting that changes the shared database file or other sessions' access to it is never allowed", clipName(name), strings.Join(slices.Sorted(maps.Keys(setPragmas)), ", "))}
+}
+
+// clipName bounds a name echoed in an error.
+func clipName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // authorize is the connection's authorizer. For SQLITE_PRAGMA, arg1 is the
-// pragma and arg2 its argument; a PRAGMA given a value (query_only = 0 among
-// them, and query_only set to an empty string, which the authorizer sees as
-// no value, so the statement's text decides: pragmaValue) is refused in a
-// read-only session and in a read, since a setting outlives the savepoint
-// that undoes a read.
+// pragma and arg2 its argument. A client's statement may use only the
+// pragmas above (pragmaAllowed), a pragma function in a SELECT
+// (pragma_table_info(…)) too, since SQLite asks about it the same way. A
+// PRAGMA given a value (query_only = 0 among them, and query_only set to
+// an empty string, which the authorizer sees as no value, so the
+// statement's text decides: pragmaValue) is refused in a read-only session
+// and in a read, since a setting outlives the savepoint that undoes a
+// read; elsewhere only setPragmas take one.
 // PRAGMA database_list (and pragma_database_list) would show the file's path
 // and is refused but to the engine's own catalog reads (catalogRead).
 func (g *guard) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
@@ -240,11 +297,20 @@ func (g *guard) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ s
 		return g.deny(deniedControl)
 	case sqlite.AuthPragma:
 		name := strings.ToLower(arg1)
+		valued := (arg2 != "" || g.pragmaValue.Load()) && !argPragmas[name]
 		switch {
 		case name == "database_list" && m != modeCatalog:
 			return g.deny(deniedFiles)
-		case (g.readOnly || m == modeRead || m == modeCatalog) && (arg2 != "" || g.pragmaValue.Load()) && !readPragmas[name]:
+		case m == modeCatalog:
+			if valued {
+				return g.deny(deniedSetting)
+			}
+		case !pragmaAllowed(name):
+			return g.deny(deniedPragma(name))
+		case valued && (g.readOnly || m == modeRead):
 			return g.deny(deniedSetting)
+		case valued && !setPragmas[name]:
+			return g.deny(deniedPragma(name))
 		}
 		return sqlite.AuthorizerOK
 	case sqlite.AuthSelect, sqlite.AuthRead, sqlite.AuthFunction, sqlite.AuthRecursive:
