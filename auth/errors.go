@@ -187,11 +187,33 @@ func (a *Authenticator) challenge(code, desc, scope string) string {
 	var b strings.Builder
 	b.WriteString("Bearer ")
 	if code != "" {
-		b.WriteString(`error="` + code + `", error_description="` + quote(desc) + `", `)
+		b.WriteString(`error="` + code + `", error_description="` + descriptionParam(desc) + `", `)
 	}
 	b.WriteString(`resource_metadata="` + quote(a.metadataURL) + `"`)
 	if scope != "" {
 		b.WriteString(`, scope="` + quote(scope) + `"`)
+	}
+	return b.String()
+}
+
+// descriptionParam renders desc as an error_description value. RFC 6750 §3
+// allows only %x20-21 / %x23-5B / %x5D-7E there: no quote, no backslash,
+// no control character, no DEL and nothing beyond ASCII, which a
+// description may hold when it names something the client chose (a tool
+// name). Every other byte, and % itself, is percent-encoded, so the text
+// stays readable and nothing is lost.
+func descriptionParam(desc string) string {
+	var b strings.Builder
+	for i := 0; i < len(desc); i++ {
+		c := desc[i]
+		if c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' && c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		const hex = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
 	}
 	return b.String()
 }

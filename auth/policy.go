@@ -218,14 +218,14 @@ func StepUp(w http.ResponseWriter, r *http.Request, tool string) bool {
 	return true
 }
 
-// quoteTool shows a client-chosen tool name in a message: JSON-quoted and
-// at most 64 bytes, so it can neither break the challenge nor grow it.
+// quoteTool shows a client-chosen tool name in a message: in single
+// quotes and at most 64 bytes, so it cannot grow the challenge; the
+// challenge percent-encodes what RFC 6750 does not allow in it.
 func quoteTool(tool string) string {
 	if len(tool) > 64 {
 		tool = tool[:64]
 	}
-	b, _ := json.Marshal(tool)
-	return string(b)
+	return "'" + tool + "'"
 }
 
 // errPolicyWrite: a policy and a write scope both decide what a token may

@@ -322,3 +322,26 @@ func TestReadMethodsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestChallengeEchoesNoRawToolName: a read-only token calling a tool named
+// with DEL and non-ASCII bytes gets a challenge whose error_description
+// stays within RFC 6750 §3's character set (%x20-21 / %x23-5B / %x5D-7E),
+// the name percent-encoded rather than echoed raw.
+func TestChallengeEchoesNoRawToolName(t *testing.T) {
+	a := newAuthedGateway(t, Options{SafeTools: []string{"echo"}})
+	rtok := a.token(t, "alice", readScopes, nil)
+	sid := a.open(t, rtok)
+	resp, body := a.do(t, http.MethodPost, sid, rtok, toolCall(`drop\u007f\"é\\`))
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	ch := resp.Header.Get("WWW-Authenticate")
+	_, desc, ok := strings.Cut(ch, `error_description="`)
+	require.True(t, ok, ch)
+	desc, _, ok = strings.Cut(desc, `"`)
+	require.True(t, ok, ch)
+	for i := 0; i < len(desc); i++ {
+		if c := desc[i]; c < 0x20 || c > 0x7e || c == '\\' {
+			t.Fatalf("error_description holds byte %#x: %q", c, ch)
+		}
+	}
+	assert.Contains(t, desc, "tool 'drop%7F%22%C3%A9%5C' changes data", "the name is there, percent-encoded")
+}

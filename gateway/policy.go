@@ -156,7 +156,7 @@ func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc
 	}
 	p := auth.PrincipalFrom(r.Context())
 	return p != nil && p.ReadOnly && auth.WriteScopeRequired(w, r,
-		"tool "+quote(clip(name))+" changes data and needs the write scope; ask the authorization server for a token with it")
+		"tool '"+clip(name)+"' changes data and needs the write scope; ask the authorization server for a token with it")
 }
 
 // filterAllowed keeps only the allowed tools in a tools/list result, as
