@@ -95,13 +95,27 @@ func (a *Authenticator) introspects(token string) bool {
 }
 
 // introspectionAnswer is RFC 7662 §2.2's response: active, and the claims
-// of the token, read as a JWT's.
+// of the token, read as a JWT's (decodeIntrospection).
 type introspectionAnswer struct {
 	Active    *bool  `json:"active"`
 	TokenType string `json:"token_type"`
 	Typ       string `json:"typ"`       // Keycloak: Bearer, Refresh, ID
 	TokenUse  string `json:"token_use"` // Ory: access_token, refresh_token
 	claims
+}
+
+// decodeIntrospection reads an introspection answer by exact member names,
+// as decodeClaims reads a JWT's claims.
+func decodeIntrospection(body []byte) (introspectionAnswer, map[string]json.RawMessage, error) {
+	var ans introspectionAnswer
+	all, err := members(body)
+	if err != nil {
+		return ans, nil, err
+	}
+	fields := ans.fields()
+	fields["active"], fields["token_type"], fields["typ"], fields["token_use"] = &ans.Active, &ans.TokenType, &ans.Typ, &ans.TokenUse
+	err = fill(all, fields)
+	return ans, all, err
 }
 
 // introspect asks the endpoint about token and checks the answer into e.
@@ -114,8 +128,13 @@ func (a *Authenticator) introspect(ctx context.Context, token string, e *cachedT
 		a.opts.Logger.Warn("auth: token introspection failed; answering 503", "err", err, "token", e.p.TokenTag)
 		return ErrIntrospection
 	}
-	var ans introspectionAnswer
-	if err := json.Unmarshal(body, &ans); err != nil || ans.Active == nil {
+	ans, all, err := decodeIntrospection(body)
+	switch {
+	case errors.Is(err, errDuplicateMember):
+		// The issuer answered, but about claims two readers could take
+		// two ways.
+		return ErrClaims
+	case err != nil || ans.Active == nil:
 		a.opts.Logger.Warn("auth: token introspection answered no active member; answering 503", "token", e.p.TokenTag)
 		return ErrIntrospection
 	}
@@ -133,7 +152,7 @@ func (a *Authenticator) introspect(ctx context.Context, token string, e *cachedT
 	if ans.Iss == "" {
 		ans.Iss = a.opts.Issuer
 	}
-	if err := a.checkClaims(&ans.claims, body, e); err != nil {
+	if err := a.checkClaims(&ans.claims, all, e); err != nil {
 		return err
 	}
 	if limit := a.opts.Now().Add(a.opts.Introspection.MaxCacheTTL); e.until.After(limit) {

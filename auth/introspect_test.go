@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -90,6 +91,7 @@ func TestIntrospectionRejects(t *testing.T) {
 		{"a Keycloak refresh token", with("typ", "Refresh"), auth.ErrNotAccessToken},
 		{"an Ory refresh token", with("token_use", "refresh_token"), auth.ErrNotAccessToken},
 		{"scope of the wrong type", with("scope", 42), auth.ErrIntrospection},
+		{"a member named twice", with("realm_access", json.RawMessage(`{"roles":["a"],"roles":["admin"]}`)), auth.ErrClaims},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

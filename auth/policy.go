@@ -110,16 +110,12 @@ func needsClaims(rules []Rule) bool {
 }
 
 // grant sets p.Tools from the policy: the sorted union of what every rule
-// that applies to p grants, empty (not nil) when none does. payload is the
-// token's verified claims object. With no policy p.Tools stays nil.
-func (a *Authenticator) grant(p *Principal, payload []byte) {
+// that applies to p grants, empty (not nil) when none does. top holds the
+// token's verified claims by exact name. With no policy p.Tools stays nil.
+func (a *Authenticator) grant(p *Principal, top map[string]json.RawMessage) {
 	rules := a.opts.Policies
 	if len(rules) == 0 {
 		return
-	}
-	var top map[string]json.RawMessage
-	if needsClaims(rules) {
-		_ = json.Unmarshal(payload, &top) // a claim we cannot read grants nothing
 	}
 	tools := []string{}
 	for _, r := range rules {

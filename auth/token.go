@@ -18,7 +18,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 )
 
-// header is the part of the JOSE header we decide on before verifying.
+// header is the part of the JOSE header we decide on before verifying,
+// read by exact member names (decodeHeader; the tags only document them).
 type header struct {
 	Alg string  `json:"alg"`
 	Kid string  `json:"kid"`
@@ -29,8 +30,9 @@ type header struct {
 	B64  json.RawMessage `json:"b64"`
 }
 
-// claims are the registered and well-known claims we read. Unknown claims
-// are ignored; a known claim of the wrong JSON type fails the token.
+// claims are the registered and well-known claims we read, each by its
+// exact name (decodeClaims; the tags only document the names). Unknown
+// claims are ignored; a known claim of the wrong JSON type fails the token.
 type claims struct {
 	Iss      string      `json:"iss"`
 	Sub      string      `json:"sub"`
@@ -220,8 +222,11 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 	}
 	encHdr, _, _ := strings.Cut(token, ".")
 	rawHdr, err := base64.RawURLEncoding.DecodeString(encHdr)
-	var h header
-	if err != nil || json.Unmarshal(rawHdr, &h) != nil {
+	if err != nil {
+		return ErrMalformed
+	}
+	h, err := decodeHeader(rawHdr)
+	if err != nil {
 		return ErrMalformed
 	}
 	p.KeyID = h.Kid // for the log line; capped, it is the sender's text
@@ -273,17 +278,18 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 		return ErrMalformed
 	}
 
-	var c claims
-	if err := json.Unmarshal(payload, &c); err != nil {
+	c, all, err := decodeClaims(payload)
+	if err != nil {
 		return ErrClaims
 	}
-	return a.checkClaims(&c, payload, e)
+	return a.checkClaims(&c, all, e)
 }
 
 // checkClaims applies the checks on authentic claims, from a verified JWT
-// or an introspection answer, and fills e. payload is the JSON they were
-// decoded from, for a user claim outside claims.
-func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) error {
+// or an introspection answer, and fills e. all holds every member they
+// were decoded from, by exact name, for a user claim outside claims and
+// the policy's claims.
+func (a *Authenticator) checkClaims(c *claims, all map[string]json.RawMessage, e *cachedToken) error {
 	p := &e.p
 	// The claims are authentic from here on, so the log line of a refusal
 	// may name the user even when a later check fails.
@@ -292,7 +298,7 @@ func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) e
 	if p.ClientID == "" {
 		p.ClientID = c.ClientID
 	}
-	user, userErr := a.userID(c, payload)
+	user, userErr := a.userID(c, all)
 	if userErr == nil {
 		p.UserID = user
 	}
@@ -342,7 +348,7 @@ func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) e
 			return ErrMissingScope
 		}
 	}
-	a.grant(p, payload)
+	a.grant(p, all)
 	return nil
 }
 
@@ -364,7 +370,7 @@ func keyBound(cnf map[string]json.RawMessage) error {
 }
 
 // userID reads the configured user claim and checks it is a sane id.
-func (a *Authenticator) userID(c *claims, payload []byte) (string, error) {
+func (a *Authenticator) userID(c *claims, all map[string]json.RawMessage) (string, error) {
 	var user string
 	switch a.opts.UserClaim {
 	case "sub":
@@ -374,8 +380,7 @@ func (a *Authenticator) userID(c *claims, payload []byte) (string, error) {
 	case "email":
 		user = c.Email
 	default:
-		var err error
-		if user, err = stringClaim(payload, a.opts.UserClaim); err != nil {
+		if json.Unmarshal(all[a.opts.UserClaim], &user) != nil {
 			return "", ErrUserID
 		}
 	}
@@ -396,16 +401,6 @@ func (a *Authenticator) typeAccepted(typ *string) bool {
 		return true
 	}
 	return t == "jwt" && !a.opts.RequireATJWT
-}
-
-func stringClaim(payload []byte, name string) (string, error) {
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &all); err != nil {
-		return "", err
-	}
-	var s string
-	err := json.Unmarshal(all[name], &s)
-	return s, err
 }
 
 // ValidUserID reports whether id is a sane user identifier: 1 to 128
