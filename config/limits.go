@@ -26,9 +26,9 @@ type Limits struct {
 	// per-user workers of MCP 2026-07-28 clients; the next initialize, or a
 	// 2026-07-28 request that needs a new worker, gets 503. Default 1024.
 	MaxSessions int `mapstructure:"max_sessions"`
-	// MaxSessionsPerUser caps one user's live sessions and per-user
-	// workers; the next initialize, or a 2026-07-28 request that needs a new
-	// worker, gets 429. Default 256.
+	// MaxSessionsPerUser caps one user's (one principal's: issuer and
+	// subject) live sessions and per-user workers; the next initialize, or
+	// a 2026-07-28 request that needs a new worker, gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
 	// SessionIdleTimeout is how long a session, or a per-user worker, may
 	// go without a request before it is reaped and its worker stopped.

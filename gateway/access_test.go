@@ -345,3 +345,21 @@ func TestChallengeEchoesNoRawToolName(t *testing.T) {
 	}
 	assert.Contains(t, desc, "tool 'drop%7F%22%C3%A9%5C' changes data", "the name is there, percent-encoded")
 }
+
+// TestQuotasArePerPrincipal: two accounts (two subjects) whose user claim
+// names one user id do not share a quota: the first at its limit of
+// sessions and per-user workers leaves the second its own, while the
+// first's next one is still refused.
+func TestQuotasArePerPrincipal(t *testing.T) {
+	a := newAuthedGatewayWith(t, auth.Options{RequiredScopes: readScopes, WriteScope: "mcp:write"},
+		Options{SafeTools: []string{"echo"}, MaxSessionsPerUser: 1})
+	sub := func(s string) func(map[string]any) { return func(c map[string]any) { c["sub"] = s } }
+	first := a.token(t, "kim", readScopes, sub("account-1"))
+	second := a.token(t, "kim", readScopes, sub("account-2"))
+	a.open(t, first)
+
+	resp, body := rawDo(t, http.MethodPost, a.url, initBody, "Authorization", "Bearer "+first)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the first account is at its limit: %s", body)
+	resp, body = rawDo(t, http.MethodPost, a.url, initBody, "Authorization", "Bearer "+second)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "another account with the same user id has its own quota: %s", body)
+}

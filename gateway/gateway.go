@@ -33,11 +33,11 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	perUser  map[string]int          // live and starting sessions and per-user workers per user
-	workers  map[poolKey]*userWorker // 2026-07-28 per-user workers, starting ones included
-	userBufs map[string]*budget      // bytes held for each user with a session or per-user worker
-	buffered *budget                 // bytes held for every client
-	starting int                     // sessions whose worker is starting
+	perUser  map[auth.PrincipalKey]int     // live and starting sessions and per-user workers per principal
+	workers  map[poolKey]*userWorker       // 2026-07-28 per-user workers, starting ones included
+	userBufs map[auth.PrincipalKey]*budget // bytes held for each principal with a session or per-user worker
+	buffered *budget                       // bytes held for every client
+	starting int                           // sessions whose worker is starting
 	closing  bool
 	draining bool // Drain has begun: no new session or per-user worker
 
@@ -93,9 +93,9 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		safe:       set(opts.SafeTools),
 		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
-		perUser:    make(map[string]int),
+		perUser:    make(map[auth.PrincipalKey]int),
 		workers:    make(map[poolKey]*userWorker),
-		userBufs:   make(map[string]*budget),
+		userBufs:   make(map[auth.PrincipalKey]*budget),
 		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
@@ -273,7 +273,7 @@ func (g *Gateway) removeSession(s *session) {
 	g.mu.Lock()
 	if g.sessions[s.id] == s {
 		delete(g.sessions, s.id)
-		g.leaveLocked(s.user)
+		g.leaveLocked(s.owner.Key())
 	}
 	g.mu.Unlock()
 }

@@ -78,7 +78,8 @@ type Options struct {
 	MaxSessions int
 	// MaxSessionsPerUser bounds one user's live sessions and per-user
 	// workers (default 256); beyond it initialize, or a 2026-07-28 request
-	// that needs a new worker, gets 429.
+	// that needs a new worker, gets 429. A user is a principal here
+	// (auth.PrincipalKey: issuer and subject), as for MaxUserBufferBytes.
 	MaxSessionsPerUser int
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.

@@ -100,18 +100,16 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 		case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 			g.mu.Unlock()
 			return nil, errTooManyWorkers, false
-		case g.perUser[key.user] >= g.opts.MaxSessionsPerUser:
+		case g.perUser[key.owner.Key()] >= g.opts.MaxSessionsPerUser:
 			g.mu.Unlock()
 			return nil, errTooManyForUserW, false
 		}
 		uw = &userWorker{key: key, id: g.newInstanceID(), ready: make(chan struct{})}
 		uw.log = g.log.With("worker", uw.id[:len(g.opts.replicaPrefix())+10], "user", key.user, "read_only", key.readOnly)
 		g.workers[key] = uw
-		if g.perUser[key.user]++; g.userBufs[key.user] == nil {
-			g.userBufs[key.user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
-		}
+		g.joinLocked(key.owner.Key())
 		// Like a session's: all of the worker's responses together.
-		uw.buf = newBudget("one worker's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[key.user])
+		uw.buf = newBudget("one worker's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[key.owner.Key()])
 		g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 		go g.startWorker(uw)
 	}
@@ -143,7 +141,7 @@ func (g *Gateway) removeWorker(uw *userWorker) {
 	g.mu.Lock()
 	if g.workers[uw.key] == uw {
 		delete(g.workers, uw.key)
-		g.leaveLocked(uw.key.user)
+		g.leaveLocked(uw.key.owner.Key())
 	}
 	g.mu.Unlock()
 }
