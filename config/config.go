@@ -132,10 +132,14 @@ const MetricsOff = "off"
 
 // Defaults, exported so that callers and docs share one source.
 const (
-	DefaultListen             = "127.0.0.1:8000"
-	DefaultName               = "mcpgate"
-	DefaultMaxBodyBytes       = 8 << 20
-	DefaultMaxConnections     = 4096
+	DefaultListen         = "127.0.0.1:8000"
+	DefaultName           = "mcpgate"
+	DefaultMaxBodyBytes   = 8 << 20
+	DefaultMaxConnections = 4096
+	// DefaultConnectionsShare: one principal may hold at most
+	// max_connections divided by it, unless configured.
+	DefaultConnectionsShare   = 4
+	DefaultMaxStreamLifetime  = time.Hour
 	DefaultReadHeaderTimeout  = 10 * time.Second
 	DefaultReadTimeout        = 30 * time.Second
 	DefaultIdleTimeout        = 2 * time.Minute
@@ -203,6 +207,8 @@ func (c *Config) applyDefaults() {
 	l := &c.Limits
 	setNumber(&l.MaxBodyBytes, DefaultMaxBodyBytes)
 	setNumber(&l.MaxConnections, DefaultMaxConnections)
+	setNumber(&l.MaxConnectionsPerPrincipal, l.MaxConnections/DefaultConnectionsShare)
+	setNumber(&l.MaxStreamLifetime, DefaultMaxStreamLifetime)
 	setNumber(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setNumber(&l.ReadTimeout, DefaultReadTimeout)
 	setNumber(&l.IdleTimeout, DefaultIdleTimeout)

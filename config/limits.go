@@ -13,6 +13,18 @@ type Limits struct {
 	// MaxConnections caps live connections; the next one gets 503.
 	// Default 4096; each open SSE stream holds one.
 	MaxConnections int `mapstructure:"max_connections"`
+	// MaxConnectionsPerPrincipal caps the connections counted against one
+	// principal (issuer and subject): those on which its request was the
+	// first to pass the token check. The request that would exceed it gets
+	// 429 and its connection is closed. Below MaxConnections, so that one
+	// token cannot hold every connection. Default MaxConnections / 4 (no
+	// cap when that is 0).
+	MaxConnectionsPerPrincipal int `mapstructure:"max_connections_per_principal"`
+	// MaxStreamLifetime caps how long a standalone event stream (a 2025
+	// session's GET stream, a 2026-07-28 subscriptions/listen) stays open;
+	// it ends sooner when the token it was opened with expires. The client
+	// reopens it, with a fresh token. Default 1h.
+	MaxStreamLifetime time.Duration `mapstructure:"max_stream_lifetime"`
 	// ReadHeaderTimeout bounds reading a request's head. Default 10s.
 	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
 	// ReadTimeout bounds reading a POST body, from when the gateway starts

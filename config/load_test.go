@@ -187,8 +187,9 @@ func TestLoadFile(t *testing.T) {
 			ReadOnly:       true, Title: "Test gateway", Name: "gw", LocalUser: "alice",
 		},
 		Limits: Limits{
-			MaxBodyBytes: 1 << 20, MaxConnections: 10, ReadHeaderTimeout: 2 * time.Second,
-			ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
+			MaxBodyBytes: 1 << 20, MaxConnections: 10, MaxConnectionsPerPrincipal: 2, MaxStreamLifetime: time.Hour,
+			ReadHeaderTimeout: 2 * time.Second,
+			ReadTimeout:       20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
 			MaxSessionsPerUser: 5, SessionIdleTimeout: 10 * time.Minute,
 			WorkerStartTimeout: 3 * time.Second, WorkerStopGrace: time.Second,
 			WriteTimeout: DefaultWriteTimeout, MaxStreamBufferBytes: DefaultMaxStreamBuffer,
@@ -509,7 +510,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 83)
+	assert.Len(t, keys, 85)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -134,8 +134,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveMCP is the transport proper, reached once every check has passed.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// Past the Host, Origin and token checks: the connection is no longer
-	// an unauthenticated one (ListenerOptions).
-	markAuthenticated(r)
+	// an unauthenticated one (ListenerOptions), unless its principal holds
+	// every connection of its share.
+	if !markAuthenticated(r) {
+		g.log.Warn("gateway: refused a connection over its principal's share", "remote", r.RemoteAddr)
+		w.Header().Set("Connection", "close")
+		errTooManyConnections.write(w, nil)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		g.servePOST(w, r)

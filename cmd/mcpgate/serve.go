@@ -263,6 +263,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	ln = gateway.LimitListener(ln, gateway.ListenerOptions{
 		MaxConnections:               cfg.Limits.MaxConnections,
 		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
+		MaxConnectionsPerPrincipal:   cfg.Limits.MaxConnectionsPerPrincipal,
 		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
 		TLS:                          cfg.TLSEnabled(),
 		OnRefused:                    obs.metrics.ConnectionRefused,
