@@ -24,6 +24,9 @@ var (
 	ErrInsufficientScope = errors.New("auth: insufficient scope")
 	// ErrUnavailable: the issuer's keys have not been fetched yet.
 	ErrUnavailable = errors.New("auth: signing keys are not available yet")
+	// ErrTooManyRequests: the request's client caused more work at the
+	// issuer than its share allows (429 with Retry-After).
+	ErrTooManyRequests = errors.New("auth: too many requests")
 )
 
 // checkError is one failed check. Its message, minus the "auth: " prefix,
@@ -88,6 +91,7 @@ var answers = []struct {
 	{ErrInvalidToken, answer{http.StatusUnauthorized, "invalid_token", ""}},
 	{ErrInsufficientScope, answer{http.StatusForbidden, "insufficient_scope", ""}},
 	{ErrUnavailable, answer{http.StatusServiceUnavailable, "", "temporarily_unavailable"}},
+	{ErrTooManyRequests, answer{http.StatusTooManyRequests, "", "too_many_requests"}},
 }
 
 func answerFor(err error) answer {
@@ -144,6 +148,8 @@ func (a *Authenticator) writeError(w http.ResponseWriter, err error, desc, scope
 			retry = a.keys.retryAfterSeconds()
 		}
 		h.Set("Retry-After", strconv.Itoa(retry))
+	case http.StatusTooManyRequests:
+		h.Set("Retry-After", strconv.Itoa(introspectionRetryAfter))
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -153,7 +154,7 @@ func isB64Token(s string) bool {
 // returns its principal. Authenticate calls it after finding the token in
 // the request; it is exported for callers that hold a token some other way.
 func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Principal, error) {
-	p, err := a.check(ctx, token)
+	p, err := a.check(ctx, token, "")
 	if err != nil {
 		return nil, err
 	}
@@ -162,14 +163,15 @@ func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Princip
 
 // check answers from the cache of verified tokens when it can, and
 // verifies otherwise, caching a success. The principal it returns carries
-// what is known even on failure, for the log line.
-func (a *Authenticator) check(ctx context.Context, token string) (*Principal, error) {
+// what is known even on failure, for the log line. source is the client's
+// address key (AddressKey), "" when unknown.
+func (a *Authenticator) check(ctx context.Context, token, source string) (*Principal, error) {
 	if len(token) > a.opts.MaxTokenBytes {
 		return &Principal{}, ErrTokenTooLarge
 	}
 	sum := sha256.Sum256([]byte(token))
 	if a.introspects(token) {
-		return a.checkIntrospected(ctx, token, &sum)
+		return a.checkIntrospected(ctx, token, &sum, source)
 	}
 	gen := a.keyGen()
 	if e := a.cache.get(&sum, gen, a.opts.Now(), a.opts.Leeway); e != nil {
@@ -185,17 +187,47 @@ func (a *Authenticator) check(ctx context.Context, token string) (*Principal, er
 
 // checkIntrospected is check for a token the endpoint decides on. Its
 // answers are cached apart from JWTs, and not emptied by a key rotation,
-// which does not change them.
-func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum *[32]byte) (*Principal, error) {
-	if e := a.icache.get(sum, nil, a.opts.Now(), a.opts.Leeway); e != nil {
+// which does not change them: an "active" answer for MaxCacheTTL (and kept
+// for IntrospectionStaleGrace more, for when the endpoint fails), a refusal
+// for IntrospectionRefusalTTL. What no cache answers costs an introspection
+// request, at most PerAddressPerMinute for source.
+func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum *[32]byte, source string) (*Principal, error) {
+	now := a.opts.Now()
+	if e := a.icache.get(sum, nil, now, a.opts.Leeway); e != nil {
 		return e.principal(), nil
 	}
-	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}}
-	if err := a.introspect(ctx, token, &e); err != nil {
-		return &e.p, err
+	if e := a.irefused.get(sum, nil, now, 0); e != nil {
+		return e.principal(), e.refusal
 	}
-	a.icache.put(sum, e)
-	return &e.p, nil
+	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}}
+	var err error
+	switch {
+	case a.introspectionPaused(now):
+		err = ErrIntrospection
+	case !a.ilimit.allow(source, now):
+		return &e.p, ErrIntrospectionLimited
+	default:
+		err = a.introspect(ctx, token, &e)
+	}
+	switch {
+	case err == nil:
+		e.stale = now.Add(a.opts.Introspection.MaxCacheTTL + IntrospectionStaleGrace)
+		if e.p.Expiry.Before(e.stale) {
+			e.stale = e.p.Expiry
+		}
+		a.icache.put(sum, e)
+		return &e.p, nil
+	case errors.Is(err, ErrIntrospection):
+		// Not known to be bad: what the endpoint said before still holds
+		// for a while.
+		if old := a.icache.getStale(sum, now); old != nil {
+			a.opts.Logger.Warn("auth: token introspection unavailable; using the endpoint's earlier answer", "token", old.p.TokenTag, "user", old.p.UserID)
+			return old.principal(), nil
+		}
+	case errors.Is(err, ErrInvalidToken), errors.Is(err, ErrInsufficientScope):
+		a.irefused.put(sum, cachedToken{p: e.p, until: now.Add(IntrospectionRefusalTTL), refusal: err})
+	}
+	return &e.p, err
 }
 
 // keyGen names the keys tokens are verified with now.

@@ -178,6 +178,7 @@ const (
 	DefaultIntrospection      = IntrospectionOff
 	DefaultIntrospectionTTL   = auth.DefaultIntrospectionMaxCacheTTL
 	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
+	DefaultIntrospectionRate  = auth.DefaultIntrospectionPerAddressPerMinute
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultMaxArgumentBytes   = 256
@@ -251,6 +252,7 @@ func (c *Config) applyDefaults() {
 	setString(&c.Auth.Introspection, DefaultIntrospection)
 	setNumber(&c.Auth.IntrospectionMaxCacheTTL, DefaultIntrospectionTTL)
 	setNumber(&c.Auth.IntrospectionMaxConcurrent, DefaultIntrospectionSlots)
+	setNumber(&c.Auth.IntrospectionPerAddressPerMinute, DefaultIntrospectionRate)
 
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)

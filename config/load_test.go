@@ -223,6 +223,7 @@ func TestLoadFile(t *testing.T) {
 			Leeway: 30 * time.Second, MaxTokenBytes: 8192,
 			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
 			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
+			IntrospectionPerAddressPerMinute: DefaultIntrospectionRate,
 		},
 		TLS:     TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
 		Log:     Log{Level: "debug", Format: "json"},
@@ -510,7 +511,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 85)
+	assert.Len(t, keys, 86)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -186,10 +186,7 @@ func clientAddress(a net.Addr) string {
 	if !ok {
 		return a.String()
 	}
-	if ip4 := ta.IP.To4(); ip4 != nil {
-		return ip4.String()
-	}
-	return ta.IP.Mask(net.CIDRMask(64, 128)).String()
+	return auth.AddressKey(ta.IP)
 }
 
 type limitConn struct {

@@ -81,6 +81,13 @@ type Options struct {
 	// that needs a new worker, gets 429. A user is a principal here
 	// (auth.PrincipalKey: issuer and subject), as for MaxUserBufferBytes.
 	MaxSessionsPerUser int
+	// MaxStreamLifetime bounds a standalone event stream: a session's GET
+	// stream is closed, a 2026-07-28 subscriptions/listen ends with its
+	// completion result (default 1h). Either ends sooner, when the token
+	// it was opened with expires (auth.Principal.Expiry): the client opens
+	// it again, with a fresh token. An open listen is not activity: it does
+	// not keep a per-user worker from idle reaping.
+	MaxStreamLifetime time.Duration
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.
 	KeepAliveInterval time.Duration
@@ -164,6 +171,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSessionsPerUser <= 0 {
 		o.MaxSessionsPerUser = 256
+	}
+	if o.MaxStreamLifetime <= 0 {
+		o.MaxStreamLifetime = time.Hour
 	}
 	if o.KeepAliveInterval <= 0 {
 		o.KeepAliveInterval = 25 * time.Second

@@ -383,7 +383,7 @@ func (g *Gateway) reapIdleWorkers() {
 		default:
 			continue // starting
 		}
-		if uw.busy.Load() == 0 && now-uw.lastUsed.Load() > limit && uw.conn.InFlight() == 0 {
+		if uw.busy.Load() == 0 && now-uw.lastUsed.Load() > limit && uw.requestsInFlight() == 0 {
 			idle = append(idle, uw)
 		}
 	}
@@ -396,6 +396,19 @@ func (g *Gateway) reapIdleWorkers() {
 	if err := g.stopWorkers(ctx, idle, ExitIdle, "gateway: the worker was idle too long; send the request again"); err != nil {
 		g.log.Error("gateway: reaping workers", "err", err)
 	}
+}
+
+// requestsInFlight counts the clients' requests uw is working on: not the
+// gateway's own subscriptions/listen on a modern worker, which stays open
+// while listeners do and is not activity.
+func (uw *userWorker) requestsInFlight() int {
+	n := uw.conn.InFlight()
+	uw.subs.mu.Lock()
+	if uw.subs.upstream != nil && !uw.subs.upstream.Answered() {
+		n--
+	}
+	uw.subs.mu.Unlock()
+	return n
 }
 
 // stopWorkers stops per-user workers concurrently and waits; reason is

@@ -97,6 +97,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxBodyBytes:       int64(l.MaxBodyBytes),
 		BodyReadTimeout:    l.ReadTimeout,
 		SessionIdleTimeout: l.SessionIdleTimeout,
+		MaxStreamLifetime:  l.MaxStreamLifetime,
 		WorkerStartTimeout: l.WorkerStartTimeout,
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
@@ -384,6 +385,8 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 			ClientSecret:  secret,
 			MaxCacheTTL:   a.IntrospectionMaxCacheTTL,
 			MaxConcurrent: a.IntrospectionMaxConcurrent,
+
+			PerAddressPerMinute: a.IntrospectionPerAddressPerMinute,
 		}
 	}
 	if a.IssuerCAFile != "" {
