@@ -521,35 +521,32 @@ func TestManySessionsManyCalls(t *testing.T) {
 	}
 }
 
+// TestSlowBody408: a client that stalls mid-body gets 408, also with the
+// body's read timeout as long as the write timeout (the defaults: 30s
+// each, on a server whose own WriteTimeout is the same, as mcpgate serve
+// runs it), where the 408 once missed its write deadline and the client
+// saw a bare EOF.
 func TestSlowBody408(t *testing.T) {
-	_, srv := newTestGateway(t, Options{BodyReadTimeout: 200 * time.Millisecond})
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-	require.NoError(t, err)
-	defer conn.Close()
-	// Promise 100 bytes, send 10, then stall.
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
-}
-
-// TestSlowBody408AtDefaultRatio: with the body's read timeout as long as
-// the write timeout (the defaults: 30s each, on a server whose own
-// WriteTimeout is the same, as mcpgate serve runs it), the 408 still
-// reaches a client that stalls mid-body, rather than a bare EOF.
-func TestSlowBody408AtDefaultRatio(t *testing.T) {
 	const d = 300 * time.Millisecond
-	_, srv := newTestGatewayOn(t, Options{BodyReadTimeout: d, WriteTimeout: d}, nil,
-		func(s *http.Server) { s.WriteTimeout = d })
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err, "the 408 must arrive")
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"read timeout shorter", Options{BodyReadTimeout: 200 * time.Millisecond}},
+		{"read timeout as long as the write timeout", Options{BodyReadTimeout: d, WriteTimeout: d}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, srv := newTestGatewayOn(t, tc.opts, nil, func(s *http.Server) { s.WriteTimeout = tc.opts.WriteTimeout })
+			conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+			require.NoError(t, err)
+			defer conn.Close()
+			// Promise 100 bytes, send 10, then stall.
+			_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err, "the 408 must arrive")
+			defer resp.Body.Close()
+			assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+		})
+	}
 }
