@@ -550,3 +550,21 @@ func TestSlowBody408(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerStart504AfterWriteTimeout: a worker that never answers
+// initialize gets its 504 to the client even when the start timeout is
+// longer than the write timeout the request began with.
+func TestWorkerStart504AfterWriteTimeout(t *testing.T) {
+	const write = 200 * time.Millisecond
+	l := launcher(t, nil, worker.LauncherOptions{Env: []string{"STUB_HANG_INIT=1"}})
+	_, srv := serveTestGateway(t, l, Options{WriteTimeout: write, WorkerStartTimeout: 3 * write}, nil,
+		func(s *http.Server) { s.WriteTimeout = write })
+	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(initBody))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err, "the 504 must arrive")
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
+}

@@ -254,10 +254,9 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	// The write deadline set when the request began may have passed while
-	// the body came in (BodyReadTimeout is as long as WriteTimeout by
-	// default): the answer, a 408 included, gets a fresh one.
-	_ = rc.SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
+	// BodyReadTimeout is as long as WriteTimeout by default: the answer, a
+	// 408 included, needs a fresh write deadline.
+	g.freshWriteDeadline(w)
 	if err != nil {
 		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError

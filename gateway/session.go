@@ -64,7 +64,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	defer timer.Stop()
 	select {
 	case <-st.Ready():
+		g.freshWriteDeadline(w)
 	case <-timer.C:
+		g.freshWriteDeadline(w)
 		st.Detach()
 		s.log.Error("gateway: the worker did not answer initialize in time", "timeout", g.opts.WorkerStartTimeout)
 		g.stopFailed(s)

@@ -50,6 +50,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	}
 	key := g.keyOf(r)
 	uw, f, ok := g.acquire(r.Context(), key)
+	g.freshWriteDeadline(w) // it may have waited for the worker's start
 	if !ok {
 		if f.status != 0 {
 			g.log.Warn("gateway: refused a per-user worker", "user", key.user, "reason", f.msg)
