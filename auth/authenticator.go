@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 )
@@ -22,6 +23,9 @@ type Authenticator struct {
 	metadata    []byte
 	cache       *tokenCache   // nil when TokenCacheSize is negative
 	icache      *tokenCache   // introspection answers; nil likewise
+	irefused    *tokenCache   // introspection refusals, for IntrospectionRefusalTTL
+	ilimit      *rateLimit    // introspections per client address; nil: none
+	ipause      atomic.Int64  // unix nanoseconds until which the endpoint asked for a pause
 	isem        chan struct{} // introspection slots
 }
 
@@ -38,6 +42,8 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	a := &Authenticator{opts: opts, algs: map[string]jwa.SignatureAlgorithm{}, cache: newTokenCache(opts.TokenCacheSize)}
 	if opts.Introspection != nil {
 		a.icache = newTokenCache(opts.TokenCacheSize)
+		a.irefused = newTokenCache(opts.TokenCacheSize)
+		a.ilimit = newRateLimit(opts.Introspection.PerAddressPerMinute)
 		a.isem = make(chan struct{}, opts.Introspection.MaxConcurrent)
 	}
 	for _, name := range opts.Algorithms {
@@ -119,7 +125,7 @@ func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
 		}
 		return nil, err
 	}
-	p, err := a.check(r.Context(), token)
+	p, err := a.check(r.Context(), token, remoteKey(r.RemoteAddr))
 	if err != nil {
 		a.opts.Logger.Info("auth: token refused", "reason", description(err), "err", err,
 			"user", p.UserID, "client_id", p.ClientID, "kid", p.KeyID, "token", p.TokenTag, "remote", r.RemoteAddr)

@@ -40,6 +40,12 @@ type cachedToken struct {
 	until    time.Time // exp or earlier; the entry is dead from then on
 	nbf, iat time.Time // zero when absent
 	gen      any       // the keys' *keyGeneration, or nil
+	// stale is when an introspection answer stops serving even while the
+	// endpoint fails (getStale); zero for JWTs.
+	stale time.Time
+	// refusal is the error of a remembered refusal (introspection only);
+	// nil for a token that passed.
+	refusal error
 }
 
 // newTokenCache returns a cache of max entries, or nil (no caching) when
@@ -67,6 +73,21 @@ func (c *tokenCache) get(sum *[32]byte, gen any, now time.Time, leeway time.Dura
 		!e.nbf.IsZero() && e.nbf.After(now.Add(leeway)),
 		!e.iat.IsZero() && e.iat.After(now.Add(leeway)):
 		// A full verification decides, and names the failed check.
+		return nil
+	}
+	return e
+}
+
+// getStale returns the entry for sum, past its until, while its stale time
+// has not come: an introspection answer, for when the endpoint fails.
+func (c *tokenCache) getStale(sum *[32]byte, now time.Time) *cachedToken {
+	if c == nil {
+		return nil
+	}
+	c.mu.RLock()
+	e := c.entries[*sum]
+	c.mu.RUnlock()
+	if e == nil || !now.Before(e.stale) {
 		return nil
 	}
 	return e

@@ -24,6 +24,9 @@ var (
 	ErrInsufficientScope = errors.New("auth: insufficient scope")
 	// ErrUnavailable: the issuer's keys have not been fetched yet.
 	ErrUnavailable = errors.New("auth: signing keys are not available yet")
+	// ErrTooManyRequests: the request's client caused more work at the
+	// issuer than its share allows (429 with Retry-After).
+	ErrTooManyRequests = errors.New("auth: too many requests")
 )
 
 // checkError is one failed check. Its message, minus the "auth: " prefix,
@@ -88,6 +91,7 @@ var answers = []struct {
 	{ErrInvalidToken, answer{http.StatusUnauthorized, "invalid_token", ""}},
 	{ErrInsufficientScope, answer{http.StatusForbidden, "insufficient_scope", ""}},
 	{ErrUnavailable, answer{http.StatusServiceUnavailable, "", "temporarily_unavailable"}},
+	{ErrTooManyRequests, answer{http.StatusTooManyRequests, "", "too_many_requests"}},
 }
 
 func answerFor(err error) answer {
@@ -144,6 +148,8 @@ func (a *Authenticator) writeError(w http.ResponseWriter, err error, desc, scope
 			retry = a.keys.retryAfterSeconds()
 		}
 		h.Set("Retry-After", strconv.Itoa(retry))
+	case http.StatusTooManyRequests:
+		h.Set("Retry-After", strconv.Itoa(introspectionRetryAfter))
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -187,11 +193,33 @@ func (a *Authenticator) challenge(code, desc, scope string) string {
 	var b strings.Builder
 	b.WriteString("Bearer ")
 	if code != "" {
-		b.WriteString(`error="` + code + `", error_description="` + quote(desc) + `", `)
+		b.WriteString(`error="` + code + `", error_description="` + descriptionParam(desc) + `", `)
 	}
 	b.WriteString(`resource_metadata="` + quote(a.metadataURL) + `"`)
 	if scope != "" {
 		b.WriteString(`, scope="` + quote(scope) + `"`)
+	}
+	return b.String()
+}
+
+// descriptionParam renders desc as an error_description value. RFC 6750 §3
+// allows only %x20-21 / %x23-5B / %x5D-7E there: no quote, no backslash,
+// no control character, no DEL and nothing beyond ASCII, which a
+// description may hold when it names something the client chose (a tool
+// name). Every other byte, and % itself, is percent-encoded, so the text
+// stays readable and nothing is lost.
+func descriptionParam(desc string) string {
+	var b strings.Builder
+	for i := 0; i < len(desc); i++ {
+		c := desc[i]
+		if c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' && c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		const hex = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
 	}
 	return b.String()
 }

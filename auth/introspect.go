@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -39,6 +40,13 @@ type Introspection struct {
 	// open at the issuer; a request that finds no slot within Timeout is
 	// answered 503. Default DefaultIntrospectionMaxConcurrent.
 	MaxConcurrent int
+	// PerAddressPerMinute bounds the introspection requests that tokens
+	// from one client address (an IPv4 address, or an IPv6 /64) may cause
+	// a minute, in bursts of as many; a token beyond it that no cache
+	// answers gets 429. Answers from the caches cost nothing and are never
+	// limited. Default DefaultIntrospectionPerAddressPerMinute; negative
+	// turns it off.
+	PerAddressPerMinute int
 }
 
 // Introspection defaults and bounds.
@@ -46,6 +54,23 @@ const (
 	DefaultIntrospectionMaxCacheTTL   = time.Minute
 	DefaultIntrospectionTimeout       = 5 * time.Second
 	DefaultIntrospectionMaxConcurrent = 32
+	// DefaultIntrospectionPerAddressPerMinute: a user's client needs one
+	// introspection per token and MaxCacheTTL; this leaves room for many
+	// users behind one address, and none for a flood of made-up tokens.
+	DefaultIntrospectionPerAddressPerMinute = 120
+	// IntrospectionRefusalTTL is how long the endpoint's refusal of a token
+	// (inactive, or claims that fail a check) is reused, so that a client
+	// repeating a bad token does not make the gateway ask again each time.
+	IntrospectionRefusalTTL = 10 * time.Second
+	// IntrospectionStaleGrace is how long past MaxCacheTTL (and never past
+	// the token's exp) an endpoint's earlier "active" answer still serves
+	// while the endpoint fails or throttles (HTTP 429, 5xx, no answer): a
+	// real user's token keeps working through the outage, and a revoked
+	// one works at most MaxCacheTTL plus this long.
+	IntrospectionStaleGrace = 5 * time.Minute
+	// maxIntrospectionBackoff bounds the pause a throttling endpoint's
+	// Retry-After asks for.
+	maxIntrospectionBackoff = time.Minute
 	// maxIntrospectionBytes caps the endpoint's answer.
 	maxIntrospectionBytes = 1 << 20
 	// introspectionRetryAfter is the Retry-After of a 503 when the endpoint
@@ -65,6 +90,9 @@ var (
 	// ErrNotAccessToken: the endpoint says the token is not an access
 	// token (a refresh or ID token, by token_type, typ or token_use).
 	ErrNotAccessToken = check(ErrInvalidToken, "token is not an access token")
+	// ErrIntrospectionLimited: tokens from the request's address caused
+	// more introspection requests than Introspection.PerAddressPerMinute.
+	ErrIntrospectionLimited = check(ErrTooManyRequests, "too many tokens from this address needed the authorization server's introspection; retry later")
 )
 
 func (o *Introspection) normalize(bad func(string, ...any)) {
@@ -86,6 +114,9 @@ func (o *Introspection) normalize(bad func(string, ...any)) {
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = DefaultIntrospectionMaxConcurrent
 	}
+	if o.PerAddressPerMinute == 0 {
+		o.PerAddressPerMinute = DefaultIntrospectionPerAddressPerMinute
+	}
 }
 
 // introspects reports whether token goes to the introspection endpoint.
@@ -95,13 +126,27 @@ func (a *Authenticator) introspects(token string) bool {
 }
 
 // introspectionAnswer is RFC 7662 §2.2's response: active, and the claims
-// of the token, read as a JWT's.
+// of the token, read as a JWT's (decodeIntrospection).
 type introspectionAnswer struct {
 	Active    *bool  `json:"active"`
 	TokenType string `json:"token_type"`
 	Typ       string `json:"typ"`       // Keycloak: Bearer, Refresh, ID
 	TokenUse  string `json:"token_use"` // Ory: access_token, refresh_token
 	claims
+}
+
+// decodeIntrospection reads an introspection answer by exact member names,
+// as decodeClaims reads a JWT's claims.
+func decodeIntrospection(body []byte) (introspectionAnswer, map[string]json.RawMessage, error) {
+	var ans introspectionAnswer
+	all, err := members(body)
+	if err != nil {
+		return ans, nil, err
+	}
+	fields := ans.fields()
+	fields["active"], fields["token_type"], fields["typ"], fields["token_use"] = &ans.Active, &ans.TokenType, &ans.Typ, &ans.TokenUse
+	err = fill(all, fields)
+	return ans, all, err
 }
 
 // introspect asks the endpoint about token and checks the answer into e.
@@ -114,8 +159,13 @@ func (a *Authenticator) introspect(ctx context.Context, token string, e *cachedT
 		a.opts.Logger.Warn("auth: token introspection failed; answering 503", "err", err, "token", e.p.TokenTag)
 		return ErrIntrospection
 	}
-	var ans introspectionAnswer
-	if err := json.Unmarshal(body, &ans); err != nil || ans.Active == nil {
+	ans, all, err := decodeIntrospection(body)
+	switch {
+	case errors.Is(err, errDuplicateMember):
+		// The issuer answered, but about claims two readers could take
+		// two ways.
+		return ErrClaims
+	case err != nil || ans.Active == nil:
 		a.opts.Logger.Warn("auth: token introspection answered no active member; answering 503", "token", e.p.TokenTag)
 		return ErrIntrospection
 	}
@@ -133,7 +183,7 @@ func (a *Authenticator) introspect(ctx context.Context, token string, e *cachedT
 	if ans.Iss == "" {
 		ans.Iss = a.opts.Issuer
 	}
-	if err := a.checkClaims(&ans.claims, body, e); err != nil {
+	if err := a.checkClaims(&ans.claims, all, e); err != nil {
 		return err
 	}
 	if limit := a.opts.Now().Add(a.opts.Introspection.MaxCacheTTL); e.until.After(limit) {
@@ -172,6 +222,9 @@ func (a *Authenticator) askIntrospection(ctx context.Context, token string) ([]b
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		a.pauseIntrospection(resp.Header.Get("Retry-After"))
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIntrospectionBytes+1))
 	switch {
 	case err != nil:
@@ -188,3 +241,21 @@ func (a *Authenticator) askIntrospection(ctx context.Context, token string) ([]b
 
 // errNoIntrospectionEndpoint: discovery has not happened yet.
 var errNoIntrospectionEndpoint = errors.New("auth: the issuer's discovery document has not been loaded yet")
+
+// pauseIntrospection stops asking the endpoint for the Retry-After it
+// sent with a 429 or 503 (seconds; 5 when absent or unreadable; at most a
+// minute): tokens the caches cannot answer get 503 meanwhile, and those
+// the endpoint called active before are served from what it said.
+func (a *Authenticator) pauseIntrospection(retryAfter string) {
+	d := time.Duration(introspectionRetryAfter) * time.Second
+	if n, err := strconv.Atoi(retryAfter); err == nil && n > 0 {
+		d = min(time.Duration(n)*time.Second, maxIntrospectionBackoff)
+	}
+	a.ipause.Store(a.opts.Now().Add(d).UnixNano())
+}
+
+// introspectionPaused reports whether the endpoint asked not to be asked
+// until after now.
+func (a *Authenticator) introspectionPaused(now time.Time) bool {
+	return now.UnixNano() < a.ipause.Load()
+}

@@ -2,9 +2,12 @@ package auth_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,6 +93,7 @@ func TestIntrospectionRejects(t *testing.T) {
 		{"a Keycloak refresh token", with("typ", "Refresh"), auth.ErrNotAccessToken},
 		{"an Ory refresh token", with("token_use", "refresh_token"), auth.ErrNotAccessToken},
 		{"scope of the wrong type", with("scope", 42), auth.ErrIntrospection},
+		{"a member named twice", with("realm_access", json.RawMessage(`{"roles":["a"],"roles":["admin"]}`)), auth.ErrClaims},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,6 +250,102 @@ func BenchmarkIntrospection(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// from is request with the client address set.
+func from(addr, authz string) *http.Request {
+	r := request(authz)
+	r.RemoteAddr = addr
+	return r
+}
+
+// TestIntrospectionRefusalsCached: a token the endpoint refused is
+// refused again from memory for IntrospectionRefusalTTL, at no cost at the
+// issuer; after it, the endpoint is asked again.
+func TestIntrospectionRefusalsCached(t *testing.T) {
+	e := introEnv(t, nil)
+	n := e.iss.Introspections()
+	for range 5 {
+		_, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer ot_never-issued"))
+		require.ErrorIs(t, err, auth.ErrInactive)
+	}
+	assert.Equal(t, n+1, e.iss.Introspections(), "one introspection for five refusals of one token")
+	e.clock.Advance(auth.IntrospectionRefusalTTL)
+	_, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer ot_never-issued"))
+	require.ErrorIs(t, err, auth.ErrInactive)
+	assert.Equal(t, n+2, e.iss.Introspections(), "asked again once the refusal is old")
+}
+
+// TestIntrospectionPerAddressLimit: made-up tokens from one address cause
+// at most PerAddressPerMinute introspections; the rest get 429 without a
+// request to the issuer. Another address, and a real user's token already
+// answered, are not held back.
+func TestIntrospectionPerAddressLimit(t *testing.T) {
+	e := introEnv(t, func(o *auth.Options) { o.Introspection.PerAddressPerMinute = 5 })
+	good := e.iss.Opaque(e.iss.KeycloakClaims("alice", resource, "mcp:use"))
+	_, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+good))
+	require.NoError(t, err)
+	n := e.iss.Introspections()
+	limited := 0
+	for i := range 50 {
+		_, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer ot_made-up-"+strconv.Itoa(i)))
+		if errors.Is(err, auth.ErrIntrospectionLimited) {
+			limited++
+			continue
+		}
+		require.ErrorIs(t, err, auth.ErrInactive)
+	}
+	assert.Equal(t, n+4, e.iss.Introspections(), "the address's allowance (5 a minute, one spent on the good token)")
+	assert.Equal(t, 46, limited)
+
+	rec := httptest.NewRecorder()
+	_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer ot_one-more"))
+	e.a.WriteError(rec, err)
+	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.NotEmpty(t, rec.Header().Get("Retry-After"))
+
+	_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+good))
+	require.NoError(t, err, "a token already answered is served from the cache")
+	_, err = e.a.Authenticate(from("[2001:db8::1]:1000", "Bearer ot_from-elsewhere"))
+	require.ErrorIs(t, err, auth.ErrInactive, "another address has its own allowance")
+	e.clock.Advance(time.Minute)
+	_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer ot_a-minute-later"))
+	require.ErrorIs(t, err, auth.ErrInactive, "the allowance comes back")
+}
+
+// TestIntrospectionThrottledKeepsKnownTokens: when the endpoint throttles
+// (429, 503) or fails, a token it called active before keeps working past
+// MaxCacheTTL for IntrospectionStaleGrace, while a token it never saw gets
+// 503; a throttling endpoint is not asked again before its Retry-After.
+func TestIntrospectionThrottledKeepsKnownTokens(t *testing.T) {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInternalServerError} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			e := introEnv(t, nil)
+			claims := e.iss.KeycloakClaims("alice", resource, "mcp:use")
+			claims["exp"] = e.clock.Now().Add(time.Hour).Unix()
+			good := e.iss.Opaque(claims)
+			_, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+good))
+			require.NoError(t, err)
+
+			e.iss.FailIntrospection(status)
+			e.clock.Advance(auth.DefaultIntrospectionMaxCacheTTL)
+			p, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+good))
+			require.NoError(t, err, "the earlier answer serves while the endpoint fails")
+			assert.Equal(t, "alice", p.UserID)
+			_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer ot_never-seen"))
+			require.ErrorIs(t, err, auth.ErrIntrospection, "a token never answered is not guessed")
+			if status != http.StatusInternalServerError {
+				n := e.iss.Introspections()
+				_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer ot_during-the-pause"))
+				require.ErrorIs(t, err, auth.ErrIntrospection)
+				assert.Equal(t, n, e.iss.Introspections(), "a throttling endpoint is left alone for its Retry-After")
+			}
+
+			e.clock.Advance(auth.IntrospectionStaleGrace)
+			_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+good))
+			require.ErrorIs(t, err, auth.ErrIntrospection, "not past the grace")
 		})
 	}
 }

@@ -110,16 +110,12 @@ func needsClaims(rules []Rule) bool {
 }
 
 // grant sets p.Tools from the policy: the sorted union of what every rule
-// that applies to p grants, empty (not nil) when none does. payload is the
-// token's verified claims object. With no policy p.Tools stays nil.
-func (a *Authenticator) grant(p *Principal, payload []byte) {
+// that applies to p grants, empty (not nil) when none does. top holds the
+// token's verified claims by exact name. With no policy p.Tools stays nil.
+func (a *Authenticator) grant(p *Principal, top map[string]json.RawMessage) {
 	rules := a.opts.Policies
 	if len(rules) == 0 {
 		return
-	}
-	var top map[string]json.RawMessage
-	if needsClaims(rules) {
-		_ = json.Unmarshal(payload, &top) // a claim we cannot read grants nothing
 	}
 	tools := []string{}
 	for _, r := range rules {
@@ -218,14 +214,14 @@ func StepUp(w http.ResponseWriter, r *http.Request, tool string) bool {
 	return true
 }
 
-// quoteTool shows a client-chosen tool name in a message: JSON-quoted and
-// at most 64 bytes, so it can neither break the challenge nor grow it.
+// quoteTool shows a client-chosen tool name in a message: in single
+// quotes and at most 64 bytes, so it cannot grow the challenge; the
+// challenge percent-encodes what RFC 6750 does not allow in it.
 func quoteTool(tool string) string {
 	if len(tool) > 64 {
 		tool = tool[:64]
 	}
-	b, _ := json.Marshal(tool)
-	return string(b)
+	return "'" + tool + "'"
 }
 
 // errPolicyWrite: a policy and a write scope both decide what a token may

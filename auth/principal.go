@@ -59,6 +59,27 @@ func (o Owner) Differs(other Owner) string {
 	return ""
 }
 
+// PrincipalKey names an account: the issuer and the subject of its tokens
+// (RFC 7519 §4.1.2: a subject is unique within its issuer). What one
+// account may hold (connections, sessions, workers, buffered bytes) is
+// counted by it, never by the user id alone, which the configured user
+// claim yields and two accounts may share: they would exhaust one quota
+// for each other. It is comparable with ==; the zero key is the localhost
+// mode's (no principal).
+type PrincipalKey struct {
+	Issuer, Subject string
+}
+
+// Key returns the account p belongs to.
+func (p *Principal) Key() PrincipalKey {
+	return PrincipalKey{Issuer: p.Issuer, Subject: p.Subject}
+}
+
+// Key returns the account that owns what o owns.
+func (o Owner) Key() PrincipalKey {
+	return PrincipalKey{Issuer: o.Issuer, Subject: o.Subject}
+}
+
 type principalKey struct{}
 
 // WithPrincipal returns a context carrying p.

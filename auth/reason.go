@@ -30,11 +30,13 @@ var reasons = []struct {
 	{ErrCertBound, "certBound"},
 	{ErrKeyBound, "keyBound"},
 	{ErrMissingScope, "missingScope"},
+	{ErrIntrospectionLimited, "introspectionLimited"},
 	{ErrNoToken, "noToken"},
 	{ErrInvalidRequest, "invalidRequest"},
 	{ErrInvalidToken, "invalidToken"},
 	{ErrInsufficientScope, "insufficientScope"},
 	{ErrUnavailable, "unavailable"},
+	{ErrTooManyRequests, "tooManyRequests"},
 }
 
 // Reasons returns every name Reason gives, "other" last: the label values

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -18,7 +19,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 )
 
-// header is the part of the JOSE header we decide on before verifying.
+// header is the part of the JOSE header we decide on before verifying,
+// read by exact member names (decodeHeader; the tags only document them).
 type header struct {
 	Alg string  `json:"alg"`
 	Kid string  `json:"kid"`
@@ -29,8 +31,9 @@ type header struct {
 	B64  json.RawMessage `json:"b64"`
 }
 
-// claims are the registered and well-known claims we read. Unknown claims
-// are ignored; a known claim of the wrong JSON type fails the token.
+// claims are the registered and well-known claims we read, each by its
+// exact name (decodeClaims; the tags only document the names). Unknown
+// claims are ignored; a known claim of the wrong JSON type fails the token.
 type claims struct {
 	Iss      string      `json:"iss"`
 	Sub      string      `json:"sub"`
@@ -151,7 +154,7 @@ func isB64Token(s string) bool {
 // returns its principal. Authenticate calls it after finding the token in
 // the request; it is exported for callers that hold a token some other way.
 func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Principal, error) {
-	p, err := a.check(ctx, token)
+	p, err := a.check(ctx, token, "")
 	if err != nil {
 		return nil, err
 	}
@@ -160,14 +163,15 @@ func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Princip
 
 // check answers from the cache of verified tokens when it can, and
 // verifies otherwise, caching a success. The principal it returns carries
-// what is known even on failure, for the log line.
-func (a *Authenticator) check(ctx context.Context, token string) (*Principal, error) {
+// what is known even on failure, for the log line. source is the client's
+// address key (AddressKey), "" when unknown.
+func (a *Authenticator) check(ctx context.Context, token, source string) (*Principal, error) {
 	if len(token) > a.opts.MaxTokenBytes {
 		return &Principal{}, ErrTokenTooLarge
 	}
 	sum := sha256.Sum256([]byte(token))
 	if a.introspects(token) {
-		return a.checkIntrospected(ctx, token, &sum)
+		return a.checkIntrospected(ctx, token, &sum, source)
 	}
 	gen := a.keyGen()
 	if e := a.cache.get(&sum, gen, a.opts.Now(), a.opts.Leeway); e != nil {
@@ -183,17 +187,47 @@ func (a *Authenticator) check(ctx context.Context, token string) (*Principal, er
 
 // checkIntrospected is check for a token the endpoint decides on. Its
 // answers are cached apart from JWTs, and not emptied by a key rotation,
-// which does not change them.
-func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum *[32]byte) (*Principal, error) {
-	if e := a.icache.get(sum, nil, a.opts.Now(), a.opts.Leeway); e != nil {
+// which does not change them: an "active" answer for MaxCacheTTL (and kept
+// for IntrospectionStaleGrace more, for when the endpoint fails), a refusal
+// for IntrospectionRefusalTTL. What no cache answers costs an introspection
+// request, at most PerAddressPerMinute for source.
+func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum *[32]byte, source string) (*Principal, error) {
+	now := a.opts.Now()
+	if e := a.icache.get(sum, nil, now, a.opts.Leeway); e != nil {
 		return e.principal(), nil
 	}
-	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}}
-	if err := a.introspect(ctx, token, &e); err != nil {
-		return &e.p, err
+	if e := a.irefused.get(sum, nil, now, 0); e != nil {
+		return e.principal(), e.refusal
 	}
-	a.icache.put(sum, e)
-	return &e.p, nil
+	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}}
+	var err error
+	switch {
+	case a.introspectionPaused(now):
+		err = ErrIntrospection
+	case !a.ilimit.allow(source, now):
+		return &e.p, ErrIntrospectionLimited
+	default:
+		err = a.introspect(ctx, token, &e)
+	}
+	switch {
+	case err == nil:
+		e.stale = now.Add(a.opts.Introspection.MaxCacheTTL + IntrospectionStaleGrace)
+		if e.p.Expiry.Before(e.stale) {
+			e.stale = e.p.Expiry
+		}
+		a.icache.put(sum, e)
+		return &e.p, nil
+	case errors.Is(err, ErrIntrospection):
+		// Not known to be bad: what the endpoint said before still holds
+		// for a while.
+		if old := a.icache.getStale(sum, now); old != nil {
+			a.opts.Logger.Warn("auth: token introspection unavailable; using the endpoint's earlier answer", "token", old.p.TokenTag, "user", old.p.UserID)
+			return old.principal(), nil
+		}
+	case errors.Is(err, ErrInvalidToken), errors.Is(err, ErrInsufficientScope):
+		a.irefused.put(sum, cachedToken{p: e.p, until: now.Add(IntrospectionRefusalTTL), refusal: err})
+	}
+	return &e.p, err
 }
 
 // keyGen names the keys tokens are verified with now.
@@ -220,8 +254,11 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 	}
 	encHdr, _, _ := strings.Cut(token, ".")
 	rawHdr, err := base64.RawURLEncoding.DecodeString(encHdr)
-	var h header
-	if err != nil || json.Unmarshal(rawHdr, &h) != nil {
+	if err != nil {
+		return ErrMalformed
+	}
+	h, err := decodeHeader(rawHdr)
+	if err != nil {
 		return ErrMalformed
 	}
 	p.KeyID = h.Kid // for the log line; capped, it is the sender's text
@@ -273,17 +310,18 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 		return ErrMalformed
 	}
 
-	var c claims
-	if err := json.Unmarshal(payload, &c); err != nil {
+	c, all, err := decodeClaims(payload)
+	if err != nil {
 		return ErrClaims
 	}
-	return a.checkClaims(&c, payload, e)
+	return a.checkClaims(&c, all, e)
 }
 
 // checkClaims applies the checks on authentic claims, from a verified JWT
-// or an introspection answer, and fills e. payload is the JSON they were
-// decoded from, for a user claim outside claims.
-func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) error {
+// or an introspection answer, and fills e. all holds every member they
+// were decoded from, by exact name, for a user claim outside claims and
+// the policy's claims.
+func (a *Authenticator) checkClaims(c *claims, all map[string]json.RawMessage, e *cachedToken) error {
 	p := &e.p
 	// The claims are authentic from here on, so the log line of a refusal
 	// may name the user even when a later check fails.
@@ -292,7 +330,7 @@ func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) e
 	if p.ClientID == "" {
 		p.ClientID = c.ClientID
 	}
-	user, userErr := a.userID(c, payload)
+	user, userErr := a.userID(c, all)
 	if userErr == nil {
 		p.UserID = user
 	}
@@ -342,7 +380,7 @@ func (a *Authenticator) checkClaims(c *claims, payload []byte, e *cachedToken) e
 			return ErrMissingScope
 		}
 	}
-	a.grant(p, payload)
+	a.grant(p, all)
 	return nil
 }
 
@@ -364,7 +402,7 @@ func keyBound(cnf map[string]json.RawMessage) error {
 }
 
 // userID reads the configured user claim and checks it is a sane id.
-func (a *Authenticator) userID(c *claims, payload []byte) (string, error) {
+func (a *Authenticator) userID(c *claims, all map[string]json.RawMessage) (string, error) {
 	var user string
 	switch a.opts.UserClaim {
 	case "sub":
@@ -374,8 +412,7 @@ func (a *Authenticator) userID(c *claims, payload []byte) (string, error) {
 	case "email":
 		user = c.Email
 	default:
-		var err error
-		if user, err = stringClaim(payload, a.opts.UserClaim); err != nil {
+		if json.Unmarshal(all[a.opts.UserClaim], &user) != nil {
 			return "", ErrUserID
 		}
 	}
@@ -396,16 +433,6 @@ func (a *Authenticator) typeAccepted(typ *string) bool {
 		return true
 	}
 	return t == "jwt" && !a.opts.RequireATJWT
-}
-
-func stringClaim(payload []byte, name string) (string, error) {
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &all); err != nil {
-		return "", err
-	}
-	var s string
-	err := json.Unmarshal(all[name], &s)
-	return s, err
 }
 
 // ValidUserID reports whether id is a sane user identifier: 1 to 128

@@ -80,6 +80,10 @@ type Auth struct {
 	// flight; one that waits longer than 5s for a slot is answered 503.
 	// Default 32; at most 1024.
 	IntrospectionMaxConcurrent int `mapstructure:"introspection_max_concurrent"`
+	// IntrospectionPerAddressPerMinute bounds the introspection requests
+	// tokens from one client address may cause a minute; beyond it a token
+	// no cache answers gets 429. Default 120; at most 100000.
+	IntrospectionPerAddressPerMinute int `mapstructure:"introspection_per_address_per_minute"`
 }
 
 // Policy is one rule of auth.policies: who (a scope, or a claim holding one

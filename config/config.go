@@ -133,10 +133,14 @@ const MetricsOff = "off"
 
 // Defaults, exported so that callers and docs share one source.
 const (
-	DefaultListen             = "127.0.0.1:8000"
-	DefaultName               = "mcpgate"
-	DefaultMaxBodyBytes       = 8 << 20
-	DefaultMaxConnections     = 4096
+	DefaultListen         = "127.0.0.1:8000"
+	DefaultName           = "mcpgate"
+	DefaultMaxBodyBytes   = 8 << 20
+	DefaultMaxConnections = 4096
+	// DefaultConnectionsShare: one principal may hold at most
+	// max_connections divided by it, unless configured.
+	DefaultConnectionsShare   = 4
+	DefaultMaxStreamLifetime  = time.Hour
 	DefaultReadHeaderTimeout  = 10 * time.Second
 	DefaultReadTimeout        = 30 * time.Second
 	DefaultIdleTimeout        = 2 * time.Minute
@@ -186,6 +190,7 @@ const (
 	DefaultIntrospection      = IntrospectionOff
 	DefaultIntrospectionTTL   = auth.DefaultIntrospectionMaxCacheTTL
 	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
+	DefaultIntrospectionRate  = auth.DefaultIntrospectionPerAddressPerMinute
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultMaxArgumentBytes   = 256
@@ -215,6 +220,8 @@ func (c *Config) applyDefaults() {
 	l := &c.Limits
 	setNumber(&l.MaxBodyBytes, DefaultMaxBodyBytes)
 	setNumber(&l.MaxConnections, DefaultMaxConnections)
+	setNumber(&l.MaxConnectionsPerPrincipal, l.MaxConnections/DefaultConnectionsShare)
+	setNumber(&l.MaxStreamLifetime, DefaultMaxStreamLifetime)
 	setNumber(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setNumber(&l.ReadTimeout, DefaultReadTimeout)
 	setNumber(&l.IdleTimeout, DefaultIdleTimeout)
@@ -261,6 +268,7 @@ func (c *Config) applyDefaults() {
 	setString(&c.Auth.Introspection, DefaultIntrospection)
 	setNumber(&c.Auth.IntrospectionMaxCacheTTL, DefaultIntrospectionTTL)
 	setNumber(&c.Auth.IntrospectionMaxConcurrent, DefaultIntrospectionSlots)
+	setNumber(&c.Auth.IntrospectionPerAddressPerMinute, DefaultIntrospectionRate)
 
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)

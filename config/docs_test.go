@@ -88,6 +88,7 @@ var docDefaultNotLiteral = map[string]string{
 	"worker.safe_methods":                   "none",
 	"database.dsn":                          "—",
 	"database.transaction_idle_timeout":     "`limits.session_idle_timeout`",
+	"limits.max_connections_per_principal":  "`max_connections` / 4",
 	"auth.issuer":                           "—",
 	"auth.authorization_servers":            "`[issuer]`",
 	"auth.required_scopes":                  "—",
@@ -170,6 +171,7 @@ func TestDocsKeyTables(t *testing.T) {
 		}
 	}
 	assert.Equal(t, def.Limits.SessionIdleTimeout, def.Database.TransactionIdleTimeout)
+	assert.Equal(t, def.Limits.MaxConnections/4, def.Limits.MaxConnectionsPerPrincipal)
 }
 
 // TestDocsFlagsTable holds the "## Flags" table of docs/configuration.md to

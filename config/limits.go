@@ -13,6 +13,18 @@ type Limits struct {
 	// MaxConnections caps live connections; the next one gets 503.
 	// Default 4096; each open SSE stream holds one.
 	MaxConnections int `mapstructure:"max_connections"`
+	// MaxConnectionsPerPrincipal caps the connections counted against one
+	// principal (issuer and subject): those on which its request was the
+	// first to pass the token check. The request that would exceed it gets
+	// 429 and its connection is closed. Below MaxConnections, so that one
+	// token cannot hold every connection. Default MaxConnections / 4 (no
+	// cap when that is 0).
+	MaxConnectionsPerPrincipal int `mapstructure:"max_connections_per_principal"`
+	// MaxStreamLifetime caps how long a standalone event stream (a 2025
+	// session's GET stream, a 2026-07-28 subscriptions/listen) stays open;
+	// it ends sooner when the token it was opened with expires. The client
+	// reopens it, with a fresh token. Default 1h.
+	MaxStreamLifetime time.Duration `mapstructure:"max_stream_lifetime"`
 	// ReadHeaderTimeout bounds reading a request's head. Default 10s.
 	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
 	// ReadTimeout bounds reading a POST body, from when the gateway starts
@@ -26,9 +38,9 @@ type Limits struct {
 	// per-user workers of MCP 2026-07-28 clients; the next initialize, or a
 	// 2026-07-28 request that needs a new worker, gets 503. Default 1024.
 	MaxSessions int `mapstructure:"max_sessions"`
-	// MaxSessionsPerUser caps one user's live sessions and per-user
-	// workers; the next initialize, or a 2026-07-28 request that needs a new
-	// worker, gets 429. Default 256.
+	// MaxSessionsPerUser caps one user's (one principal's: issuer and
+	// subject) live sessions and per-user workers; the next initialize, or
+	// a 2026-07-28 request that needs a new worker, gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
 	// MaxDBConnections caps the PostgreSQL connections this replica's
 	// built-in workers may hold together: one per session, and

@@ -196,8 +196,9 @@ func TestLoadFile(t *testing.T) {
 			ReadOnly:       true, Title: "Test gateway", Name: "gw", LocalUser: "alice",
 		},
 		Limits: Limits{
-			MaxBodyBytes: 1 << 20, MaxConnections: 10, ReadHeaderTimeout: 2 * time.Second,
-			ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
+			MaxBodyBytes: 1 << 20, MaxConnections: 10, MaxConnectionsPerPrincipal: 2, MaxStreamLifetime: time.Hour,
+			ReadHeaderTimeout: 2 * time.Second,
+			ReadTimeout:       20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
 			MaxSessionsPerUser: 5, SessionIdleTimeout: 10 * time.Minute,
 			MaxDBConnections: DefaultMaxDBConnections, MaxDBConnectionsPerUser: DefaultMaxDBConnectionsPerUser,
 			WorkerStartTimeout: 3 * time.Second, WorkerStopGrace: time.Second,
@@ -234,6 +235,7 @@ func TestLoadFile(t *testing.T) {
 			Leeway: 30 * time.Second, MaxTokenBytes: 8192,
 			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
 			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
+			IntrospectionPerAddressPerMinute: DefaultIntrospectionRate,
 		},
 		TLS:     TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
 		Log:     Log{Level: "debug", Format: "json"},
@@ -521,7 +523,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 88)
+	assert.Len(t, keys, 91)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -134,6 +134,9 @@ func (c *Config) validateIntrospection(v *validator) {
 	if a.IntrospectionMaxConcurrent < 0 || a.IntrospectionMaxConcurrent > 1024 {
 		v.add("auth.introspection_max_concurrent", "%d is outside 1 to 1024", a.IntrospectionMaxConcurrent)
 	}
+	if a.IntrospectionPerAddressPerMinute < 0 || a.IntrospectionPerAddressPerMinute > 100000 {
+		v.add("auth.introspection_per_address_per_minute", "%d is outside 1 to 100000", a.IntrospectionPerAddressPerMinute)
+	}
 }
 
 // validatePolicies reports every problem of auth.policies and

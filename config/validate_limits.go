@@ -23,6 +23,7 @@ func (c *Config) validateLimits(v *validator) {
 		{"limits.unauthenticated_idle_timeout", l.UnauthenticatedIdleTimeout},
 		{"limits.drain_timeout", l.DrainTimeout},
 		{"limits.drain_min", l.DrainMin},
+		{"limits.max_stream_lifetime", l.MaxStreamLifetime},
 	} {
 		if d.val < 0 {
 			v.add(d.key, "%v is negative; use a positive duration such as 30s (0 or no key means the default)", d.val)
@@ -33,6 +34,7 @@ func (c *Config) validateLimits(v *validator) {
 		val int
 	}{
 		{"limits.max_connections", l.MaxConnections},
+		{"limits.max_connections_per_principal", l.MaxConnectionsPerPrincipal},
 		{"limits.max_sessions", l.MaxSessions},
 		{"limits.max_sessions_per_user", l.MaxSessionsPerUser},
 		{"limits.max_db_connections", l.MaxDBConnections},
@@ -70,6 +72,12 @@ func (c *Config) validateLimits(v *validator) {
 		case i > 0 && b.val > 0 && bufs[i-1].val > b.val:
 			v.add(bufs[i-1].key, "%d is more than %s %d; a smaller share cannot hold more than the larger one", int64(bufs[i-1].val), b.key, int64(b.val))
 		}
+	}
+	if l.MaxConnectionsPerPrincipal > 0 && l.MaxConnections > 0 && l.MaxConnectionsPerPrincipal >= l.MaxConnections {
+		v.add("limits.max_connections_per_principal", "%d is not below limits.max_connections %d, so one user could hold every connection; lower it (the default is a quarter of max_connections)", l.MaxConnectionsPerPrincipal, l.MaxConnections)
+	}
+	if l.MaxStreamLifetime > 0 && l.MaxStreamLifetime < time.Second {
+		v.add("limits.max_stream_lifetime", "%v is below 1s; clients would reopen their streams without pause; use a duration such as 1h", l.MaxStreamLifetime)
 	}
 	if l.MaxSessionsPerUser > 0 && l.MaxSessions > 0 && l.MaxSessionsPerUser > l.MaxSessions {
 		v.add("limits.max_sessions_per_user", "%d is more than limits.max_sessions %d; lower it or raise max_sessions", l.MaxSessionsPerUser, l.MaxSessions)

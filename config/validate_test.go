@@ -198,6 +198,9 @@ func TestValidateProblems(t *testing.T) {
 		{"negative minimum drain", func(c *Config) { c.Limits.DrainMin = -time.Second }, "limits.drain_min", "negative"},
 		{"header timeout beyond request timeout", func(c *Config) { c.Limits.ReadHeaderTimeout = DefaultReadTimeout * 2 }, "limits.read_header_timeout", "longer than limits.read_timeout"},
 		{"per-user sessions beyond total", func(c *Config) { c.Limits.MaxSessionsPerUser = DefaultMaxSessions + 1 }, "limits.max_sessions_per_user", "is more than limits.max_sessions"},
+		{"one user's connections as many as all", func(c *Config) { c.Limits.MaxConnectionsPerPrincipal = c.Limits.MaxConnections }, "limits.max_connections_per_principal", "not below limits.max_connections"},
+		{"negative connections per user", func(c *Config) { c.Limits.MaxConnectionsPerPrincipal = -1 }, "limits.max_connections_per_principal", "is negative"},
+		{"stream lifetime too short", func(c *Config) { c.Limits.MaxStreamLifetime = DefaultMaxStreamLifetime / 1e6 }, "limits.max_stream_lifetime", "below 1s"},
 
 		{"worker program empty", func(c *Config) { c.Worker.Command = []string{""} }, "worker.command", "program name (first word) is empty"},
 		{"worker program missing", func(c *Config) { c.Worker.Command = []string{filepath.Join(f.dir, "nope")} }, "worker.command", "no such file or directory"},

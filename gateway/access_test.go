@@ -322,3 +322,44 @@ func TestReadMethodsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestChallengeEchoesNoRawToolName: a read-only token calling a tool named
+// with DEL and non-ASCII bytes gets a challenge whose error_description
+// stays within RFC 6750 §3's character set (%x20-21 / %x23-5B / %x5D-7E),
+// the name percent-encoded rather than echoed raw.
+func TestChallengeEchoesNoRawToolName(t *testing.T) {
+	a := newAuthedGateway(t, Options{SafeTools: []string{"echo"}})
+	rtok := a.token(t, "alice", readScopes, nil)
+	sid := a.open(t, rtok)
+	resp, body := a.do(t, http.MethodPost, sid, rtok, toolCall(`drop\u007f\"é\\`))
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	ch := resp.Header.Get("WWW-Authenticate")
+	_, desc, ok := strings.Cut(ch, `error_description="`)
+	require.True(t, ok, ch)
+	desc, _, ok = strings.Cut(desc, `"`)
+	require.True(t, ok, ch)
+	for i := 0; i < len(desc); i++ {
+		if c := desc[i]; c < 0x20 || c > 0x7e || c == '\\' {
+			t.Fatalf("error_description holds byte %#x: %q", c, ch)
+		}
+	}
+	assert.Contains(t, desc, "tool 'drop%7F%22%C3%A9%5C' changes data", "the name is there, percent-encoded")
+}
+
+// TestQuotasArePerPrincipal: two accounts (two subjects) whose user claim
+// names one user id do not share a quota: the first at its limit of
+// sessions and per-user workers leaves the second its own, while the
+// first's next one is still refused.
+func TestQuotasArePerPrincipal(t *testing.T) {
+	a := newAuthedGatewayWith(t, auth.Options{RequiredScopes: readScopes, WriteScope: "mcp:write"},
+		Options{SafeTools: []string{"echo"}, MaxSessionsPerUser: 1})
+	sub := func(s string) func(map[string]any) { return func(c map[string]any) { c["sub"] = s } }
+	first := a.token(t, "kim", readScopes, sub("account-1"))
+	second := a.token(t, "kim", readScopes, sub("account-2"))
+	a.open(t, first)
+
+	resp, body := rawDo(t, http.MethodPost, a.url, initBody, "Authorization", "Bearer "+first)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the first account is at its limit: %s", body)
+	resp, body = rawDo(t, http.MethodPost, a.url, initBody, "Authorization", "Bearer "+second)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "another account with the same user id has its own quota: %s", body)
+}

@@ -67,16 +67,15 @@ func (b DBBudget) withDefaults() DBBudget {
 	return b
 }
 
-// dbPrincipal is whom the connection budget counts against: the token's
+// principalOf is whom the per-user limits count against: the token's
 // issuer and subject, so that one principal cannot spread its sessions
-// over user ids or clients; in localhost mode the local user.
-type dbPrincipal struct{ issuer, subject string }
-
-func principalOf(o auth.Owner, user string) dbPrincipal {
+// over user ids or clients, nor two subjects share one user id's quota; in
+// localhost mode, which has no token, the local user.
+func principalOf(o auth.Owner, user string) auth.PrincipalKey {
 	if o.Issuer == "" && o.Subject == "" {
-		return dbPrincipal{subject: user}
+		return auth.PrincipalKey{Subject: user}
 	}
-	return dbPrincipal{o.Issuer, o.Subject}
+	return o.Key()
 }
 
 // The budget's refusals. A principal over its share gets the 429 of the
@@ -89,7 +88,7 @@ var (
 
 // dbTakeLocked takes n connections of the budget for p, or says which
 // limit refuses them. g.mu is held.
-func (g *Gateway) dbTakeLocked(p dbPrincipal, n int) (failure, bool) {
+func (g *Gateway) dbTakeLocked(p auth.PrincipalKey, n int) (failure, bool) {
 	b := g.opts.DB
 	if b.Max <= 0 {
 		return failure{}, true
@@ -106,7 +105,7 @@ func (g *Gateway) dbTakeLocked(p dbPrincipal, n int) (failure, bool) {
 }
 
 // dbGiveLocked gives back what dbTakeLocked took. g.mu is held.
-func (g *Gateway) dbGiveLocked(p dbPrincipal, n int) {
+func (g *Gateway) dbGiveLocked(p auth.PrincipalKey, n int) {
 	if g.opts.DB.Max <= 0 {
 		return
 	}

@@ -19,34 +19,35 @@ type failure struct {
 }
 
 var (
-	errOriginForbidden = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: Origin not allowed; add it to the gateway's allowed origins", nil}
-	errHostForbidden   = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: Host is not a loopback name on this loopback listener (DNS rebinding protection)", nil}
-	errMethod          = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: method not allowed; use POST, GET or DELETE", nil}
-	errContentType     = failure{http.StatusUnsupportedMediaType, jsonrpc.CodeInvalidRequest, "gateway: Content-Type must be application/json", nil}
-	errAcceptPOST      = failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: Accept must include application/json or text/event-stream", nil}
-	errAcceptGET       = failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: Accept must include text/event-stream", nil}
-	errTooLarge        = failure{http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest, "gateway: request body too large", nil}
-	errBodyTimeout     = failure{http.StatusRequestTimeout, jsonrpc.CodeInvalidRequest, "gateway: request body not received in time", nil}
-	errBodyRead        = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: could not read the request body", nil}
-	errParse           = failure{http.StatusBadRequest, jsonrpc.CodeParseError, "gateway: the body is not valid JSON", nil}
-	errInvalid         = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: the body is not a JSON-RPC 2.0 message or batch", nil}
-	errEmptyBatch      = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: empty batch", nil}
-	errBatchVersion    = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: JSON-RPC batches exist only in protocol 2025-03-26", nil}
-	errInitInBatch     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: initialize must be sent alone, not in a batch", nil}
-	errInitWithSession = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: initialize must not carry an MCP-Session-Id; it opens a new session", nil}
-	errNoSession       = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP-Session-Id header required; send initialize first", nil}
-	errUnknownSession  = failure{http.StatusNotFound, jsonrpc.CodeSessionNotFound, "gateway: session not found or ended; initialize a new session", nil}
-	errDeleteReadOnly  = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: ending a read-write session needs a token with the write scope", nil}
-	errDeleteNarrower  = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: this token is granted fewer tools than the session was opened with, so it may not end it; send DELETE with a token of the session's rights, or let the session expire", nil}
-	errStreamConflict  = failure{http.StatusConflict, jsonrpc.CodeInvalidRequest, "gateway: this session already has a standalone stream open", nil}
-	errLastEventID     = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: stream resumption (Last-Event-ID) is not supported", nil}
-	errTooManySessions = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: too many sessions; try again later", nil}
-	errTooManyForUser  = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many sessions for this user; end one (DELETE) or wait for idle ones to expire", nil}
-	errWorkerStart     = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker process could not be started", nil}
-	errWorkerTimeout   = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer initialize in time", nil}
-	errWorkerExited    = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker exited during initialize", nil}
-	errShuttingDown    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: shutting down", nil}
-	errDraining        = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: draining before a restart, no new sessions or workers; try again shortly (another replica may take it)", nil}
+	errOriginForbidden    = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: Origin not allowed; add it to the gateway's allowed origins", nil}
+	errHostForbidden      = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: Host is not a loopback name on this loopback listener (DNS rebinding protection)", nil}
+	errMethod             = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: method not allowed; use POST, GET or DELETE", nil}
+	errContentType        = failure{http.StatusUnsupportedMediaType, jsonrpc.CodeInvalidRequest, "gateway: Content-Type must be application/json", nil}
+	errAcceptPOST         = failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: Accept must include application/json or text/event-stream", nil}
+	errAcceptGET          = failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: Accept must include text/event-stream", nil}
+	errTooLarge           = failure{http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest, "gateway: request body too large", nil}
+	errBodyTimeout        = failure{http.StatusRequestTimeout, jsonrpc.CodeInvalidRequest, "gateway: request body not received in time", nil}
+	errBodyRead           = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: could not read the request body", nil}
+	errParse              = failure{http.StatusBadRequest, jsonrpc.CodeParseError, "gateway: the body is not valid JSON", nil}
+	errInvalid            = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: the body is not a JSON-RPC 2.0 message or batch", nil}
+	errEmptyBatch         = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: empty batch", nil}
+	errBatchVersion       = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: JSON-RPC batches exist only in protocol 2025-03-26", nil}
+	errInitInBatch        = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: initialize must be sent alone, not in a batch", nil}
+	errInitWithSession    = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: initialize must not carry an MCP-Session-Id; it opens a new session", nil}
+	errNoSession          = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: MCP-Session-Id header required; send initialize first", nil}
+	errUnknownSession     = failure{http.StatusNotFound, jsonrpc.CodeSessionNotFound, "gateway: session not found or ended; initialize a new session", nil}
+	errDeleteReadOnly     = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: ending a read-write session needs a token with the write scope", nil}
+	errDeleteNarrower     = failure{http.StatusForbidden, jsonrpc.CodeInvalidRequest, "gateway: this token is granted fewer tools than the session was opened with, so it may not end it; send DELETE with a token of the session's rights, or let the session expire", nil}
+	errStreamConflict     = failure{http.StatusConflict, jsonrpc.CodeInvalidRequest, "gateway: this session already has a standalone stream open", nil}
+	errLastEventID        = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: stream resumption (Last-Event-ID) is not supported", nil}
+	errTooManySessions    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: too many sessions; try again later", nil}
+	errTooManyConnections = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many connections for this user; close some (reuse one connection) or try again later", nil}
+	errTooManyForUser     = failure{http.StatusTooManyRequests, jsonrpc.CodeInternalError, "gateway: too many sessions for this user; end one (DELETE) or wait for idle ones to expire", nil}
+	errWorkerStart        = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker process could not be started", nil}
+	errWorkerTimeout      = failure{http.StatusGatewayTimeout, jsonrpc.CodeInternalError, "gateway: the worker did not answer initialize in time", nil}
+	errWorkerExited       = failure{http.StatusBadGateway, jsonrpc.CodeInternalError, "gateway: the worker exited during initialize", nil}
+	errShuttingDown       = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: shutting down", nil}
+	errDraining           = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: draining before a restart, no new sessions or workers; try again shortly (another replica may take it)", nil}
 
 	// MCP 2026-07-28 (no sessions; see modern.go and stateless.go).
 	errModernMethod       = failure{http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "gateway: MCP " + modernVersion + " uses POST only (GET streams and DELETE belong to sessions of 2025-11-25 and earlier)", nil}

@@ -33,13 +33,13 @@ type Gateway struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
-	perUser   map[string]int          // live and starting sessions and per-user workers per user
-	dbUsed    int                     // database connections the workers may hold (Options.DB)
-	dbPerUser map[dbPrincipal]int     // the same, per principal
-	workers   map[poolKey]*userWorker // 2026-07-28 per-user workers, starting ones included
-	userBufs  map[string]*budget      // bytes held for each user with a session or per-user worker
-	buffered  *budget                 // bytes held for every client
-	starting  int                     // sessions whose worker is starting
+	perUser   map[auth.PrincipalKey]int     // live and starting sessions and per-user workers per principal
+	dbUsed    int                           // database connections the workers may hold (Options.DB)
+	dbPerUser map[auth.PrincipalKey]int     // the same, per principal
+	workers   map[poolKey]*userWorker       // 2026-07-28 per-user workers, starting ones included
+	userBufs  map[auth.PrincipalKey]*budget // bytes held for each principal with a session or per-user worker
+	buffered  *budget                       // bytes held for every client
+	starting  int                           // sessions whose worker is starting
 	closing   bool
 	draining  bool // Drain has begun: no new session or per-user worker
 
@@ -98,10 +98,10 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		safe:       set(opts.SafeTools),
 		undo:       set(opts.UndoTools),
 		sessions:   make(map[string]*session),
-		perUser:    make(map[string]int),
-		dbPerUser:  make(map[dbPrincipal]int),
+		perUser:    make(map[auth.PrincipalKey]int),
+		dbPerUser:  make(map[auth.PrincipalKey]int),
 		workers:    make(map[poolKey]*userWorker),
-		userBufs:   make(map[string]*budget),
+		userBufs:   make(map[auth.PrincipalKey]*budget),
 		buffered:   newBudget("every client", "", 0, nil),
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
@@ -137,11 +137,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.handler.ServeHTTP(w, r)
 }
 
+// freshWriteDeadline gives what is written next a full WriteTimeout. After
+// a wait the request could not shorten (its body coming in, a worker's
+// start), the deadline it began with may have passed, and an answer written
+// under it, a 408 or a 504, would be lost.
+func (g *Gateway) freshWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
+}
+
 // serveMCP is the transport proper, reached once every check has passed.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// Past the Host, Origin and token checks: the connection is no longer
-	// an unauthenticated one (ListenerOptions).
-	markAuthenticated(r)
+	// an unauthenticated one (ListenerOptions), unless its principal holds
+	// every connection of its share.
+	if !markAuthenticated(r) {
+		g.log.Warn("gateway: refused a connection over its principal's share", "remote", r.RemoteAddr)
+		w.Header().Set("Connection", "close")
+		errTooManyConnections.write(w, nil)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		g.servePOST(w, r)
@@ -279,7 +293,7 @@ func (g *Gateway) removeSession(s *session) {
 	g.mu.Lock()
 	if g.sessions[s.id] == s {
 		delete(g.sessions, s.id)
-		g.leaveLocked(s.user)
+		g.leaveLocked(principalOf(s.owner, s.user))
 		g.dbGiveLocked(principalOf(s.owner, s.user), g.opts.DB.PerSession)
 	}
 	g.mu.Unlock()

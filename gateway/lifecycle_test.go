@@ -521,16 +521,50 @@ func TestManySessionsManyCalls(t *testing.T) {
 	}
 }
 
+// TestSlowBody408: a client that stalls mid-body gets 408, also with the
+// body's read timeout as long as the write timeout (the defaults: 30s
+// each, on a server whose own WriteTimeout is the same, as mcpgate serve
+// runs it), where the 408 once missed its write deadline and the client
+// saw a bare EOF.
 func TestSlowBody408(t *testing.T) {
-	_, srv := newTestGateway(t, Options{BodyReadTimeout: 200 * time.Millisecond})
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	const d = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"read timeout shorter", Options{BodyReadTimeout: 200 * time.Millisecond}},
+		{"read timeout as long as the write timeout", Options{BodyReadTimeout: d, WriteTimeout: d}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, srv := newTestGatewayOn(t, tc.opts, nil, func(s *http.Server) { s.WriteTimeout = tc.opts.WriteTimeout })
+			conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+			require.NoError(t, err)
+			defer conn.Close()
+			// Promise 100 bytes, send 10, then stall.
+			_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err, "the 408 must arrive")
+			defer resp.Body.Close()
+			assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+		})
+	}
+}
+
+// TestWorkerStart504AfterWriteTimeout: a worker that never answers
+// initialize gets its 504 to the client even when the start timeout is
+// longer than the write timeout the request began with.
+func TestWorkerStart504AfterWriteTimeout(t *testing.T) {
+	const write = 200 * time.Millisecond
+	l := launcher(t, nil, worker.LauncherOptions{Env: []string{"STUB_HANG_INIT=1"}})
+	_, srv := serveTestGateway(t, l, Options{WriteTimeout: write, WorkerStartTimeout: 3 * write}, nil,
+		func(s *http.Server) { s.WriteTimeout = write })
+	req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(initBody))
 	require.NoError(t, err)
-	defer conn.Close()
-	// Promise 100 bytes, send 10, then stall.
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err, "the 504 must arrive")
 	defer resp.Body.Close()
-	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
 }

@@ -278,7 +278,12 @@ func (g *Gateway) removeListener(uw *userWorker, l *listener) {
 // caller's own worker only, each tagged with the subscription id. Progress
 // and log messages never go here. It ends when the client closes it, or
 // with a completion result when the worker or the gateway stops.
-func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWorker, m *jsonrpc.Message, sseOK bool) {
+//
+// The stream is not activity: once it is open, release ends the request's
+// use of uw (acquire), so that an open listen does not keep the worker from
+// idle reaping, which ends it with its completion result. It ends so too at
+// the expiry of the token it was opened with, or after MaxStreamLifetime.
+func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWorker, m *jsonrpc.Message, sseOK bool, release func()) {
 	if !sseOK {
 		failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}.write(w, m.ID)
 		return
@@ -302,6 +307,9 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 		return
 	}
 	defer g.removeListener(uw, l)
+	release()
+	end, stopEnd := g.streamEnd(r)
+	defer stopEnd()
 
 	sw := g.newSSEWriter(w)
 	sw.start()
@@ -336,6 +344,10 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 		case <-r.Context().Done():
 			return
 		case <-g.shutdown:
+			l.close()
+		case <-end:
+			// The token has expired or the lifetime is over: the client
+			// renews the subscription, with a fresh token.
 			l.close()
 		case <-t.C:
 			if !sw.comment("keep-alive") {

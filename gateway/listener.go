@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // overloadResponse is written to a plain-HTTP connection accepted beyond a
@@ -26,6 +28,14 @@ type ListenerOptions struct {
 	// token); 0 means no limit. Without it, a peer without a token could
 	// fill MaxConnections.
 	MaxUnauthenticatedPerAddress int
+	// MaxConnectionsPerPrincipal bounds the connections that carried a
+	// request past the gateway's checks, counted against the principal
+	// (auth.PrincipalKey: issuer and subject) of the first such request;
+	// 0 means no limit. Keep it below MaxConnections, so that one token,
+	// read-only even, cannot hold every slot: the connection of a request
+	// beyond it is answered 429 and closed. Connections of requests
+	// without a principal (the localhost mode) are not counted.
+	MaxConnectionsPerPrincipal int
 	// UnauthenticatedIdleTimeout bounds every read deadline of a connection
 	// that has not yet carried such a request (its TLS handshake, its
 	// first request's head, its wait for the next one); 0 means no extra
@@ -47,6 +57,7 @@ type ListenerOptions struct {
 const (
 	RefusedConnections     = "maxConnections"               // limits.max_connections
 	RefusedUnauthenticated = "maxUnauthenticatedPerAddress" // limits.max_unauthenticated_per_address
+	RefusedPerPrincipal    = "maxConnectionsPerPrincipal"   // limits.max_connections_per_principal
 )
 
 // LimitListener returns a listener that enforces lo (docs/design.md, Limits: limits on
@@ -54,7 +65,7 @@ const (
 // http.Server.ConnContext to ConnContext so that the gateway can tell it
 // which connections have passed its checks.
 func LimitListener(l net.Listener, lo ListenerOptions) net.Listener {
-	ll := &limitListener{Listener: l, opts: lo, unauth: make(map[string]int)}
+	ll := &limitListener{Listener: l, opts: lo, unauth: make(map[string]int), authed: make(map[auth.PrincipalKey]int)}
 	if lo.MaxConnections > 0 {
 		ll.slots = make(chan struct{}, lo.MaxConnections)
 	}
@@ -67,7 +78,8 @@ type limitListener struct {
 	slots chan struct{} // nil: no limit
 
 	mu     sync.Mutex
-	unauth map[string]int // unauthenticated connections per client address
+	unauth map[string]int            // unauthenticated connections per client address
+	authed map[auth.PrincipalKey]int // authenticated connections per principal
 }
 
 // Accept returns the next connection within the limits; those beyond are
@@ -119,8 +131,35 @@ func (l *limitListener) release() {
 // authenticated counts one connection of addr as no longer unauthenticated.
 func (l *limitListener) authenticated(addr string) {
 	l.mu.Lock()
+	l.leaveLocked(addr)
+	l.mu.Unlock()
+}
+
+func (l *limitListener) leaveLocked(addr string) {
 	if l.unauth[addr]--; l.unauth[addr] <= 0 {
 		delete(l.unauth, addr)
+	}
+}
+
+// admit moves one connection of addr from its address's unauthenticated
+// count to who's, and reports false, counting nothing, when who holds
+// MaxConnectionsPerPrincipal already.
+func (l *limitListener) admit(addr string, who auth.PrincipalKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if limit := l.opts.MaxConnectionsPerPrincipal; limit > 0 && l.authed[who] >= limit {
+		return false
+	}
+	l.authed[who]++
+	l.leaveLocked(addr)
+	return true
+}
+
+// leave counts one of who's connections gone.
+func (l *limitListener) leave(who auth.PrincipalKey) {
+	l.mu.Lock()
+	if l.authed[who]--; l.authed[who] <= 0 {
+		delete(l.authed, who)
 	}
 	l.mu.Unlock()
 }
@@ -147,10 +186,7 @@ func clientAddress(a net.Addr) string {
 	if !ok {
 		return a.String()
 	}
-	if ip4 := ta.IP.To4(); ip4 != nil {
-		return ip4.String()
-	}
-	return ta.IP.Mask(net.CIDRMask(64, 128)).String()
+	return auth.AddressKey(ta.IP)
 }
 
 type limitConn struct {
@@ -161,7 +197,8 @@ type limitConn struct {
 	mu       sync.Mutex
 	authed   bool
 	closed   bool
-	deadline time.Time // the read deadline asked for, before the clamp
+	who      *auth.PrincipalKey // the principal it counts against; nil: none
+	deadline time.Time          // the read deadline asked for, before the clamp
 }
 
 // SetReadDeadline clamps t to UnauthenticatedIdleTimeout from now while
@@ -193,19 +230,32 @@ func (c *limitConn) clampLocked(t time.Time) time.Time {
 }
 
 // authenticate marks the connection as having carried a request past the
-// gateway's checks: it leaves its address's unauthenticated count, and the
-// read deadline net/http asked for applies unclamped (a read already
-// waiting, such as net/http's watch for the client going away during a
-// long answer, must not time out on the clamp).
-func (c *limitConn) authenticate() {
+// gateway's checks, of principal who (nil: none, the localhost mode): it
+// leaves its address's unauthenticated count for who's, and the read
+// deadline net/http asked for applies unclamped (a read already waiting,
+// such as net/http's watch for the client going away during a long
+// answer, must not time out on the clamp). It reports false when who holds
+// every connection its share allows: the connection stays unauthenticated,
+// and the caller refuses the request and closes it. A connection counts
+// against the first principal whose request passed on it, for its life.
+func (c *limitConn) authenticate(who *auth.PrincipalKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.authed || c.closed {
-		return
+		return true
+	}
+	if who == nil {
+		c.l.authenticated(c.addr)
+	} else {
+		if !c.l.admit(c.addr, *who) {
+			c.l.refused(RefusedPerPrincipal)
+			return false
+		}
+		c.who = who
 	}
 	c.authed = true
-	c.l.authenticated(c.addr)
 	_ = c.Conn.SetReadDeadline(c.deadline)
+	return true
 }
 
 // Close closes the connection and frees its slots once.
@@ -214,11 +264,14 @@ func (c *limitConn) Close() error {
 	c.mu.Lock()
 	first := !c.closed
 	c.closed = true
-	authed := c.authed
+	authed, who := c.authed, c.who
 	c.mu.Unlock()
 	if first {
-		if !authed {
+		switch {
+		case !authed:
 			c.l.authenticated(c.addr) // it leaves the count all the same
+		case who != nil:
+			c.l.leave(*who)
 		}
 		c.l.release()
 	}
@@ -243,9 +296,18 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // markAuthenticated tells the request's connection, if it came through a
-// LimitListener, that a request on it has passed every check.
-func markAuthenticated(r *http.Request) {
-	if c, ok := r.Context().Value(connKey{}).(*limitConn); ok {
-		c.authenticate()
+// LimitListener, that a request on it has passed every check. It reports
+// false when the request's principal holds every connection its share
+// allows (ListenerOptions.MaxConnectionsPerPrincipal): refuse the request.
+func markAuthenticated(r *http.Request) bool {
+	c, ok := r.Context().Value(connKey{}).(*limitConn)
+	if !ok {
+		return true
 	}
+	var who *auth.PrincipalKey
+	if p := auth.PrincipalFrom(r.Context()); p != nil {
+		k := p.Key()
+		who = &k
+	}
+	return c.authenticate(who)
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/auth/authtest"
 )
 
 // Hostile tests of the connection cap: it must not be
@@ -145,4 +149,66 @@ func TestOverCapTLSClosedCleanly(t *testing.T) {
 	}
 	assert.NotContains(t, err.Error(), "first record does not look like a TLS handshake", "plain text written on a TLS port")
 	assert.NotContains(t, err.Error(), "reset by peer", "closed without a clean FIN")
+}
+
+// TestOneTokenCannotHoldEveryConnection: behind the real authenticator,
+// one principal's keep-alive connections stop at its share of
+// max_connections, the next one answered 429 and closed; another user
+// still connects, and the first gets a connection again once it lets one
+// go.
+func TestOneTokenCannotHoldEveryConnection(t *testing.T) {
+	iss := authtest.New(t)
+	a, err := auth.New(context.Background(), auth.Options{Issuer: iss.URL, Resource: accessResource,
+		UserClaim: "preferred_username", RequiredScopes: readScopes, WriteScope: "mcp:write",
+		HTTPClient: iss.Client(), Logger: testLogger(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close() })
+	<-a.Ready()
+	const total, share = 8, 4
+	_, srv := newTestGatewayOn(t, Options{Middleware: a.Middleware},
+		func(l net.Listener) net.Listener {
+			return LimitListener(l, ListenerOptions{MaxConnections: total, MaxConnectionsPerPrincipal: share})
+		},
+		func(s *http.Server) {
+			s.ConnContext = ConnContext
+			s.IdleTimeout, s.ReadHeaderTimeout = time.Hour, time.Hour
+		})
+	token := func(user string) string {
+		tok, err := iss.Keycloak(user, accessResource, readScopes...)
+		require.NoError(t, err)
+		return tok
+	}
+	mallory, bob := token("mallory"), token("bob")
+	get := func(tok string) string {
+		return "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + tok + "\r\nAccept: text/event-stream\r\n\r\n"
+	}
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	var held []net.Conn
+	for range share {
+		c, br := dial()
+		require.Equal(t, http.StatusBadRequest, exchange(t, c, br, get(mallory)).StatusCode, "past the token: no session id")
+		held = append(held, c)
+	}
+	for range total {
+		c, br := dial()
+		resp := exchange(t, c, br, get(mallory))
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "a connection over the token's share")
+		assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+		_, err := br.ReadByte()
+		require.ErrorIs(t, err, io.EOF, "the refused connection is closed")
+	}
+	c, br := dial()
+	assert.Equal(t, http.StatusBadRequest, exchange(t, c, br, get(bob)).StatusCode, "another user still connects")
+
+	held[0].Close()
+	require.Eventually(t, func() bool {
+		c, br := dial()
+		defer c.Close()
+		return exchange(t, c, br, get(mallory)).StatusCode == http.StatusBadRequest
+	}, 10*time.Second, 10*time.Millisecond, "a connection let go frees its place in the share")
 }

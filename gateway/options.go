@@ -78,11 +78,19 @@ type Options struct {
 	MaxSessions int
 	// MaxSessionsPerUser bounds one user's live sessions and per-user
 	// workers (default 256); beyond it initialize, or a 2026-07-28 request
-	// that needs a new worker, gets 429.
+	// that needs a new worker, gets 429. A user is a principal here
+	// (auth.PrincipalKey: issuer and subject), as for MaxUserBufferBytes.
 	MaxSessionsPerUser int
 	// DB bounds the database connections the workers may hold, in all and
 	// per principal (see DBBudget); the zero value is no budget.
 	DB DBBudget
+	// MaxStreamLifetime bounds a standalone event stream: a session's GET
+	// stream is closed, a 2026-07-28 subscriptions/listen ends with its
+	// completion result (default 1h). Either ends sooner, when the token
+	// it was opened with expires (auth.Principal.Expiry): the client opens
+	// it again, with a fresh token. An open listen is not activity: it does
+	// not keep a per-user worker from idle reaping.
+	MaxStreamLifetime time.Duration
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.
 	KeepAliveInterval time.Duration
@@ -174,6 +182,9 @@ func (o Options) withDefaults() Options {
 		o.MaxSessionsPerUser = 256
 	}
 	o.DB = o.DB.withDefaults()
+	if o.MaxStreamLifetime <= 0 {
+		o.MaxStreamLifetime = time.Hour
+	}
 	if o.KeepAliveInterval <= 0 {
 		o.KeepAliveInterval = 25 * time.Second
 	}

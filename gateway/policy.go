@@ -165,7 +165,7 @@ func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc
 	default:
 		p := auth.PrincipalFrom(r.Context())
 		if p == nil || !p.ReadOnly || !auth.WriteScopeRequired(w, r,
-			"tool "+quote(clip(name))+" changes data and needs the write scope; ask the authorization server for a token with it") {
+			"tool '"+clip(name)+"' changes data and needs the write scope; ask the authorization server for a token with it") {
 			return false
 		}
 		decision = DecisionReadOnly

@@ -100,7 +100,7 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 		case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 			g.mu.Unlock()
 			return nil, errTooManyWorkers, false
-		case g.perUser[key.user] >= g.opts.MaxSessionsPerUser:
+		case g.perUser[principalOf(key.owner, key.user)] >= g.opts.MaxSessionsPerUser:
 			g.mu.Unlock()
 			return nil, errTooManyForUserW, false
 		}
@@ -111,11 +111,9 @@ func (g *Gateway) acquire(ctx context.Context, key poolKey) (*userWorker, failur
 		uw = &userWorker{key: key, id: g.newInstanceID(), ready: make(chan struct{})}
 		uw.log = g.log.With("worker", uw.id[:len(g.opts.replicaPrefix())+10], "user", key.user, "read_only", key.readOnly)
 		g.workers[key] = uw
-		if g.perUser[key.user]++; g.userBufs[key.user] == nil {
-			g.userBufs[key.user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
-		}
+		g.joinLocked(principalOf(key.owner, key.user))
 		// Like a session's: all of the worker's responses together.
-		uw.buf = newBudget("one worker's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[key.user])
+		uw.buf = newBudget("one worker's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[principalOf(key.owner, key.user)])
 		g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 		go g.startWorker(uw)
 	}
@@ -147,7 +145,7 @@ func (g *Gateway) removeWorker(uw *userWorker) {
 	g.mu.Lock()
 	if g.workers[uw.key] == uw {
 		delete(g.workers, uw.key)
-		g.leaveLocked(uw.key.user)
+		g.leaveLocked(principalOf(uw.key.owner, uw.key.user))
 		g.dbGiveLocked(principalOf(uw.key.owner, uw.key.user), g.opts.DB.PerUserWorker)
 	}
 	g.mu.Unlock()
@@ -390,7 +388,7 @@ func (g *Gateway) reapIdleWorkers() {
 		default:
 			continue // starting
 		}
-		if uw.busy.Load() == 0 && now-uw.lastUsed.Load() > limit && uw.conn.InFlight() == 0 {
+		if uw.busy.Load() == 0 && now-uw.lastUsed.Load() > limit && uw.requestsInFlight() == 0 {
 			idle = append(idle, uw)
 		}
 	}
@@ -403,6 +401,19 @@ func (g *Gateway) reapIdleWorkers() {
 	if err := g.stopWorkers(ctx, idle, ExitIdle, "gateway: the worker was idle too long; send the request again"); err != nil {
 		g.log.Error("gateway: reaping workers", "err", err)
 	}
+}
+
+// requestsInFlight counts the clients' requests uw is working on: not the
+// gateway's own subscriptions/listen on a modern worker, which stays open
+// while listeners do and is not activity.
+func (uw *userWorker) requestsInFlight() int {
+	n := uw.conn.InFlight()
+	uw.subs.mu.Lock()
+	if uw.subs.upstream != nil && !uw.subs.upstream.Answered() {
+		n--
+	}
+	uw.subs.mu.Unlock()
+	return n
 }
 
 // stopWorkers stops per-user workers concurrently and waits; reason is

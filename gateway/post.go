@@ -258,6 +258,9 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	// BodyReadTimeout is as long as WriteTimeout by default: the answer, a
+	// 408 included, needs a fresh write deadline.
+	g.freshWriteDeadline(w)
 	if err != nil {
 		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError

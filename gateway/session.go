@@ -23,7 +23,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	s.log = g.log.With("session", s.id[:len(g.opts.replicaPrefix())+8], "user", s.user)
 
-	if f, ok := g.reserve(s.user, principalOf(s.owner, s.user)); !ok {
+	if f, ok := g.reserve(principalOf(s.owner, s.user)); !ok {
 		s.log.Warn("gateway: refused a new session", "reason", f.msg)
 		g.refusedAtEdge(r, m, callee{kind: WorkerSession}, s.readOnly, f)
 		f.write(w, m.ID)
@@ -32,12 +32,12 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	defer g.inits.Done() // added by reserve
 	defer g.calls.enter()()
 	g.mu.Lock()
-	s.buf = newBudget("one session's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[s.user])
+	s.buf = newBudget("one session's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[principalOf(s.owner, s.user)])
 	g.mu.Unlock()
 	reserved := true
 	release := func() {
 		if reserved {
-			g.unreserve(s.user, principalOf(s.owner, s.user))
+			g.unreserve(principalOf(s.owner, s.user))
 			reserved = false
 		}
 	}
@@ -64,7 +64,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	defer timer.Stop()
 	select {
 	case <-st.Ready():
+		g.freshWriteDeadline(w)
 	case <-timer.C:
+		g.freshWriteDeadline(w)
 		st.Detach()
 		s.log.Error("gateway: the worker did not answer initialize in time", "timeout", g.opts.WorkerStartTimeout)
 		g.stopFailed(s)
@@ -177,9 +179,9 @@ func (g *Gateway) stopFailed(s *session) {
 	}
 }
 
-// reserve takes a session slot for user, and its database connection for
-// principal p, or says which limit refuses them.
-func (g *Gateway) reserve(user string, p dbPrincipal) (failure, bool) {
+// reserve takes a session slot for the principal who, and its database
+// connection, or says which limit refuses them.
+func (g *Gateway) reserve(who auth.PrincipalKey) (failure, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -189,35 +191,43 @@ func (g *Gateway) reserve(user string, p dbPrincipal) (failure, bool) {
 		return errDraining, false
 	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
 		return errTooManySessions, false
-	case g.perUser[user] >= g.opts.MaxSessionsPerUser:
+	case g.perUser[who] >= g.opts.MaxSessionsPerUser:
 		return errTooManyForUser, false
 	}
-	if f, ok := g.dbTakeLocked(p, g.opts.DB.PerSession); !ok {
+	if f, ok := g.dbTakeLocked(who, g.opts.DB.PerSession); !ok {
 		return f, false
 	}
 	g.starting++
-	if g.perUser[user]++; g.userBufs[user] == nil {
-		g.userBufs[user] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
-	}
+	g.joinLocked(who)
 	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 	return failure{}, true
 }
 
-func (g *Gateway) unreserve(user string, p dbPrincipal) {
+func (g *Gateway) unreserve(who auth.PrincipalKey) {
 	g.mu.Lock()
 	g.starting--
-	g.leaveLocked(user)
-	g.dbGiveLocked(p, g.opts.DB.PerSession)
+	g.leaveLocked(who)
+	g.dbGiveLocked(who, g.opts.DB.PerSession)
 	g.mu.Unlock()
 }
 
-// leaveLocked counts one session of user gone; the last one takes the
-// user's buffer budget with it (a response still writing gives back to the
-// budget it holds, and so to the gateway's total).
-func (g *Gateway) leaveLocked(user string) {
-	if g.perUser[user]--; g.perUser[user] <= 0 {
-		delete(g.perUser, user)
-		delete(g.userBufs, user)
+// joinLocked counts one more session or per-user worker of who, and gives
+// who a buffer budget with the first. Quotas are the principal's (issuer
+// and subject), not the user id's: two accounts the user claim maps to one
+// id do not share them.
+func (g *Gateway) joinLocked(who auth.PrincipalKey) {
+	if g.perUser[who]++; g.userBufs[who] == nil {
+		g.userBufs[who] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
+	}
+}
+
+// leaveLocked counts one session of who gone; the last one takes the
+// principal's buffer budget with it (a response still writing gives back
+// to the budget it holds, and so to the gateway's total).
+func (g *Gateway) leaveLocked(who auth.PrincipalKey) {
+	if g.perUser[who]--; g.perUser[who] <= 0 {
+		delete(g.perUser, who)
+		delete(g.userBufs, who)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -126,7 +127,11 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
+	// An open GET stream keeps its session busy; it ends at its token's
+	// expiry or MaxStreamLifetime, and the client's next one is a request.
 	defer g.enter(s)()
+	end, stopEnd := g.streamEnd(r)
+	defer stopEnd()
 	st := worker.NewStream(true)
 	st.Budget = g.streamBudget(s)
 	conn := s.worker()
@@ -158,12 +163,30 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 		case <-st.Ready():
 		case <-r.Context().Done():
 			return
+		case <-end:
+			// The token it was opened with has expired, or the stream
+			// reached MaxStreamLifetime: the client reopens it.
+			s.log.Info("gateway: closed a GET stream at its token's expiry or its lifetime", "max_stream_lifetime", g.opts.MaxStreamLifetime)
+			return
 		case <-t.C:
 			if !sw.comment("keep-alive") {
 				return
 			}
 		}
 	}
+}
+
+// streamEnd returns a channel that fires when a standalone stream opened by
+// r must end: when r's token expires, or MaxStreamLifetime after now,
+// whichever is first (by Options.Now); stop releases its timer.
+func (g *Gateway) streamEnd(r *http.Request) (<-chan time.Time, func() bool) {
+	now := g.opts.Now()
+	until := now.Add(g.opts.MaxStreamLifetime)
+	if p := auth.PrincipalFrom(r.Context()); p != nil && !p.Expiry.IsZero() && p.Expiry.Before(until) {
+		until = p.Expiry
+	}
+	t := time.NewTimer(until.Sub(now))
+	return t.C, t.Stop
 }
 
 // serveDELETE ends a session and stops its worker (MCP §Session Management).

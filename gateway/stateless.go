@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
@@ -49,6 +50,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	}
 	key := g.keyOf(r)
 	uw, f, ok := g.acquire(r.Context(), key)
+	g.freshWriteDeadline(w) // it may have waited for the worker's start
 	if !ok {
 		if f.status != 0 {
 			g.log.Warn("gateway: refused a per-user worker", "user", key.user, "reason", f.msg)
@@ -59,7 +61,8 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		}
 		return
 	}
-	defer g.release(uw)
+	release := sync.OnceFunc(func() { g.release(uw) })
+	defer release()
 
 	switch m.Method {
 	case "server/discover":
@@ -67,7 +70,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		_, _ = w.Write(resultResponse(m.ID, annotate(uw, m.Method, uw.discover)))
 		return
 	case "subscriptions/listen":
-		g.serveListen(w, r, uw, m, sseOK)
+		g.serveListen(w, r, uw, m, sseOK, release)
 		return
 	case "tools/call":
 		name, _ := toolName(m.Params)

@@ -93,7 +93,7 @@ func New(opts Options) *Metrics {
 		}, []string{"tool", "outcome"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_refusals_total",
-			Help: "Requests the gateway refused, by reason: readOnly, policy, bufferFull, the HTTP status of a limit (408, 413, 429, 503), or a connection limit (maxConnections, maxUnauthenticatedPerAddress).",
+			Help: "Requests the gateway refused, by reason: readOnly, policy, bufferFull, the HTTP status of a limit (408, 413, 429, 503), or a connection limit (maxConnections, maxUnauthenticatedPerAddress, maxConnectionsPerPrincipal).",
 		}, []string{"reason"}),
 		authRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_auth_refusals_total",
@@ -233,7 +233,7 @@ func (m *Metrics) WorkerExited(kind, reason string) {
 // (gateway.ListenerOptions.OnRefused).
 func (m *Metrics) ConnectionRefused(limit string) {
 	switch limit {
-	case gateway.RefusedConnections, gateway.RefusedUnauthenticated:
+	case gateway.RefusedConnections, gateway.RefusedUnauthenticated, gateway.RefusedPerPrincipal:
 	default:
 		limit = Other
 	}

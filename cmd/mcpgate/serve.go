@@ -97,6 +97,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		MaxBodyBytes:       int64(l.MaxBodyBytes),
 		BodyReadTimeout:    l.ReadTimeout,
 		SessionIdleTimeout: l.SessionIdleTimeout,
+		MaxStreamLifetime:  l.MaxStreamLifetime,
 		WorkerStartTimeout: l.WorkerStartTimeout,
 		MaxSessions:        l.MaxSessions,
 		MaxSessionsPerUser: l.MaxSessionsPerUser,
@@ -274,6 +275,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	ln = gateway.LimitListener(ln, gateway.ListenerOptions{
 		MaxConnections:               cfg.Limits.MaxConnections,
 		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
+		MaxConnectionsPerPrincipal:   cfg.Limits.MaxConnectionsPerPrincipal,
 		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
 		TLS:                          cfg.TLSEnabled(),
 		OnRefused:                    obs.metrics.ConnectionRefused,
@@ -430,6 +432,8 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 			ClientSecret:  secret,
 			MaxCacheTTL:   a.IntrospectionMaxCacheTTL,
 			MaxConcurrent: a.IntrospectionMaxConcurrent,
+
+			PerAddressPerMinute: a.IntrospectionPerAddressPerMinute,
 		}
 	}
 	if a.IssuerCAFile != "" {
