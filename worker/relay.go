@@ -14,7 +14,7 @@ import (
 // run reads the worker's messages until its stdout ends, then settles every
 // request still in flight and reports the exit.
 func (c *Conn) run() {
-	if err := c.proc.ReadLoop(c.handle, c.tooLong); err != nil {
+	if err := c.proc.readLoop(c.handle, c.tooLong, c.onIdle); err != nil {
 		c.log.Warn("worker: protocol error, stopping", "pid", c.Pid(), "err", err)
 	}
 	// Stdout is gone: a worker that closed it but lives on is of no use.

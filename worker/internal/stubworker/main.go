@@ -5,7 +5,8 @@
 //
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
 // inflight, await (blocks on a FIFO), alloc (takes memory), write (the one
-// "gated" tool); blob (unlisted: a pre-built result of a given size, for
+// "gated" tool); ask2 (unlisted: two sampling requests at once, in one
+// write); blob (unlisted: a pre-built result of a given size, for
 // the relay benchmarks). `stubworker exec-limited ...` is the rlimit helper
 // (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
@@ -143,6 +144,32 @@ func (s *stub) request(method string, params any) message {
 	return <-ch
 }
 
+// requestAll sends the client one request per params, all in one write,
+// and waits for every answer, returned in order.
+func (s *stub) requestAll(method string, params []any) []message {
+	chans := make([]chan message, len(params))
+	var lines []byte
+	s.mu.Lock()
+	for i, p := range params {
+		s.nextID++
+		id := strconv.Itoa(s.nextID)
+		chans[i] = make(chan message, 1)
+		s.waiting[id] = chans[i]
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": p})
+		lines = append(append(lines, b...), '\n')
+	}
+	s.mu.Unlock()
+	s.outMu.Lock()
+	s.out.Write(lines)
+	s.out.Flush()
+	s.outMu.Unlock()
+	out := make([]message, len(chans))
+	for i, ch := range chans {
+		out[i] = <-ch
+	}
+	return out
+}
+
 func (s *stub) nextIDRaw(id string) json.RawMessage { return json.RawMessage(id) }
 
 var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write", "big", "await", "alloc"}
@@ -262,6 +289,26 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		}
 		_ = json.Unmarshal(ans.Result, &r)
 		s.reply(m.ID, text("sampled: "+r.Content.Text))
+	case "ask2": // unlisted: two sampling requests at once, in one write, as an SDK asks in parallel
+		answers := s.requestAll("sampling/createMessage", []any{
+			map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": a.Text + " 1"}}}, "maxTokens": 10},
+			map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": a.Text + " 2"}}}, "maxTokens": 10},
+		})
+		var got []string
+		for _, ans := range answers {
+			var r struct {
+				Content struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			if ans.Error != nil {
+				got = append(got, "error "+string(ans.Error))
+				continue
+			}
+			_ = json.Unmarshal(ans.Result, &r)
+			got = append(got, r.Content.Text)
+		}
+		s.reply(m.ID, text("sampled: "+strings.Join(got, ", ")))
 	case "crash":
 		os.Exit(a.Code)
 	case "stderr":
