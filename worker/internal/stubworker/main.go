@@ -334,6 +334,10 @@ func (s *stub) call(m message, cancel chan struct{}) {
 	case "write":
 		s.reply(m.ID, text("written"))
 	case "await": // blocks until something is written to the FIFO at text
+		if p.Meta.ProgressToken != nil { // tells the test the call is running
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 0}})
+		}
 		if _, err := os.ReadFile(a.Text); err != nil {
 			s.fail(m.ID, -32603, err.Error())
 			return
