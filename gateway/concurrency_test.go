@@ -138,3 +138,50 @@ func TestModernConcurrentCallsOfOneUserKeepTheirMessages(t *testing.T) {
 	assert.Equal(t, "released", resultText(m))
 	assert.Equal(t, "complete", m["result"].(map[string]any)["resultType"])
 }
+
+// TestMarkedMessagesOfConcurrentCalls: a worker served as the built-in one
+// is (go-sdk, tools.Serve, tools.MarkCalls) marks what it sends during a
+// call with the call's id, so with two calls of one user in flight each
+// log message reaches its own call's stream, without the marker; before,
+// B's went to A's stream (the oldest). Both generations: a 2025-11-25
+// session, and 2026-07-28 requests of two clients of one user.
+func TestMarkedMessagesOfConcurrentCalls(t *testing.T) {
+	logData := func(t *testing.T, m map[string]any) string {
+		t.Helper()
+		require.Equal(t, "notifications/message", m["method"], "%v", m)
+		p := m["params"].(map[string]any)
+		assert.Nil(t, p["_meta"], "the marker is the gateway's, not the client's")
+		return p["data"].(string)
+	}
+	t.Run("2025-11-25 session", func(t *testing.T) {
+		_, srv := newTestGatewayOf(t, []string{sdkWorker}, Options{})
+		sid := rawSession(t, srv.URL)
+		resp, _ := rawDo(t, http.MethodPost, srv.URL, `{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"info"}}`, sidHdr, sid, protoHdr, "2025-11-25")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		path, release := fifo(t)
+		a := openStream(t, context.Background(), http.MethodPost, srv.URL, sid,
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":"A","method":"tools/call","params":{"name":"hold","arguments":{"text":"A's log","path":%q}}}`, path))
+		assert.Equal(t, "A's log", logData(t, a.next(t)))
+		b := openStream(t, context.Background(), http.MethodPost, srv.URL, sid,
+			`{"jsonrpc":"2.0","id":"B","method":"tools/call","params":{"name":"log","arguments":{"text":"B's log"}}}`)
+		assert.Equal(t, "B's log", logData(t, b.next(t)))
+		assert.Equal(t, "B", b.next(t)["id"])
+		release()
+		m := a.next(t)
+		assert.Equal(t, "A", m["id"], "A's next message is its answer, not B's log: %v", m)
+	})
+	t.Run("2026-07-28, one user's two clients", func(t *testing.T) {
+		_, url := principalGateway(t, []string{sdkWorker}, Options{})
+		const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}`
+		path, release := fifo(t)
+		a := modernStream(t, url, "alice", "1", "hold", `"arguments":{"text":"A's log","path":"`+path+`"},`+meta)
+		assert.Equal(t, "A's log", logData(t, a.next(t)))
+		b := modernStream(t, url, "alice", "2", "log", `"arguments":{"text":"B's log"},`+meta)
+		assert.Equal(t, "B's log", logData(t, b.next(t)))
+		assert.EqualValues(t, 2, b.next(t)["id"])
+		release()
+		m := a.next(t)
+		assert.EqualValues(t, 1, m["id"], "A's next message is its answer, not B's log: %v", m)
+		assert.Equal(t, "released", resultText(m))
+	})
+}
