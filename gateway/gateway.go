@@ -35,6 +35,9 @@ type Gateway struct {
 	sessions map[string]*session
 	perUser  map[string]int          // live and starting sessions and per-user workers per user
 	workers  map[poolKey]*userWorker // 2026-07-28 per-user workers, starting ones included
+	// legacyWorkers is set once a per-user worker turned out to speak only
+	// 2025-11-25: from then on a poolKey holds the client's capabilities.
+	legacyWorkers atomic.Bool
 	userBufs map[string]*budget      // bytes held for each user with a session or per-user worker
 	buffered *budget                 // bytes held for every client
 	starting int                     // sessions whose worker is starting

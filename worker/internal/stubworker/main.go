@@ -6,7 +6,7 @@
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
 // inflight, await (blocks on a FIFO), alloc (takes memory), write (the one
 // "gated" tool); ask2 (unlisted: two sampling requests at once, in one
-// write); blob (unlisted: a pre-built result of a given size, for
+// write); clientcaps (unlisted: the capabilities initialize declared); blob (unlisted: a pre-built result of a given size, for
 // the relay benchmarks). `stubworker exec-limited ...` is the rlimit helper
 // (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
@@ -45,6 +45,7 @@ type stub struct {
 	mu        sync.Mutex
 	nextID    int
 	waiting   map[string]chan message // our requests to the client
+	clientCaps string                 // the capabilities of initialize
 	cancelled map[string]chan struct{}
 }
 
@@ -192,9 +193,13 @@ func (s *stub) handle(m message, cancel chan struct{}) {
 			return
 		}
 		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
+			ProtocolVersion string          `json:"protocolVersion"`
+			Capabilities    json.RawMessage `json:"capabilities"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
+		s.mu.Lock()
+		s.clientCaps = string(p.Capabilities)
+		s.mu.Unlock()
 		v := "2025-11-25"
 		switch p.ProtocolVersion {
 		case "2025-06-18", "2025-03-26":
@@ -309,6 +314,11 @@ func (s *stub) call(m message, cancel chan struct{}) {
 			got = append(got, r.Content.Text)
 		}
 		s.reply(m.ID, text("sampled: "+strings.Join(got, ", ")))
+	case "clientcaps": // unlisted: the client capabilities initialize declared
+		s.mu.Lock()
+		caps := s.clientCaps
+		s.mu.Unlock()
+		s.reply(m.ID, text(caps))
 	case "crash":
 		os.Exit(a.Code)
 	case "stderr":
