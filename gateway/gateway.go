@@ -38,11 +38,11 @@ type Gateway struct {
 	// legacyWorkers is set once a per-user worker turned out to speak only
 	// 2025-11-25: from then on a poolKey holds the client's capabilities.
 	legacyWorkers atomic.Bool
-	userBufs map[string]*budget      // bytes held for each user with a session or per-user worker
-	buffered *budget                 // bytes held for every client
-	starting int                     // sessions whose worker is starting
-	closing  bool
-	draining bool // Drain has begun: no new session or per-user worker
+	userBufs      map[string]*budget // bytes held for each user with a session or per-user worker
+	buffered      *budget            // bytes held for every client
+	starting      int                // sessions whose worker is starting
+	closing       bool
+	draining      bool // Drain has begun: no new session or per-user worker
 
 	calls *inFlight // requests a drain waits for
 

@@ -42,11 +42,11 @@ type stub struct {
 	outMu sync.Mutex
 	out   *bufio.Writer
 
-	mu        sync.Mutex
-	nextID    int
-	waiting   map[string]chan message // our requests to the client
-	clientCaps string                 // the capabilities of initialize
-	cancelled map[string]chan struct{}
+	mu         sync.Mutex
+	nextID     int
+	waiting    map[string]chan message // our requests to the client
+	clientCaps string                  // the capabilities of initialize
+	cancelled  map[string]chan struct{}
 }
 
 func main() {
