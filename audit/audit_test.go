@@ -228,7 +228,7 @@ func TestAuditEvents(t *testing.T) {
 	checkCommon(t, e, tr, "alice", alice)
 	assert.Equal(t, map[string]any{
 		"event": "tools/call", "session": alice[:8], "worker_pid": float64(alicePid), "tool": "write",
-		"read_only": false, "decision": "allowed", "outcome": "ok", "request_id": "w1",
+		"read_only": false, "decision": "allowed", "outcome": "ok", "protocol": "2025-11-25", "request_id": "w1",
 		"arguments": map[string]any{"sql": "insert into t va…(cut, 34 bytes)", "password": "[redacted]", "n": float64(7)},
 	}, e)
 
@@ -238,7 +238,7 @@ func TestAuditEvents(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"event": "tools/call", "session": bob[:8], "worker_pid": float64(bobPid), "tool": "write",
 		"read_only": true, "decision": "readOnly", "status": float64(403), "outcome": "refused",
-		"request_id": "r1", "arguments": map[string]any{"sql": "delete from t"},
+		"protocol": "2025-11-25", "request_id": "r1", "arguments": map[string]any{"sql": "delete from t"},
 	}, e)
 
 	e = byRequest(t, lines, "1") // the refused initialize
@@ -246,7 +246,7 @@ func TestAuditEvents(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"event": "initialize", "session": "", "worker_pid": float64(0), "tool": "",
 		"read_only": true, "decision": "limit", "status": float64(429), "outcome": "refused",
-		"error_code": float64(-32603), "request_id": "1",
+		"error_code": float64(-32603), "protocol": "2025-11-25", "request_id": "1",
 	}, e)
 
 	e = byRequest(t, lines, "c1")
@@ -254,7 +254,7 @@ func TestAuditEvents(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"event": "tools/call", "session": alice[:8], "worker_pid": float64(alicePid), "tool": "crash",
 		"read_only": false, "decision": "allowed", "outcome": "-32603", "error_code": float64(-32603),
-		"error_kind": "workerExited", "request_id": "c1", "arguments": map[string]any{"code": float64(3)},
+		"error_kind": "workerExited", "protocol": "2025-11-25", "request_id": "c1", "arguments": map[string]any{"code": float64(3)},
 	}, e)
 
 	for _, tok := range []string{rw, ro} {
@@ -372,6 +372,7 @@ func TestAuditEventsModern(t *testing.T) {
 	require.Len(t, lines, 2, raw)
 	e := byRequest(t, lines, "m1")
 	assert.Equal(t, "user", e["worker_kind"])
+	assert.Equal(t, "2026-07-28", e["protocol"])
 	assert.Equal(t, "", e["session"])
 	assert.Regexp(t, `^u-[0-9a-f]{32}$`, e["worker_key"])
 	assert.NotZero(t, e["worker_pid"])
