@@ -77,8 +77,9 @@ type Options struct {
 	// that needs a new worker, gets 503.
 	MaxSessions int
 	// MaxSessionsPerUser bounds one user's live sessions and per-user
-	// workers (default 256); beyond it initialize, or a 2026-07-28 request
-	// that needs a new worker, gets 429.
+	// workers (default 256); beyond it initialize ends the user's least
+	// recently used idle session, and gets 429 when none is idle; a
+	// 2026-07-28 request that needs a new worker gets 429.
 	MaxSessionsPerUser int
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.
