@@ -145,6 +145,9 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // with s.Expect. progressToken is the jsonrpc.Key of
 // params._meta.progressToken, or empty.
 func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite func(json.RawMessage) json.RawMessage) {
+	// The marker is the worker's to set: a client's would reach a worker
+	// that echoes its request's _meta, and name another client's call.
+	m, _ = takeMarker(m)
 	cl := &call{clientID: m.ID, key: jsonrpc.Key(m.ID), token: progressToken, stream: s, rewrite: rewrite}
 	c.mu.Lock()
 	if c.closed {
