@@ -90,3 +90,24 @@ func TestModernSDKClientParallelQuestions(t *testing.T) {
 	require.Len(t, res.Content, 1)
 	assert.Equal(t, "sampled: X 1, X 2", res.Content[0].(*mcp.TextContent).Text)
 }
+
+// TestModernAbandonedInputRequestLeavesOthersAsking: a client that never
+// retries leaves its call waiting in the worker; that call is over for its
+// client, so the next call's question still reaches its own client.
+func TestModernAbandonedInputRequestLeavesOthersAsking(t *testing.T) {
+	_, url := principalGateway(t, nil, Options{})
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	for _, id := range []string{"1", "2"} {
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"sample","arguments":{"text":"q` + id + `"},` + meta + `}}`
+		resp, out := rawDo(t, http.MethodPost, url, body, protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "sample", "X-Test-User", "alice")
+		require.Equal(t, http.StatusOK, resp.StatusCode, out)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+		res := m["result"].(map[string]any)
+		require.Equal(t, "input_required", res["resultType"], "call %s: %s", id, out)
+		for _, q := range res["inputRequests"].(map[string]any) {
+			text := q.(map[string]any)["params"].(map[string]any)["messages"].([]any)[0].(map[string]any)["content"].(map[string]any)["text"]
+			assert.Equal(t, "q"+id, text, "call %s got its own question", id)
+		}
+	}
+}

@@ -24,6 +24,14 @@ func TestRoute(t *testing.T) {
 	jsonOnly := NewStream(false)
 	gone := NewStream(true)
 	gone.Detach()
+	for _, s := range []*Stream{a, b, jsonOnly, gone} {
+		s.Expect(1) // its request awaits its answer
+	}
+	// parked's request was answered by the gateway (input_required)
+	// while the worker's call waits for the client's retry.
+	parked, parked2 := NewStream(false), NewStream(false)
+	parked.OnRequest = func(*jsonrpc.Message, string) bool { return true }
+	parked2.OnRequest = parked.OnRequest
 	for _, tc := range []struct {
 		name       string
 		calls      []*Stream
@@ -44,6 +52,9 @@ func TestRoute(t *testing.T) {
 		{"only request cannot carry it: the standalone", []*Stream{jsonOnly}, get, "", 0, get},
 		{"client gone: the standalone", []*Stream{gone}, get, "", 0, get},
 		{"token's stream gone: that stream, which drops it", []*Stream{gone, b}, nil, "t1", 0, gone},
+		{"a call waiting for its retry and one running: the running one", []*Stream{parked, b}, nil, "", 0, b},
+		{"only a call waiting for its retry: that one (a late question)", []*Stream{parked}, nil, "", 0, parked},
+		{"two calls waiting for their retries: dropped", []*Stream{parked, parked2}, nil, "", 0, nil},
 		{"nothing at all", nil, nil, "", 0, nil},
 		{"nothing that can carry it", []*Stream{jsonOnly}, nil, "", 0, nil},
 	} {

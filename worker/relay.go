@@ -218,7 +218,8 @@ func internalError(id json.RawMessage, msg, kind string) []byte {
 // token it carries (token), or the marker of the call it names (marked, a
 // gateway id; see MetaRequest). A message that names a request no longer
 // in flight belongs to none. One that names none goes to the only request
-// in flight, when there is exactly one, else to the standalone GET stream
+// in flight, when there is exactly one (a call waiting for its client's
+// MRTR retry counts only when no other runs), else to the standalone GET stream
 // (MCP 2025-11-25 §Listening for Messages from the Server), else nowhere:
 // with several requests in flight, a message that cannot be attributed is
 // dropped rather than sent to a request it may not belong to (a worker's
@@ -239,12 +240,27 @@ func (c *Conn) routeLocked(token string, marked int64) *Stream {
 		}
 		return nil
 	}
-	if len(c.calls) == 1 {
-		for _, cl := range c.calls {
-			if cl.stream.live() || cl.stream.OnRequest != nil {
-				return cl.stream
-			}
+	// A call whose stream the gateway has already answered (an
+	// input_required result: the worker's call waits for the client's
+	// retry) is over as far as its client knows: it does not make another
+	// call's message ambiguous, and gets a message only when no other
+	// call runs.
+	var only, parked *call
+	running, waiting := 0, 0
+	for _, cl := range c.calls {
+		if cl.stream.Answered() {
+			waiting++
+			parked = cl
+		} else {
+			running++
+			only = cl
 		}
+	}
+	if running == 0 && waiting == 1 {
+		only = parked
+	}
+	if (running == 1 || (running == 0 && waiting == 1)) && (only.stream.live() || only.stream.OnRequest != nil) {
+		return only.stream
 	}
 	if c.standalone != nil && c.standalone.live() {
 		return c.standalone
