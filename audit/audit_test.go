@@ -214,7 +214,18 @@ func TestAuditEvents(t *testing.T) {
 	// (a step-up challenge: 403 insufficient_scope naming the write scope)
 	resp, _ := tr.post(t, ro, bob, call("r1", "write", map[string]any{"sql": "delete from t"}))
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
-	// A limit refusal: bob's second session.
+	// A limit refusal: bob's second session, while his first is in use (a
+	// GET stream open; an idle one would be ended for the new one).
+	get, err := http.NewRequest(http.MethodGet, tr.url, nil)
+	require.NoError(t, err)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Authorization", "Bearer "+ro)
+	get.Header.Set("MCP-Session-Id", bob)
+	get.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	stream, err := http.DefaultClient.Do(get)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+	defer stream.Body.Close()
 	resp, _ = tr.post(t, ro, "", initBody)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	// A worker crash during a call.
