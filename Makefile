@@ -4,7 +4,7 @@ BIN     := bin
 ADDR    ?= 127.0.0.1:8000
 
 
-.PHONY: all build run test test-go test-tls test-alerts test-cluster conformance conformance-legacy bench lint clean
+.PHONY: all build run test test-go test-tls test-alerts test-cluster conformance conformance-legacy bench fuzz lint clean
 
 all: build
 
@@ -46,6 +46,10 @@ conformance: build
 ## conformance-legacy: the 2026-07-28 requirements through a worker that speaks only 2025-11-25.
 conformance-legacy: build
 	CONFORMANCE_VERSION=0.2.0-alpha.12 LEGACY_WORKER=1 scripts/conformance.sh --requirements 2026-07-28
+
+## fuzz: every fuzz target of the module, FUZZTIME (default 45s) each.
+fuzz:
+	GO=$(GO) scripts/fuzz.sh
 
 ## bench: every system side by side; writes bench/results/ and prints the table.
 ## The harness (bin/mcpbench) is its own module under bench/, so the product's

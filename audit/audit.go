@@ -173,6 +173,7 @@ func (l *Log) appendAttrs(as []slog.Attr, e *gateway.CallEvent) []slog.Attr {
 		slog.String("decision", e.Decision),
 		slog.Float64("duration_ms", float64(e.Duration)/float64(time.Millisecond)),
 		slog.String("outcome", e.Outcome),
+		slog.String("protocol", e.Protocol),
 		slog.String("request_id", e.RequestID),
 	)
 	if e.Status != 0 {

@@ -225,7 +225,18 @@ func TestAuditEvents(t *testing.T) {
 	// (a step-up challenge: 403 insufficient_scope naming the write scope)
 	resp, _ := tr.post(t, ro, bob, call("r1", "write", map[string]any{"sql": "delete from t"}))
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
-	// A limit refusal: bob's second session.
+	// A limit refusal: bob's second session, while his first is in use (a
+	// GET stream open; an idle one would be ended for the new one).
+	get, err := http.NewRequest(http.MethodGet, tr.url, nil)
+	require.NoError(t, err)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Authorization", "Bearer "+ro)
+	get.Header.Set("MCP-Session-Id", bob)
+	get.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	stream, err := http.DefaultClient.Do(get)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+	defer stream.Body.Close()
 	resp, _ = tr.post(t, ro, "", initBody)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	// A worker crash during a call.
@@ -239,7 +250,7 @@ func TestAuditEvents(t *testing.T) {
 	checkCommon(t, e, tr, "alice", alice)
 	assert.Equal(t, map[string]any{
 		"event": "tools/call", "session": alice[:8], "worker_pid": float64(alicePid), "tool": "write",
-		"read_only": false, "decision": "allowed", "outcome": "ok", "request_id": "w1",
+		"read_only": false, "decision": "allowed", "outcome": "ok", "protocol": "2025-11-25", "request_id": "w1",
 		"arguments": map[string]any{"sql": "insert into t va…(cut, 34 bytes)", "password": "[redacted]", "n": float64(7)},
 	}, e)
 
@@ -249,7 +260,7 @@ func TestAuditEvents(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"event": "tools/call", "session": bob[:8], "worker_pid": float64(bobPid), "tool": "write",
 		"read_only": true, "decision": "readOnly", "status": float64(403), "outcome": "refused",
-		"request_id": "r1", "arguments": map[string]any{"sql": "delete from t"},
+		"protocol": "2025-11-25", "request_id": "r1", "arguments": map[string]any{"sql": "delete from t"},
 	}, e)
 
 	e = byRequest(t, lines, "1") // the refused initialize
@@ -257,7 +268,7 @@ func TestAuditEvents(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"event": "initialize", "session": "", "worker_pid": float64(0), "tool": "",
 		"read_only": true, "decision": "limit", "status": float64(429), "outcome": "refused",
-		"error_code": float64(-32603), "request_id": "1",
+		"error_code": float64(-32603), "protocol": "2025-11-25", "request_id": "1",
 	}, e)
 
 	e = byRequest(t, lines, "c1")
@@ -265,7 +276,7 @@ func TestAuditEvents(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"event": "tools/call", "session": alice[:8], "worker_pid": float64(alicePid), "tool": "crash",
 		"read_only": false, "decision": "allowed", "outcome": "-32603", "error_code": float64(-32603),
-		"error_kind": "workerExited", "request_id": "c1", "arguments": map[string]any{"code": float64(3)},
+		"error_kind": "workerExited", "protocol": "2025-11-25", "request_id": "c1", "arguments": map[string]any{"code": float64(3)},
 	}, e)
 
 	for _, tok := range []string{rw, ro} {
@@ -383,6 +394,7 @@ func TestAuditEventsModern(t *testing.T) {
 	require.Len(t, lines, 2, raw)
 	e := byRequest(t, lines, "m1")
 	assert.Equal(t, "user", e["worker_kind"])
+	assert.Equal(t, "2026-07-28", e["protocol"])
 	assert.Equal(t, "", e["session"])
 	assert.Regexp(t, `^u-[0-9a-f]{32}$`, e["worker_key"])
 	assert.NotZero(t, e["worker_pid"])

@@ -16,21 +16,26 @@ import (
 // tools/list answers that pass through the bridge). Servers of earlier
 // revisions ignore them.
 
-// nameOf is the Mcp-Name source of a request.
+// nameOf is the Mcp-Name source of a request: the params member named
+// exactly "name" (or "uri"), as servers and the gateway read it, not by
+// encoding/json's struct matching, which also takes "Name" or "NAME" and
+// keeps the last of several.
 func nameOf(method string, params json.RawMessage) string {
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
+	member := ""
 	switch method {
 	case "tools/call", "prompts/get":
-		json.Unmarshal(params, &p)
-		return p.Name
+		member = "name"
 	case "resources/read":
-		json.Unmarshal(params, &p)
-		return p.URI
+		member = "uri"
+	default:
+		return ""
 	}
-	return ""
+	var p map[string]json.RawMessage
+	var v string
+	if json.Unmarshal(params, &p) == nil {
+		_ = json.Unmarshal(p[member], &v)
+	}
+	return v
 }
 
 // encodeValue renders a header value: plain when it is printable ASCII

@@ -356,7 +356,21 @@ func TestQuotasArePerPrincipal(t *testing.T) {
 	sub := func(s string) func(map[string]any) { return func(c map[string]any) { c["sub"] = s } }
 	first := a.token(t, "kim", readScopes, sub("account-1"))
 	second := a.token(t, "kim", readScopes, sub("account-2"))
-	a.open(t, first)
+	sid := a.open(t, first)
+	// The session in use (its GET stream open), so that a new initialize
+	// cannot end it as idle to make room.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(sidHdr, sid)
+	req.Header.Set(protoHdr, "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+first)
+	stream, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer stream.Body.Close()
+	require.Equal(t, http.StatusOK, stream.StatusCode)
 
 	resp, body := rawDo(t, http.MethodPost, a.url, initBody, "Authorization", "Bearer "+first)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the first account is at its limit: %s", body)

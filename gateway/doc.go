@@ -33,7 +33,7 @@
 //	             a batch on 2025-06-18 or later; empty batch    400  -32600
 //	             initialize in a batch, or with a session id    400  -32600
 //	             initialize over MaxSessions, or while draining 503  -32603, Retry-After
-//	             initialize over MaxSessionsPerUser             429  -32603, Retry-After
+//	             initialize over MaxSessionsPerUser, none idle  429  -32603, Retry-After
 //	             initialize over the principal's DB.MaxPerUser  429  -32603, Retry-After
 //	             initialize over DB.Max                         503  -32603, Retry-After
 //	             initialize: worker cannot be started           502  -32603

@@ -33,15 +33,18 @@ type Gateway struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
-	perUser   map[auth.PrincipalKey]int     // live and starting sessions and per-user workers per principal
-	dbUsed    int                           // database connections the workers may hold (Options.DB)
-	dbPerUser map[auth.PrincipalKey]int     // the same, per principal
-	workers   map[poolKey]*userWorker       // 2026-07-28 per-user workers, starting ones included
-	userBufs  map[auth.PrincipalKey]*budget // bytes held for each principal with a session or per-user worker
-	buffered  *budget                       // bytes held for every client
-	starting  int                           // sessions whose worker is starting
-	closing   bool
-	draining  bool // Drain has begun: no new session or per-user worker
+	perUser   map[auth.PrincipalKey]int // live and starting sessions and per-user workers per principal
+	dbUsed    int                       // database connections the workers may hold (Options.DB)
+	dbPerUser map[auth.PrincipalKey]int // the same, per principal
+	workers   map[poolKey]*userWorker   // 2026-07-28 per-user workers, starting ones included
+	// legacyWorkers is set once a per-user worker turned out to speak only
+	// 2025-11-25: from then on a poolKey holds the client's capabilities.
+	legacyWorkers atomic.Bool
+	userBufs      map[auth.PrincipalKey]*budget // bytes held for each principal with a session or per-user worker
+	buffered      *budget                       // bytes held for every client
+	starting      int                           // sessions whose worker is starting
+	closing       bool
+	draining      bool // Drain has begun: no new session or per-user worker
 
 	calls *inFlight // requests a drain waits for
 

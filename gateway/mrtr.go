@@ -28,35 +28,78 @@ var inputMethods = map[string]string{
 // mrtrMethods are the client requests that may get an InputRequiredResult.
 var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
 
+// maxAsks bounds the questions one parked call may hold; the worker's next
+// one is refused to it.
+const maxAsks = 16
+
 // parkedCall is a client request in flight in a 2025 worker that asked the
-// client something: its HTTP response ended with an input_required result,
-// and the worker's call waits for the retry that carries the answer.
+// client something: its HTTP response ends with one input_required result
+// listing every question the worker asked at that moment, and the worker's
+// call waits for the retry that carries the answers.
 type parkedCall struct {
 	method, name string          // the original request's method and params name/uri
 	st           *worker.Stream  // the stream the worker's call is bound to
 	id           json.RawMessage // the client's id of that stream's request
-	key          string          // the worker's request, as the client answers it
-	input        json.RawMessage // the input request {method, params}
+	asks         []ask           // the worker's questions not yet answered
+	state        string          // the requestState the client retries with
+	sent         bool            // the input_required result has been queued on st
 	timer        *time.Timer     // gives up when no retry comes
 }
 
-// parking holds one worker's parked calls by requestState.
-type parking struct {
-	mu    sync.Mutex
-	calls map[string]*parkedCall
+// ask is one request of the worker's, as an input request.
+type ask struct {
+	key   string          // the worker's request, as the client answers it
+	input json.RawMessage // the input request {method, params}
 }
 
-func (p *parking) put(state string, pc *parkedCall) bool {
+// parking holds one worker's parked calls by requestState, and by the
+// stream their worker's call is bound to.
+type parking struct {
+	mu       sync.Mutex
+	calls    map[string]*parkedCall
+	byStream map[*worker.Stream]*parkedCall
+}
+
+// add files the worker's question a for the call bound to st: with the
+// call's other questions when it has some, else as a new parked call from
+// pc (which then holds a). filed is false, nothing filed, when the worker
+// holds too many parked calls or questions; fresh, whether pc was filed
+// (else its state and timer are unused).
+func (p *parking) add(st *worker.Stream, a ask, pc *parkedCall) (filed, fresh bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.calls == nil {
-		p.calls = map[string]*parkedCall{}
+		p.calls, p.byStream = map[string]*parkedCall{}, map[*worker.Stream]*parkedCall{}
+	}
+	if old := p.byStream[st]; old != nil {
+		if len(old.asks) >= maxAsks {
+			return false, false
+		}
+		old.asks = append(old.asks, a)
+		return true, false
 	}
 	if len(p.calls) >= maxParked {
-		return false
+		return false, false
 	}
-	p.calls[state] = pc
-	return true
+	pc.asks = []ask{a}
+	p.calls[pc.state] = pc
+	p.byStream[st] = pc
+	return true, true
+}
+
+// unsent returns the parked calls whose input_required result is still to
+// be queued, and marks them sent.
+func (p *parking) unsent() []*parkedCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*parkedCall
+	for _, pc := range p.byStream {
+		if !pc.sent {
+			pc.sent = true
+			out = append(out, pc)
+		}
+	}
+	return out
 }
 
 // clear drops every parked call and stops its timer: the worker has gone.
@@ -68,22 +111,30 @@ func (p *parking) clear() {
 			pc.timer.Stop()
 		}
 		delete(p.calls, state)
+		delete(p.byStream, pc.st)
 	}
 }
 
+// take removes the parked call of state, or returns nil.
 func (p *parking) take(state string) *parkedCall {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pc := p.calls[state]
-	delete(p.calls, state)
+	if pc != nil {
+		delete(p.calls, state)
+		delete(p.byStream, pc.st)
+	}
 	return pc
 }
 
+// questions returns pc's questions; take them only once pc has been taken.
+func (pc *parkedCall) questions() []ask { return pc.asks }
+
 // inputRequester returns the OnRequest hook of a modern request's stream st
 // to a 2025 worker: a sampling, elicitation or roots request of the worker's
-// becomes the answer to the client's request id, an input_required result
-// whose requestState names the parked call. A request the client did not
-// declare the capability for, or any other, is refused to the worker.
+// becomes part of the answer to the client's request id, an input_required
+// result whose requestState names the parked call. A request the client did
+// not declare the capability for, or any other, is refused to the worker.
 func (g *Gateway) inputRequester(uw *userWorker, m *jsonrpc.Message, caps json.RawMessage, st *worker.Stream) func(*jsonrpc.Message, string) bool {
 	name, _ := exactString(m.Params, nameMember(m.Method))
 	return func(req *jsonrpc.Message, key string) bool {
@@ -95,6 +146,12 @@ func (g *Gateway) inputRequester(uw *userWorker, m *jsonrpc.Message, caps json.R
 			// MCP 2026-07-28: a request that needs a capability the client
 			// did not declare gets MissingRequiredClientCapabilityError.
 			uw.log.Info("gateway: the worker needs a client capability the 2026-07-28 client did not declare", "method", req.Method)
+			if uw.parked.has(st) {
+				// The call's other questions are on their way to the
+				// client: only this one is refused.
+				uw.conn.Refuse(key, "gateway: the client did not declare the "+cap+" capability")
+				return true
+			}
 			st.Answer(m.ID, jsonrpc.ErrorResponse(m.ID, jsonrpc.ErrorObject{
 				Code:    jsonrpc.CodeMissingRequiredClientCapability,
 				Message: "gateway: this request needs the client capability " + quote(cap) + ", which the request's _meta did not declare",
@@ -110,59 +167,117 @@ func (g *Gateway) inputRequester(uw *userWorker, m *jsonrpc.Message, caps json.R
 		if err != nil {
 			return false
 		}
-		return g.park(uw, &parkedCall{method: m.Method, name: name, st: st, id: m.ID, key: key, input: input})
+		return g.park(uw, &parkedCall{method: m.Method, name: name, st: st, id: m.ID}, ask{key: key, input: input})
 	}
 }
 
-// park files pc under a fresh requestState and answers its client request
-// with the input_required result.
-func (g *Gateway) park(uw *userWorker, pc *parkedCall) bool {
-	state := newSessionID()
-	st, key := pc.st, pc.key
+// has reports whether the call bound to st has questions filed.
+func (p *parking) has(st *worker.Stream) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byStream[st] != nil
+}
+
+// park files the worker's question a for pc's call, under pc's fresh
+// requestState when the call has no questions filed yet, else beside them.
+// The input_required result that answers the call's client request is
+// queued by sendParked, once the worker has said all it had to say at that
+// moment, so that questions it asks in parallel go out together, in one
+// result (MCP 2026-07-28 §Multi Round-Trip Requests: inputRequests is a
+// map). A question that comes after the result went out is asked on the
+// client's retry.
+func (g *Gateway) park(uw *userWorker, pc *parkedCall, a ask) bool {
+	pc.state = newSessionID()
+	st := pc.st
 	// Set before pc is filed, so that whoever takes it sees the timer.
 	pc.timer = time.AfterFunc(g.opts.SessionIdleTimeout, func() {
-		if uw.parked.take(state) != nil {
+		if pc := uw.parked.take(pc.state); pc != nil {
 			uw.conn.Abandon(st)
-			uw.conn.Refuse(key, "gateway: the client did not answer the input request in time")
+			for _, a := range pc.questions() {
+				uw.conn.Refuse(a.key, "gateway: the client did not answer the input request in time")
+			}
 		}
 	})
-	if !uw.parked.put(state, pc) {
-		pc.timer.Stop()
-		uw.log.Warn("gateway: too many requests waiting for input; refused one to the worker", "limit", maxParked)
-		return false
+	filed, fresh := uw.parked.add(st, a, pc)
+	if !fresh {
+		pc.timer.Stop() // the call is parked already, with its own timer
 	}
-	inputs, _ := jsonrpc.Marshal(map[string]json.RawMessage{pc.key: pc.input})
-	res, _ := jsonrpc.Marshal(map[string]json.RawMessage{
-		"resultType":    json.RawMessage(`"input_required"`),
-		"inputRequests": inputs,
-		"requestState":  mustMarshal(state),
-	})
-	pc.st.Answer(pc.id, resultResponse(pc.id, annotate(uw, pc.method, res)))
-	return true
+	if !filed {
+		uw.log.Warn("gateway: too many requests waiting for input; refused one to the worker", "limit", maxParked, "per_call", maxAsks)
+	}
+	return filed
+}
+
+// sendParked queues the input_required result of every parked call whose
+// questions are all in: the worker's OnIdle hook. A call the worker
+// answered meanwhile (its stream has no request left) keeps its answer:
+// its questions are refused to the worker instead.
+func (g *Gateway) sendParked(uw *userWorker) {
+	for _, pc := range uw.parked.unsent() {
+		if pc.st.Answered() {
+			if uw.parked.take(pc.state) != nil {
+				pc.timer.Stop()
+				for _, a := range pc.questions() {
+					uw.conn.Refuse(a.key, "gateway: the request ended before the client could answer")
+				}
+			}
+			continue
+		}
+		uw.parked.mu.Lock()
+		inputs := make(map[string]json.RawMessage, len(pc.asks))
+		for _, a := range pc.asks {
+			inputs[a.key] = a.input
+		}
+		uw.parked.mu.Unlock()
+		in, _ := jsonrpc.Marshal(inputs)
+		res, _ := jsonrpc.Marshal(map[string]json.RawMessage{
+			"resultType":    json.RawMessage(`"input_required"`),
+			"inputRequests": in,
+			"requestState":  mustMarshal(pc.state),
+		})
+		pc.st.Answer(pc.id, resultResponse(pc.id, annotate(uw, pc.method, res)))
+	}
 }
 
 // resume serves the retry of a parked call (MCP 2026-07-28 §Multi Round-Trip
-// Requests): the client's inputResponses answer the worker's request, and
-// the worker's answer to the original call comes back on this request.
-// It reports false, having written nothing, when state is not one the
-// gateway minted for this worker: then it is the worker's own (a 2025
-// server may use the same fields) and the request is forwarded as it is.
+// Requests): the client's inputResponses answer the worker's requests, and
+// the worker's answer to the original call comes back on this request; a
+// question the retry does not answer is asked again, in an input_required
+// result of its own. It reports false, having written nothing, when state
+// is not one the gateway minted for this worker: then it is the worker's
+// own (a 2025 server may use the same fields) and the request is forwarded
+// as it is.
 func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker, m *jsonrpc.Message, meta modernMeta, caps json.RawMessage, state string, jsonOK, sseOK bool) bool {
 	pc := uw.parked.take(state)
 	if pc == nil {
 		return false
 	}
 	pc.timer.Stop()
+	refuse := func(asks []ask, msg string) {
+		for _, a := range asks {
+			uw.conn.Refuse(a.key, msg)
+		}
+	}
 	name, _ := exactString(m.Params, nameMember(m.Method))
 	if m.Method != pc.method || name != pc.name {
 		uw.conn.Abandon(pc.st)
-		uw.conn.Refuse(pc.key, "gateway: the client's retry named another request")
+		refuse(pc.questions(), "gateway: the client's retry named another request")
 		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: requestState belongs to another request; send the request again without it", nil}.write(w, m.ID)
 		return true
 	}
-	var answer json.RawMessage
-	if responses, ok := exactMember(m.Params, "inputResponses"); ok && responses != nil {
-		answer, _ = exactMember(responses, pc.key)
+	responses, _ := exactMember(m.Params, "inputResponses")
+	var answered, open []ask
+	answers := map[string]json.RawMessage{}
+	for _, a := range pc.questions() {
+		var answer json.RawMessage
+		if responses != nil {
+			answer, _ = exactMember(responses, a.key)
+		}
+		if answer == nil {
+			open = append(open, a) // MRTR: a question left unanswered is asked again
+			continue
+		}
+		answered, answers[a.key] = append(answered, a), answer
 	}
 	st := g.newStream(uw, sseOK)
 	st.Keep = logFilter(meta.logLevel)
@@ -176,30 +291,32 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 		g.watchCall(e, m, st)
 	}
 	if !uw.conn.Retarget(pc.st, st, m.ID) {
-		uw.conn.Refuse(pc.key, "gateway: the request ended before the client answered")
+		refuse(pc.questions(), "gateway: the request ended before the client answered")
 		st.Answer(m.ID, errWorkerExitedW.body(m.ID)) // settles the event
 		errWorkerExitedW.write(w, m.ID)
 		return true
 	}
-	if answer == nil {
-		// MRTR: a retry without the answer gets the question again.
-		pc.st, pc.id = st, m.ID
-		if !g.park(uw, pc) {
+	for i, a := range open {
+		if !g.park(uw, &parkedCall{method: pc.method, name: pc.name, st: st, id: m.ID}, a) {
 			if e != nil {
 				e.Decision, e.Status = DecisionLimit, errTooManyParked.status
 			}
 			uw.conn.CancelStream(st)
-			uw.conn.Refuse(pc.key, "gateway: too many requests waiting for input")
+			refuse(open[i:], "gateway: too many requests waiting for input")
+			refuse(answered, "gateway: too many requests waiting for input")
 			errTooManyParked.write(w, m.ID)
 			return true
 		}
-		g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)
-		return true
 	}
-	if err := uw.conn.Respond(&jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(pc.key), Result: answer}); err != nil {
-		uw.conn.CancelStream(st)
-		errWorkerExitedW.write(w, m.ID)
-		return true
+	for _, a := range answered {
+		if err := uw.conn.Respond(&jsonrpc.Message{JSONRPC: "2.0", ID: json.RawMessage(a.key), Result: answers[a.key]}); err != nil {
+			uw.conn.CancelStream(st)
+			errWorkerExitedW.write(w, m.ID)
+			return true
+		}
+	}
+	if len(open) > 0 {
+		g.sendParked(uw) // the questions left go out now, together
 	}
 	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)
 	if !st.Answered() {

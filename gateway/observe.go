@@ -82,8 +82,12 @@ type CallEvent struct {
 	// ErrorLimit is a workerExited error's data.limit: the worker limit
 	// (worker.limits.<name>) that stopped the worker, when one did.
 	ErrorLimit string
-	RequestID  string          // the client's request id: a string id's value, a number's digits; clipped
-	Arguments  json.RawMessage // params.arguments; nil when none
+	// Protocol is the MCP revision the request was made under: its
+	// MCP-Protocol-Version header (absent: 2025-03-26), or for an
+	// initialize the revision its params ask for; clipped.
+	Protocol  string
+	RequestID string          // the client's request id: a string id's value, a number's digits; clipped
+	Arguments json.RawMessage // params.arguments; nil when none
 }
 
 // Observer hears what the gateway does: the audit trail and the metrics.
@@ -200,8 +204,15 @@ func (g *Gateway) newEvent(r *http.Request, m *jsonrpc.Message, c callee, readOn
 		e.User, e.ClientID, e.Issuer = p.UserID, p.ClientID, p.Issuer
 		e.ReadOnly = e.ReadOnly || p.ReadOnly
 	}
+	e.Protocol, _ = protocolVersion(r)
+	e.Protocol = clip(e.Protocol)
 	if m != nil {
 		e.Method, e.RequestID = clip(m.Method), idText(m.ID)
+		if m.Method == "initialize" {
+			if v, ok := exactString(m.Params, "protocolVersion"); ok {
+				e.Protocol = clip(v)
+			}
+		}
 		if isToolsCall(m) {
 			name, _ := toolName(m.Params)
 			e.Tool = clip(name)

@@ -77,9 +77,11 @@ type Options struct {
 	// that needs a new worker, gets 503.
 	MaxSessions int
 	// MaxSessionsPerUser bounds one user's live sessions and per-user
-	// workers (default 256); beyond it initialize, or a 2026-07-28 request
-	// that needs a new worker, gets 429. A user is a principal here
-	// (auth.PrincipalKey: issuer and subject), as for MaxUserBufferBytes.
+	// workers (default 256); beyond it initialize ends the user's least
+	// recently used idle session, and gets 429 when none is idle; a
+	// 2026-07-28 request that needs a new worker gets 429. A user is a
+	// principal here (auth.PrincipalKey: issuer and subject), as for
+	// MaxUserBufferBytes.
 	MaxSessionsPerUser int
 	// DB bounds the database connections the workers may hold, in all and
 	// per principal (see DBBudget); the zero value is no budget.

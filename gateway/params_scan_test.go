@@ -96,3 +96,53 @@ func BenchmarkExactMember(b *testing.B) {
 		})
 	}
 }
+
+// FuzzToolName holds toolName's scan to encoding/json's tokenizer on any
+// input, as TestToolNameScanAgrees does on the corpus.
+func FuzzToolName(f *testing.F) {
+	for _, in := range memberCorpus {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		name, ok := toolName(json.RawMessage(in))
+		wantName, wantOK := decodeToolName(json.RawMessage(in))
+		if ok != wantOK || name != wantName {
+			t.Fatalf("toolName(%q) = %q %v; encoding/json: %q %v", in, name, ok, wantName, wantOK)
+		}
+	})
+}
+
+// FuzzExactMember holds exactMember's scan to encoding/json's tokenizer on
+// any input and key.
+func FuzzExactMember(f *testing.F) {
+	for _, in := range memberCorpus {
+		f.Add([]byte(in), "name")
+		f.Add([]byte(in), "_meta")
+	}
+	f.Fuzz(func(t *testing.T, in []byte, key string) {
+		v, ok := exactMember(json.RawMessage(in), key)
+		wantV, wantOK := decodeExactMember(json.RawMessage(in), key)
+		if ok != wantOK || !bytes.Equal(v, wantV) || (v == nil) != (wantV == nil) {
+			t.Fatalf("exactMember(%q, %q) = %s %v; encoding/json: %s %v", in, key, v, ok, wantV, wantOK)
+		}
+	})
+}
+
+// FuzzProgressToken holds the progress token's scan to encoding/json on
+// any params a decoded message can carry (valid JSON).
+func FuzzProgressToken(f *testing.F) {
+	for _, in := range memberCorpus {
+		f.Add([]byte(in))
+	}
+	f.Add([]byte(`{"name":"echo","_meta":{"progressToken":"t-1"}}`))
+	f.Add([]byte(`{"_meta":{"progressToken":1,"ProgressToken":2}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			return // params of a decoded message are valid JSON
+		}
+		got, ok := scanProgressToken(json.RawMessage(in))
+		if want := decodeProgressToken(json.RawMessage(in)); ok && got != want {
+			t.Fatalf("scanProgressToken(%q) = %q; encoding/json: %q", in, got, want)
+		}
+	})
+}

@@ -33,6 +33,55 @@ type poolKey struct {
 	user     string
 	readOnly bool
 	tools    string // the granted tools, sorted, comma-separated; worker.AllTools without a policy
+	// caps, for a worker that speaks only 2025-11-25, is the set of client
+	// capabilities the gateway's initialize declares to it (capsKeyOf):
+	// those the request's client declared, so that the worker never asks,
+	// or runs a tool that needs, what the client cannot give. Empty for a
+	// worker that speaks 2026-07-28 (it reads each request's own).
+	caps string
+}
+
+// inputCaps are the client capabilities a 2025 worker can ask for during a
+// request, in the order capsKeyOf lists them.
+var inputCaps = []string{"elicitation", "roots", "sampling"}
+
+// capsKeyOf is the poolKey caps of a 2026-07-28 request: the capabilities
+// of inputCaps its _meta clientCapabilities declares (as inputRequester
+// reads them: present is declared), comma-separated, with
+// "elicitation.url" for an elicitation capability that names url.
+func capsKeyOf(params json.RawMessage) string {
+	caps, _ := exactMember(mustMeta(params), metaClientCapabilities)
+	var out []string
+	for _, c := range inputCaps {
+		v, ok := exactMember(caps, c)
+		if !ok || v == nil {
+			continue
+		}
+		out = append(out, c)
+		if c == "elicitation" {
+			if u, ok := exactMember(v, "url"); ok && u != nil {
+				out = append(out, "elicitation.url")
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// initializeCaps is the capabilities object of the gateway's initialize
+// for a 2025 worker of key caps: what the clients it serves declared.
+func initializeCaps(caps string) map[string]any {
+	out := map[string]any{}
+	for _, c := range strings.Split(caps, ",") {
+		switch c {
+		case "sampling", "roots":
+			out[c] = map[string]any{}
+		case "elicitation":
+			out[c] = map[string]any{"form": map[string]any{}}
+		case "elicitation.url":
+			out["elicitation"].(map[string]any)["url"] = map[string]any{}
+		}
+	}
+	return out
 }
 
 // toolsKey is a toolSet as a poolKey's tools.
@@ -171,6 +220,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 				g.observer.WorkerExited(WorkerUser, uw.stop.get())
 			},
 			OnNotification: uw.intercept,
+			OnIdle:         func() { g.sendParked(uw) },
 			ExitAdvice:     "send the request again: it starts a fresh worker",
 			UniqueProgress: true, // clients of one user share the worker
 		})
@@ -306,14 +356,16 @@ func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	uw.log.Info("gateway: the worker does not speak "+modernVersion+"; holding the 2025-11-25 handshake for it", "probe", errString(err))
+	uw.log.Info("gateway: the worker does not speak "+modernVersion+"; holding the 2025-11-25 handshake for it", "probe", errString(err), "client_capabilities", uw.key.caps)
+	g.legacyWorkers.Store(true)
 	res, err = uw.call(ctx, "initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
-		// The worker may ask; the gateway turns each question into an
-		// input request of the 2026-07-28 client whose call it serves
-		// (mrtr.go), or refuses it when that client did not declare the
-		// capability.
-		"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "roots": map[string]any{}},
+		// What the 2026-07-28 clients this worker serves declared (its
+		// key's caps), and nothing more: the worker decides from these
+		// what it may ask, and what it may run at all. The gateway turns
+		// each question into an input request of the client whose call
+		// it serves (mrtr.go).
+		"capabilities": initializeCaps(uw.key.caps),
 		"clientInfo":   gatewayClientInfo,
 	})
 	if err != nil {

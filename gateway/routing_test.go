@@ -85,14 +85,16 @@ func TestRoutingOfWorkerMessages(t *testing.T) {
 		assert.Equal(t, "notifications/message", m["method"])
 		assert.Equal(t, "to-get", m["params"].(map[string]any)["data"])
 	})
-	t.Run("several in flight, no GET: the oldest request's stream", func(t *testing.T) {
+	t.Run("several in flight, no GET: dropped, not sent to the oldest request", func(t *testing.T) {
 		sid := rawSession(t, srv.URL)
 		s1 := startSleep(t, srv.URL, sid, "s1")
 		startSleep(t, srv.URL, sid, "s2")
-		assert.Equal(t, `{"jsonrpc":"2.0","id":"L","result":{"content":[{"text":"logged","type":"text"}]}}`, logCall(sid, "to-oldest"))
+		assert.Equal(t, `{"jsonrpc":"2.0","id":"L","result":{"content":[{"text":"logged","type":"text"}]}}`, logCall(sid, "dropped"))
+		// The session's end answers s1: its next message, not the log.
+		resp, _ := rawDo(t, http.MethodDelete, srv.URL, "", sidHdr, sid)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
 		m := s1.next(t)
-		assert.Equal(t, "notifications/message", m["method"])
-		assert.Equal(t, "to-oldest", m["params"].(map[string]any)["data"])
+		assert.Equal(t, "s1", m["id"], "%v", m)
 	})
 	t.Run("sampling: the worker's request gets a gateway id and the answer goes back", func(t *testing.T) {
 		sid := rawSession(t, srv.URL)

@@ -23,7 +23,12 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	s.log = g.log.With("session", s.id[:len(g.opts.replicaPrefix())+8], "user", s.user)
 
-	if f, ok := g.reserve(principalOf(s.owner, s.user)); !ok {
+	who := principalOf(s.owner, s.user)
+	f, ok := g.reserve(who)
+	if !ok && f.msg == errTooManyForUser.msg && g.evictIdle(who) {
+		f, ok = g.reserve(who)
+	}
+	if !ok {
 		s.log.Warn("gateway: refused a new session", "reason", f.msg)
 		g.refusedAtEdge(r, m, callee{kind: WorkerSession}, s.readOnly, f)
 		f.write(w, m.ID)
@@ -177,6 +182,40 @@ func (g *Gateway) stopFailed(s *session) {
 	if err := s.conn.Close(ctx, worker.KindSessionEnded, "gateway: initialize failed"); err != nil {
 		s.log.Error("gateway: stopping a worker", "err", err)
 	}
+}
+
+// evictIdle ends the least recently used idle session of the principal
+// who (no HTTP request being served, no stream open), so that the new
+// session fits under MaxSessionsPerUser: a client that never ends its
+// session (no DELETE) holds a worker process until SessionIdleTimeout, and
+// would otherwise lock its user out of new sessions until then. A session
+// in use is never ended; it reports whether it ended one.
+func (g *Gateway) evictIdle(who auth.PrincipalKey) bool {
+	g.mu.Lock()
+	var lru *session
+	for _, s := range g.sessions {
+		if principalOf(s.owner, s.user) == who && s.busy.Load() == 0 && (lru == nil || s.lastUsed.Load() < lru.lastUsed.Load()) {
+			lru = s
+		}
+	}
+	if lru != nil {
+		// Taken out now, so that its slot is the new session's.
+		delete(g.sessions, lru.id)
+		g.leaveLocked(who)
+		g.dbGiveLocked(who, g.opts.DB.PerSession)
+	}
+	g.mu.Unlock()
+	if lru == nil {
+		return false
+	}
+	lru.log.Info("gateway: ending the user's least recently used idle session for a new one", "max_sessions_per_user", g.opts.MaxSessionsPerUser)
+	lru.stop.set(ExitIdle)
+	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+	defer cancel()
+	if err := lru.worker().Close(ctx, worker.KindSessionEnded, "gateway: the session was idle and its user opened another over the per-user limit; initialize a new session"); err != nil {
+		lru.log.Error("gateway: stopping a worker", "err", err)
+	}
+	return true
 }
 
 // reserve takes a session slot for the principal who, and its database

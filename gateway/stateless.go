@@ -49,17 +49,35 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		return
 	}
 	key := g.keyOf(r)
-	uw, f, ok := g.acquire(r.Context(), key)
-	g.freshWriteDeadline(w) // it may have waited for the worker's start
-	if !ok {
-		if f.status != 0 {
+	acquire := func() (*userWorker, bool) {
+		uw, f, ok := g.acquire(r.Context(), key)
+		g.freshWriteDeadline(w) // it may have waited for the worker's start
+		if !ok && f.status != 0 {
 			g.log.Warn("gateway: refused a per-user worker", "user", key.user, "reason", f.msg)
 			if f.isLimit() {
 				g.refusedAtEdge(r, m, callee{kind: WorkerUser}, key.readOnly, f)
 			}
 			f.write(w, m.ID)
 		}
+		return uw, ok
+	}
+	// A 2025-only worker is initialized with its clients' capabilities:
+	// one per set. Once the server's workers are known to be such, the
+	// set is part of the key from the start.
+	capsKey := capsKeyOf(m.Params)
+	if g.legacyWorkers.Load() {
+		key.caps = capsKey
+	}
+	uw, ok := acquire()
+	if !ok {
 		return
+	}
+	if !uw.modern && uw.key.caps != capsKey {
+		g.release(uw)
+		key.caps = capsKey
+		if uw, ok = acquire(); !ok {
+			return
+		}
 	}
 	release := sync.OnceFunc(func() { g.release(uw) })
 	defer release()

@@ -98,7 +98,7 @@ func TestModernSDKClientAtDefaults(t *testing.T) {
 
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Len(t, res.Tools, 7)
+	assert.Len(t, res.Tools, 8)
 	assert.Equal(t, "hi", callText(t, cs, "echo", map[string]any{"text": "hi"}))
 	// The SDK mirrors the x-mcp-header argument in Mcp-Param-Region, which
 	// the gateway checks against the body.
@@ -122,7 +122,10 @@ func TestModernSDKClientThroughA2025Worker(t *testing.T) {
 	var werr *jsonrpc.Error
 	require.ErrorAs(t, err, &werr)
 	assert.EqualValues(t, -32021, werr.Code)
-	assert.Equal(t, 1, g.PerUserWorkers())
+	// The first request found the worker speaks only 2025-11-25; from
+	// then on a worker is started per set of client capabilities (the
+	// go-sdk client declares roots).
+	assert.Equal(t, 2, g.PerUserWorkers())
 
 	// One that has it gets the worker's sampling request as an input
 	// request (MRTR), and its retry carries the answer back to the worker.
@@ -133,7 +136,33 @@ func TestModernSDKClientThroughA2025Worker(t *testing.T) {
 		},
 	})
 	assert.Equal(t, "sampled: SHOUT", callText(t, sampler, "sample", map[string]any{"text": "shout"}))
-	assert.Equal(t, 1, g.PerUserWorkers())
+	assert.Equal(t, 3, g.PerUserWorkers(), "roots and sampling: another set, another worker")
+}
+
+// TestModernA2025WorkerIsToldOnlyTheClientsCapabilities: the gateway's own
+// initialize of a 2025-only worker declares the capabilities the request's
+// client declared, no more, and one user's clients with different sets get
+// different workers. Before, it declared sampling, elicitation and roots
+// for every client, and the worker ran what it should have refused.
+func TestModernA2025WorkerIsToldOnlyTheClientsCapabilities(t *testing.T) {
+	_, url := principalGateway(t, nil, Options{})
+	call := func(caps string) string {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"clientcaps","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+		resp, out := rawDo(t, http.MethodPost, url, body, protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "clientcaps", "X-Test-User", "alice")
+		require.Equal(t, http.StatusOK, resp.StatusCode, out)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+		return resultText(m)
+	}
+	for _, tc := range []struct{ client, declared string }{
+		{`{}`, `{}`},
+		{`{"sampling":{}}`, `{"sampling":{}}`},
+		{`{"elicitation":{},"roots":{"listChanged":true},"experimental":{"x":{}}}`, `{"elicitation":{"form":{}},"roots":{}}`},
+		{`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`},
+		{`{}`, `{}`}, // the first worker again
+	} {
+		assert.JSONEq(t, tc.declared, call(tc.client), "client %s", tc.client)
+	}
 }
 
 // TestModernPerUserWorkers counts processes: 64 concurrent clients of one

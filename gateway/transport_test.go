@@ -135,7 +135,9 @@ var transportCases = []struct {
 	{name: "worker_refuses_initialize", worker: worker.LauncherOptions{Env: []string{"STUB_INIT_ERROR=1"}}, steps: []step{post(initBody), post(initBody)}},
 	{name: "worker_command_missing_502", command: []string{"/nonexistent/worker"}, steps: []step{post(initBody)}},
 	{name: "too_many_sessions_503", opts: Options{MaxSessions: 1}, session: true, steps: []step{post(initBody)}},
-	{name: "too_many_sessions_per_user_429", opts: Options{MaxSessionsPerUser: 1}, session: true, steps: []step{post(initBody)}},
+	// The user's slot is held by a per-user worker: an idle session would
+	// have been ended for the new one (evictIdle).
+	{name: "too_many_sessions_per_user_429", opts: Options{MaxSessionsPerUser: 1}, steps: []step{modern("tools/call", "echo", echoCall), post(initBody)}},
 }
 
 func TestTransportGolden(t *testing.T) {

@@ -374,10 +374,13 @@ func valueEnd(data []byte, i int) int {
 	return i
 }
 
-// plainString reports whether the JSON string s holds printable ASCII only,
-// with no escapes: its bytes are then exactly what encoding/json would write.
+// plainString reports whether the JSON value s is a string that holds
+// printable ASCII only, with no escapes: its bytes are then exactly what
+// encoding/json would write. Any other value (true, null, 12) is not a
+// string at all: encoding/json refuses it for a string field, and so must
+// the fast path, rather than read it without its first and last byte.
 func plainString(s []byte) bool {
-	if len(s) < 2 {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
 		return false
 	}
 	for _, c := range s[1 : len(s)-1] {

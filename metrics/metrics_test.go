@@ -203,11 +203,34 @@ func TestScrapeAfterKnownTraffic(t *testing.T) {
 	require.NotNil(t, c.call(a, "2", "echo")["result"])
 	require.NotNil(t, c.call(b, "3", "write")["error"], "read-only refusal")
 	require.NotNil(t, c.call(b, "4", "nosuchtool")["error"], "read-only refusal of a name nobody listed")
+	// Both sessions in use (a GET stream each), so the third is refused
+	// rather than made room for by ending an idle one.
+	hold := func(sid string) *http.Response {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("MCP-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return resp
+	}
+	ga, gb := hold(a), hold(b)
 	resp, _ := c.do(http.MethodPost, "", initBody)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	require.NotNil(t, c.call(a, "5", "crash")["error"], "the worker exits")
 	resp, _ = c.do(http.MethodDelete, b, "")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The sessions' end ends their streams.
+	_, _ = io.Copy(io.Discard, ga.Body)
+	_, _ = io.Copy(io.Discard, gb.Body)
+	ga.Body.Close()
+	gb.Body.Close()
+	c.status["code=200,method=get"] += 2
+	require.Eventually(t, func() bool {
+		return values(scrape(t, mx), "mcpgate_http_request_duration_seconds")["method=get"] == 2
+	}, 10*time.Second, 5*time.Millisecond, "the GET streams' requests are counted once they end")
 	require.Zero(t, g.Sessions(), "the crash and the DELETE have ended both sessions")
 
 	fams := scrape(t, mx)
@@ -229,7 +252,7 @@ func TestScrapeAfterKnownTraffic(t *testing.T) {
 	for _, n := range c.status {
 		total += n
 	}
-	assert.Equal(t, map[string]float64{"method=post": total - 1, "method=delete": 1}, values(fams, "mcpgate_http_request_duration_seconds"))
+	assert.Equal(t, map[string]float64{"method=post": total - 3, "method=delete": 1, "method=get": 2}, values(fams, "mcpgate_http_request_duration_seconds"))
 	assert.Equal(t, map[string]float64{"": 0}, values(fams, "mcpgate_audit_write_failures_total"))
 	for name := range fams {
 		for _, s := range fams[name].Metric {

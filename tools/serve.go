@@ -48,7 +48,7 @@ func filterFrames(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 					pw.CloseWithError(werr)
 					return
 				}
-			} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
+			} else if _, werr := pw.Write(append(markRequest(line), '\n')); werr != nil {
 				return // the server has stopped
 			}
 		}

@@ -366,13 +366,16 @@ func moduleVersion() string {
 
 // newMCPServer is the go-sdk server of a worker: impl, tools only (no
 // logging capability is advertised, because the worker sends no log
-// notifications), logging to logger or nowhere; it returns the logger used.
+// notifications), logging to logger or nowhere, with what it sends during
+// a call marked with the call's id; it returns the logger used.
 func newMCPServer(impl *mcp.Implementation, logger *slog.Logger) (*mcp.Server, *slog.Logger) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return mcp.NewServer(impl, &mcp.ServerOptions{
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Logger:       logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-	}), logger
+	})
+	MarkCalls(srv) // what the worker sends during a call names the call
+	return srv, logger
 }

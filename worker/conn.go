@@ -54,6 +54,7 @@ type Conn struct {
 	done   chan struct{}
 	onExit func()
 	onNote func(*jsonrpc.Message) bool
+	onIdle func()
 
 	uniqueProgress bool
 
@@ -83,6 +84,11 @@ type ConnConfig struct {
 	// OnNotification, when set, sees each notification of the worker's own
 	// first; true means it took the message, which is then not routed.
 	OnNotification func(*jsonrpc.Message) bool
+	// OnIdle, when set, is called on the worker's reader each time it has
+	// handled every message the worker has written so far: what the
+	// worker sent at one moment (questions it asks in parallel) can then
+	// be answered together.
+	OnIdle func()
 	// UniqueProgress gives each request's progress token a value unique on
 	// this worker on the way in, and restores the client's on the way out:
 	// for a worker shared by several clients, whose tokens may collide.
@@ -113,6 +119,7 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 		done:      make(chan struct{}),
 		onExit:    cfg.OnExit,
 		onNote:    cfg.OnNotification,
+		onIdle:    cfg.OnIdle,
 
 		uniqueProgress: cfg.UniqueProgress,
 
@@ -138,6 +145,9 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // with s.Expect. progressToken is the jsonrpc.Key of
 // params._meta.progressToken, or empty.
 func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite func(json.RawMessage) json.RawMessage) {
+	// The marker is the worker's to set: a client's would reach a worker
+	// that echoes its request's _meta, and name another client's call.
+	m, _ = takeMarker(m)
 	cl := &call{clientID: m.ID, key: jsonrpc.Key(m.ID), token: progressToken, stream: s, rewrite: rewrite}
 	c.mu.Lock()
 	if c.closed {

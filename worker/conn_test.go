@@ -3,6 +3,8 @@ package worker
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // connWith builds a Conn without a process, holding calls on the given
@@ -22,32 +24,65 @@ func TestRoute(t *testing.T) {
 	jsonOnly := NewStream(false)
 	gone := NewStream(true)
 	gone.Detach()
+	for _, s := range []*Stream{a, b, jsonOnly, gone} {
+		s.Expect(1) // its request awaits its answer
+	}
+	// parked's request was answered by the gateway (input_required)
+	// while the worker's call waits for the client's retry.
+	parked, parked2 := NewStream(false), NewStream(false)
+	parked.OnRequest = func(*jsonrpc.Message, string) bool { return true }
+	parked2.OnRequest = parked.OnRequest
 	for _, tc := range []struct {
 		name       string
 		calls      []*Stream
 		standalone *Stream
 		token      string
+		marked     int64
 		want       *Stream
 	}{
-		{"progress token names its request", []*Stream{a, b}, get, "t2", b},
-		{"only request in flight", []*Stream{a}, get, "", a},
-		{"unknown token, only request", []*Stream{a}, nil, "t9", a},
-		{"two in flight: the standalone stream", []*Stream{a, b}, get, "", get},
-		{"two in flight, no standalone: the oldest", []*Stream{a, b}, nil, "", a},
-		{"oldest cannot carry it: the next oldest", []*Stream{jsonOnly, b}, nil, "", b},
-		{"only request cannot carry it: the standalone", []*Stream{jsonOnly}, get, "", get},
-		{"client gone: the standalone", []*Stream{gone}, get, "", get},
-		{"token's stream gone: the rules", []*Stream{gone, b}, nil, "t1", b},
-		{"nothing at all", nil, nil, "", nil},
-		{"nothing that can carry it", []*Stream{jsonOnly}, nil, "", nil},
+		{"progress token names its request", []*Stream{a, b}, get, "t2", 0, b},
+		{"marker names its request", []*Stream{a, b}, get, "", 2, b},
+		{"only request in flight", []*Stream{a}, get, "", 0, a},
+		{"unknown token: no request, not even the only one", []*Stream{a}, get, "t9", 0, nil},
+		{"marker of no request in flight", []*Stream{a}, get, "", 9, nil},
+		{"marker the gateway did not give", []*Stream{a}, get, "", -1, nil},
+		{"two in flight: the standalone stream", []*Stream{a, b}, get, "", 0, get},
+		{"two in flight, no standalone: dropped, not the oldest", []*Stream{a, b}, nil, "", 0, nil},
+		{"one cannot carry it: still dropped", []*Stream{jsonOnly, b}, nil, "", 0, nil},
+		{"only request cannot carry it: the standalone", []*Stream{jsonOnly}, get, "", 0, get},
+		{"client gone: the standalone", []*Stream{gone}, get, "", 0, get},
+		{"token's stream gone: that stream, which drops it", []*Stream{gone, b}, nil, "t1", 0, gone},
+		{"a call waiting for its retry and one running: the running one", []*Stream{parked, b}, nil, "", 0, b},
+		{"only a call waiting for its retry: that one (a late question)", []*Stream{parked}, nil, "", 0, parked},
+		{"two calls waiting for their retries: dropped", []*Stream{parked, parked2}, nil, "", 0, nil},
+		{"nothing at all", nil, nil, "", 0, nil},
+		{"nothing that can carry it", []*Stream{jsonOnly}, nil, "", 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := connWith(tc.calls...)
 			c.standalone = tc.standalone
-			if got := c.routeLocked(tc.token); got != tc.want {
+			if got := c.routeLocked(tc.token, tc.marked); got != tc.want {
 				t.Errorf("got stream %p, want %p", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestTakeMarker(t *testing.T) {
+	for _, tc := range []struct {
+		params, want string
+		gid          int64
+	}{
+		{`{"level":"info","data":"x"}`, `{"level":"info","data":"x"}`, 0},
+		{`{"level":"info","_meta":{"io.mcpgate/requestId":7}}`, `{"level":"info"}`, 7},
+		{`{"_meta":{"io.mcpgate/requestId":7,"k":1},"data":"x"}`, `{"_meta":{"k":1},"data":"x"}`, 7},
+		{`{"_meta":{"io.mcpgate/requestId":"7"}}`, `{}`, -1},
+		{`{"data":"io.mcpgate/requestId"}`, `{"data":"io.mcpgate/requestId"}`, 0},
+	} {
+		m, gid := takeMarker(&jsonrpc.Message{JSONRPC: "2.0", Method: "notifications/message", Params: json.RawMessage(tc.params)})
+		if gid != tc.gid || string(m.Params) != tc.want {
+			t.Errorf("takeMarker(%s) = %s, %d; want %s, %d", tc.params, m.Params, gid, tc.want, tc.gid)
+		}
 	}
 }
 

@@ -20,6 +20,14 @@ import (
 // to headBytes) and its length instead. ReadLoop returns nil at end of
 // file.
 func (p *Process) ReadLoop(fn func(line, own []byte), tooLong func(head []byte, n int)) error {
+	return p.readLoop(fn, tooLong, nil)
+}
+
+// readLoop is ReadLoop; idle, when not nil, is called after a line when
+// the reader holds no more of the worker's output: the worker has nothing
+// more to say for now (Conn's messages that wait for the worker's
+// questions of one moment to be gathered).
+func (p *Process) readLoop(fn func(line, own []byte), tooLong func(head []byte, n int), idle func()) error {
 	defer p.stdout.Close()
 	var src io.Reader = p.stdout // what r reads
 	r := bufio.NewReaderSize(src, 64<<10)
@@ -69,6 +77,9 @@ func (p *Process) ReadLoop(fn func(line, own []byte), tooLong func(head []byte, 
 				tooLong(head, n-1) // less the newline
 			}
 			head, n = nil, 0
+			if idle != nil && r.Buffered() == 0 {
+				idle()
+			}
 			continue
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {

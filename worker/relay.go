@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 // run reads the worker's messages until its stdout ends, then settles every
 // request still in flight and reports the exit.
 func (c *Conn) run() {
-	if err := c.proc.ReadLoop(c.handle, c.tooLong); err != nil {
+	if err := c.proc.readLoop(c.handle, c.tooLong, c.onIdle); err != nil {
 		c.log.Warn("worker: protocol error, stopping", "pid", c.Pid(), "err", err)
 	}
 	// Stdout is gone: a worker that closed it but lives on is of no use.
@@ -128,19 +129,20 @@ func encodeAnswer(m *jsonrpc.Message, clientID json.RawMessage) []byte {
 
 // request routes a request the worker sends the client.
 func (c *Conn) request(m *jsonrpc.Message) {
+	m, marked := takeMarker(m)
 	c.mu.Lock()
 	c.nextID++
 	key := strconv.FormatInt(c.nextID, 10)
 	c.outReqs[key] = m.ID
 	c.workerOut[jsonrpc.Key(m.ID)] = key
-	s := c.routeLocked("")
+	s := c.routeLocked("", marked)
 	c.mu.Unlock()
 
 	if s != nil && s.NoRequests && s.OnRequest != nil && s.OnRequest(m, key) {
 		return // the stream's owner took it (MCP 2026-07-28: an input request)
 	}
 	data, err := m.EncodeWithID(json.RawMessage(key))
-	if err == nil && s != nil && !s.NoRequests && s.push(Outgoing{Data: data}) {
+	if err == nil && s != nil && !s.NoRequests && s.live() && s.push(Outgoing{Data: data}) {
 		return
 	}
 	// Nowhere to deliver it: tell the worker, rather than leave it waiting.
@@ -154,6 +156,7 @@ func (c *Conn) request(m *jsonrpc.Message) {
 
 // notification routes a notification the worker sends the client.
 func (c *Conn) notification(m *jsonrpc.Message) {
+	m, marked := takeMarker(m)
 	if c.onNote != nil && c.onNote(m) {
 		return
 	}
@@ -182,7 +185,7 @@ func (c *Conn) notification(m *jsonrpc.Message) {
 		}
 	}
 	c.mu.Lock()
-	s := c.routeLocked(token)
+	s := c.routeLocked(token, marked)
 	var orig json.RawMessage
 	if gid, ok := c.progress[token]; ok && token != "" && c.calls[gid] != nil {
 		orig = c.calls[gid].orig
@@ -195,7 +198,7 @@ func (c *Conn) notification(m *jsonrpc.Message) {
 		return
 	}
 	data, err := m.Encode()
-	if err != nil || s == nil || !s.push(Outgoing{Data: data}) {
+	if err != nil || s == nil || !s.live() || !s.push(Outgoing{Data: data}) {
 		c.log.Debug("worker: dropped a notification with no stream to carry it", "pid", c.Pid(), "method", m.Method)
 	}
 }
@@ -210,37 +213,97 @@ func internalError(id json.RawMessage, msg, kind string) []byte {
 	return jsonrpc.ErrorResponse(id, e)
 }
 
-// routeLocked picks the one stream for a message of the worker's own (docs/design.md,
-// "Protocol facts"): the stream of the request whose progress token it
-// carries; else the stream of the only request in flight; else the
-// standalone GET stream; else the oldest request's stream. Never two
-// streams (MCP 2025-11-25 §Multiple Connections). nil means none can take it.
-func (c *Conn) routeLocked(token string) *Stream {
-	if token != "" {
-		if gid, ok := c.progress[token]; ok && c.calls[gid].stream.live() {
+// routeLocked picks the one stream for a message of the worker's own
+// (docs/design.md, Routing worker messages), by what ties it to a request: the progress
+// token it carries (token), or the marker of the call it names (marked, a
+// gateway id; see MetaRequest). A message that names a request no longer
+// in flight belongs to none. One that names none goes to the only request
+// in flight, when there is exactly one (a call waiting for its client's
+// MRTR retry counts only when no other runs), else to the standalone GET stream
+// (MCP 2025-11-25 §Listening for Messages from the Server), else nowhere:
+// with several requests in flight, a message that cannot be attributed is
+// dropped rather than sent to a request it may not belong to (a worker's
+// request then gets an error answer). Never two streams (§Multiple
+// Connections). nil means none takes it. The stream returned may no longer
+// be able to carry a message (Stream.live): a request's OnRequest hook is
+// still offered it (a parked call's late question).
+func (c *Conn) routeLocked(token string, marked int64) *Stream {
+	switch {
+	case token != "":
+		if gid, ok := c.progress[token]; ok {
 			return c.calls[gid].stream
 		}
-	}
-	if len(c.calls) == 1 {
-		for _, cl := range c.calls {
-			if cl.stream.live() {
-				return cl.stream
-			}
+		return nil
+	case marked != 0:
+		if cl := c.calls[marked]; cl != nil {
+			return cl.stream
 		}
+		return nil
+	}
+	// A call whose stream the gateway has already answered (an
+	// input_required result: the worker's call waits for the client's
+	// retry) is over as far as its client knows: it does not make another
+	// call's message ambiguous, and gets a message only when no other
+	// call runs.
+	var only, parked *call
+	running, waiting := 0, 0
+	for _, cl := range c.calls {
+		if cl.stream.Answered() {
+			waiting++
+			parked = cl
+		} else {
+			running++
+			only = cl
+		}
+	}
+	if running == 0 && waiting == 1 {
+		only = parked
+	}
+	if (running == 1 || (running == 0 && waiting == 1)) && (only.stream.live() || only.stream.OnRequest != nil) {
+		return only.stream
 	}
 	if c.standalone != nil && c.standalone.live() {
 		return c.standalone
 	}
-	var oldest int64
-	for gid, cl := range c.calls {
-		if (oldest == 0 || gid < oldest) && cl.stream.live() {
-			oldest = gid
-		}
-	}
-	if oldest != 0 {
-		return c.calls[oldest].stream
-	}
 	return nil
+}
+
+// MetaRequest is the params._meta key by which a worker ties a request or
+// notification it sends during a client request to that request: its
+// value is the request's JSON-RPC id as the worker received it. The
+// built-in worker adds it to everything it sends during a call; the gateway
+// routes by it and removes it before the message reaches a client.
+const MetaRequest = "io.mcpgate/requestId"
+
+// takeMarker returns m without its MetaRequest marker, and the gateway id
+// the marker names (0 when m has none, or one that names no gateway id).
+func takeMarker(m *jsonrpc.Message) (*jsonrpc.Message, int64) {
+	if len(m.Params) == 0 || !bytes.Contains(m.Params, []byte(MetaRequest)) {
+		return m, 0 // the common case, without decoding
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil {
+		return m, 0
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) != nil || meta[MetaRequest] == nil {
+		return m, 0
+	}
+	gid, err := strconv.ParseInt(string(bytes.TrimSpace(meta[MetaRequest])), 10, 64)
+	if err != nil || gid <= 0 {
+		gid = -1 // a marker the gateway did not give: names no request
+	}
+	delete(meta, MetaRequest)
+	if len(meta) == 0 {
+		delete(params, "_meta")
+	} else if params["_meta"], err = jsonrpc.Marshal(meta); err != nil {
+		return m, gid
+	}
+	p, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return m, gid
+	}
+	return m.WithParams(p), gid
 }
 
 // exitError is the -32603 answer for a request the worker's end cut off:

@@ -4,7 +4,11 @@
 //
 // Tools: echo {text}, pid, write (the "gated" tool), region {region (x-mcp-header
 // "Region"), text}, log {text} (a log message at info, then the answer),
-// addtool {name} (adds a tool: tools/list_changed), env.
+// hold {text, path} (a log message at info, then the answer once something
+// is written to the FIFO at path), addtool {name} (adds a tool:
+// tools/list_changed), env. It is served as the built-in worker is
+// (tools.Serve, tools.MarkCalls): what it sends during a call names the
+// call.
 package main
 
 import (
@@ -15,6 +19,8 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/tools"
 )
 
 type textArgs struct {
@@ -58,6 +64,16 @@ func main() {
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "sdkworker", Data: a.Text})
 		return text("logged"), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hold"}, func(ctx context.Context, req *mcp.CallToolRequest, a struct {
+		Text string `json:"text"`
+		Path string `json:"path"`
+	}) (*mcp.CallToolResult, any, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "sdkworker", Data: a.Text})
+		if _, err := os.ReadFile(a.Path); err != nil {
+			return nil, nil, err
+		}
+		return text("released"), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "addtool"}, func(_ context.Context, _ *mcp.CallToolRequest, a struct {
 		Name string `json:"name"`
 	}) (*mcp.CallToolResult, any, error) {
@@ -66,7 +82,8 @@ func main() {
 		})
 		return text("added " + a.Name), nil, nil
 	})
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	tools.MarkCalls(s)
+	if err := tools.Serve(context.Background(), s, os.Stdin, os.Stdout); err != nil {
 		log.Print(err)
 	}
 }

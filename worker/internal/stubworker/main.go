@@ -5,7 +5,8 @@
 //
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
 // inflight, await (blocks on a FIFO), alloc (takes memory), write (the one
-// "gated" tool); blob (unlisted: a pre-built result of a given size, for
+// "gated" tool); ask2 (unlisted: two sampling requests at once, in one
+// write); clientcaps (unlisted: the capabilities initialize declared); blob (unlisted: a pre-built result of a given size, for
 // the relay benchmarks). `stubworker exec-limited ...` is the rlimit helper
 // (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
@@ -41,10 +42,11 @@ type stub struct {
 	outMu sync.Mutex
 	out   *bufio.Writer
 
-	mu        sync.Mutex
-	nextID    int
-	waiting   map[string]chan message // our requests to the client
-	cancelled map[string]chan struct{}
+	mu         sync.Mutex
+	nextID     int
+	waiting    map[string]chan message // our requests to the client
+	clientCaps string                  // the capabilities of initialize
+	cancelled  map[string]chan struct{}
 }
 
 func main() {
@@ -143,6 +145,32 @@ func (s *stub) request(method string, params any) message {
 	return <-ch
 }
 
+// requestAll sends the client one request per params, all in one write,
+// and waits for every answer, returned in order.
+func (s *stub) requestAll(method string, params []any) []message {
+	chans := make([]chan message, len(params))
+	var lines []byte
+	s.mu.Lock()
+	for i, p := range params {
+		s.nextID++
+		id := strconv.Itoa(s.nextID)
+		chans[i] = make(chan message, 1)
+		s.waiting[id] = chans[i]
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": p})
+		lines = append(append(lines, b...), '\n')
+	}
+	s.mu.Unlock()
+	s.outMu.Lock()
+	s.out.Write(lines)
+	s.out.Flush()
+	s.outMu.Unlock()
+	out := make([]message, len(chans))
+	for i, ch := range chans {
+		out[i] = <-ch
+	}
+	return out
+}
+
 func (s *stub) nextIDRaw(id string) json.RawMessage { return json.RawMessage(id) }
 
 var tools = []string{"echo", "sleep", "progress", "log", "sample", "crash", "stderr", "pid", "spawn", "env", "inflight", "write", "big", "await", "alloc"}
@@ -165,9 +193,13 @@ func (s *stub) handle(m message, cancel chan struct{}) {
 			return
 		}
 		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
+			ProtocolVersion string          `json:"protocolVersion"`
+			Capabilities    json.RawMessage `json:"capabilities"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
+		s.mu.Lock()
+		s.clientCaps = string(p.Capabilities)
+		s.mu.Unlock()
 		v := "2025-11-25"
 		switch p.ProtocolVersion {
 		case "2025-06-18", "2025-03-26":
@@ -262,6 +294,31 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		}
 		_ = json.Unmarshal(ans.Result, &r)
 		s.reply(m.ID, text("sampled: "+r.Content.Text))
+	case "ask2": // unlisted: two sampling requests at once, in one write, as an SDK asks in parallel
+		answers := s.requestAll("sampling/createMessage", []any{
+			map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": a.Text + " 1"}}}, "maxTokens": 10},
+			map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": a.Text + " 2"}}}, "maxTokens": 10},
+		})
+		var got []string
+		for _, ans := range answers {
+			var r struct {
+				Content struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			if ans.Error != nil {
+				got = append(got, "error "+string(ans.Error))
+				continue
+			}
+			_ = json.Unmarshal(ans.Result, &r)
+			got = append(got, r.Content.Text)
+		}
+		s.reply(m.ID, text("sampled: "+strings.Join(got, ", ")))
+	case "clientcaps": // unlisted: the client capabilities initialize declared
+		s.mu.Lock()
+		caps := s.clientCaps
+		s.mu.Unlock()
+		s.reply(m.ID, text(caps))
 	case "crash":
 		os.Exit(a.Code)
 	case "stderr":
@@ -287,6 +344,10 @@ func (s *stub) call(m message, cancel chan struct{}) {
 	case "write":
 		s.reply(m.ID, text("written"))
 	case "await": // blocks until something is written to the FIFO at text
+		if p.Meta.ProgressToken != nil { // tells the test the call is running
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 0}})
+		}
 		if _, err := os.ReadFile(a.Text); err != nil {
 			s.fail(m.ID, -32603, err.Error())
 			return
