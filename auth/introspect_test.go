@@ -349,3 +349,28 @@ func TestIntrospectionThrottledKeepsKnownTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestIntrospectionRevokedNotServedStale: once the endpoint has said a
+// token is no longer active, its earlier "active" answer never serves it
+// again, not even while the endpoint later fails: the stale answers are
+// for tokens the endpoint is not known to have revoked.
+func TestIntrospectionRevokedNotServedStale(t *testing.T) {
+	e := introEnv(t, nil)
+	claims := e.iss.KeycloakClaims("alice", resource, "mcp:use")
+	claims["exp"] = e.clock.Now().Add(time.Hour).Unix()
+	tok := e.iss.Opaque(claims)
+	_, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.NoError(t, err)
+
+	e.iss.Revoke(tok)
+	e.clock.Advance(auth.DefaultIntrospectionMaxCacheTTL)
+	_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.ErrorIs(t, err, auth.ErrInactive, "the endpoint is asked again and says revoked")
+
+	// The endpoint fails once the refusal is no longer remembered: the
+	// token must not come back from the earlier answer.
+	e.iss.FailIntrospection(http.StatusServiceUnavailable)
+	e.clock.Advance(auth.IntrospectionRefusalTTL)
+	_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.ErrorIs(t, err, auth.ErrIntrospection, "a revoked token is not served from the earlier answer")
+}

@@ -225,6 +225,9 @@ func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum
 			return old.principal(), nil
 		}
 	case errors.Is(err, ErrInvalidToken), errors.Is(err, ErrInsufficientScope):
+		// Known to be bad now (revoked, say): what the endpoint said
+		// before no longer serves it, not even while the endpoint fails.
+		a.icache.revoke(sum)
 		a.irefused.put(sum, cachedToken{p: e.p, until: now.Add(IntrospectionRefusalTTL), refusal: err})
 	}
 	return &e.p, err
