@@ -190,6 +190,7 @@ func (a *Authenticator) introspect(ctx context.Context, token string, e *cachedT
 	if limit := a.opts.Now().Add(a.opts.Introspection.MaxCacheTTL); e.until.After(limit) {
 		e.until = limit
 	}
+	e.p.Recheck = e.until
 	return nil
 }
 
