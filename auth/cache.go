@@ -93,6 +93,23 @@ func (c *tokenCache) getStale(sum *[32]byte, now time.Time) *cachedToken {
 	return e
 }
 
+// revoke ends the entry for sum, if any, for get and getStale alike: the
+// introspection endpoint has since refused its token, so its earlier
+// answer must not serve it again, even while the endpoint fails. The entry
+// keeps its slot until evicted.
+func (c *tokenCache) revoke(sum *[32]byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[*sum]; e != nil {
+		dead := *e
+		dead.until, dead.stale = time.Time{}, time.Time{}
+		c.entries[*sum] = &dead
+	}
+}
+
 // put stores e for sum; e.p is copied.
 func (c *tokenCache) put(sum *[32]byte, e cachedToken) {
 	if c == nil {

@@ -19,7 +19,8 @@ import (
 
 // errDuplicateMember: an object names a member twice. RFC 7519 §4 lets a
 // parser reject such a token, and RFC 7515 §4 a header; two readers could
-// disagree about which one counts.
+// disagree about which one counts. The header is checked at its top
+// level, the only one read (headerMembers).
 var errDuplicateMember = errors.New("auth: a JSON object names a member twice")
 
 // members decodes data, a JSON object, into its members by exact name,
@@ -80,10 +81,58 @@ func uniqueMembers(data []byte) error {
 	}
 }
 
+// maxHeaderMembers bounds the members of a JOSE header: a real one has a
+// handful (RFC 7515 §4.1 registers eleven).
+const maxHeaderMembers = 32
+
+// errHeaderMembers: a JOSE header with more than maxHeaderMembers members.
+var errHeaderMembers = errors.New("auth: a JOSE header with too many members")
+
+// headerMembers decodes data, a JOSE header, into its top-level members by
+// exact name, refusing one that repeats a name or has more than
+// maxHeaderMembers. Anyone can send a header (it is read before the
+// signature is checked), and only its top-level members are read, so its
+// values are passed over as encoding/json's scanner passes them, at the
+// cost of json.Valid, rather than walked member by member as members walks
+// the claims: a made-up header of thousands of members or small objects
+// costs no more than an ordinary one.
+func headerMembers(data []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("auth: a JOSE header that is not a JSON object")
+	}
+	all := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string) // a name: Token checks an object's syntax
+		if _, dup := all[name]; dup {
+			return nil, errDuplicateMember
+		}
+		if len(all) == maxHeaderMembers {
+			return nil, errHeaderMembers
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		all[name] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("auth: data after a JOSE header")
+	}
+	return all, nil
+}
+
 // decodeHeader reads a JOSE header by exact member names.
 func decodeHeader(data []byte) (header, error) {
 	var h header
-	all, err := members(data)
+	all, err := headerMembers(data)
 	if err != nil {
 		return h, err
 	}

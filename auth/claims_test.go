@@ -1,14 +1,19 @@
 package auth_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/auth"
 )
@@ -87,5 +92,39 @@ func TestDuplicateNamesBeyondTheClaims(t *testing.T) {
 	p, err := e.a.VerifyToken(t.Context(), signRaw(secret, `{"alg":"HS256","typ":"JWT"}`, payload))
 	if err != nil || p.UserID != "kim" || !slices.Equal(p.Scopes, []string{"mcp:use"}) {
 		t.Fatalf("got %+v, %v; want kim with mcp:use", p, err)
+	}
+}
+
+// TestHostileHeaderCheap: the JOSE header is read before any signature is
+// checked, so anyone can send one, up to max_token_bytes. However it is
+// built (thousands of members, deep nesting, thousands of small objects),
+// reading it must cost about what reading an ordinary header costs, not
+// work in proportion to its every member: the gateway must not do for
+// free, for a request without a token it issued, many times the work of
+// a real one.
+func TestHostileHeaderCheap(t *testing.T) {
+	a, err := auth.New(context.Background(), auth.Options{
+		Issuer: "https://kc.example/realms/mcp", Resource: resource,
+		HMACSecret: []byte("0123456789abcdef0123456789abcdef"), Algorithms: []string{"HS256"},
+		Logger: discard,
+	})
+	require.NoError(t, err)
+	const size = 11 << 10 // a token of auth.DefaultMaxTokenBytes at most
+	wide := `{"alg":"HS256"`
+	for i := 0; len(wide) < size; i++ {
+		wide += `,"` + strconv.Itoa(i) + `":0`
+	}
+	objects := `{"alg":"HS256","x":[{}` + strings.Repeat(`,{}`, size/3) + `]}`
+	nested := `{"alg":"HS256","x":` + strings.Repeat(`{"a":`, size/6) + `1` + strings.Repeat(`}`, size/6) + `}`
+	enc := base64.RawURLEncoding.EncodeToString
+	plain := enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + ".e30.AAAA"
+	ordinary := testing.AllocsPerRun(20, func() { _, _ = a.VerifyToken(context.Background(), plain) })
+	for name, hdr := range map[string]string{"wide": wide + "}", "objects": objects, "nested": nested} {
+		token := enc([]byte(hdr)) + ".e30.AAAA"
+		require.LessOrEqual(t, len(token), auth.DefaultMaxTokenBytes, name)
+		_, err := a.VerifyToken(context.Background(), token)
+		require.ErrorIs(t, err, auth.ErrInvalidToken, name)
+		allocs := testing.AllocsPerRun(20, func() { _, _ = a.VerifyToken(context.Background(), token) })
+		assert.LessOrEqual(t, allocs, 10*ordinary, "%s: allocations reading a %d-byte header (an ordinary one: %.0f)", name, len(hdr), ordinary)
 	}
 }

@@ -66,7 +66,8 @@ const (
 	// the token's exp) an endpoint's earlier "active" answer still serves
 	// while the endpoint fails or throttles (HTTP 429, 5xx, no answer): a
 	// real user's token keeps working through the outage, and a revoked
-	// one works at most MaxCacheTTL plus this long.
+	// one works at most MaxCacheTTL plus this long: never again once the
+	// endpoint has refused it.
 	IntrospectionStaleGrace = 5 * time.Minute
 	// maxIntrospectionBackoff bounds the pause a throttling endpoint's
 	// Retry-After asks for.
@@ -189,6 +190,7 @@ func (a *Authenticator) introspect(ctx context.Context, token string, e *cachedT
 	if limit := a.opts.Now().Add(a.opts.Introspection.MaxCacheTTL); e.until.After(limit) {
 		e.until = limit
 	}
+	e.p.Recheck = e.until
 	return nil
 }
 

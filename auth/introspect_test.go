@@ -349,3 +349,61 @@ func TestIntrospectionThrottledKeepsKnownTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestIntrospectionRevokedNotServedStale: once the endpoint has said a
+// token is no longer active, its earlier "active" answer never serves it
+// again, not even while the endpoint later fails: the stale answers are
+// for tokens the endpoint is not known to have revoked.
+func TestIntrospectionRevokedNotServedStale(t *testing.T) {
+	e := introEnv(t, nil)
+	claims := e.iss.KeycloakClaims("alice", resource, "mcp:use")
+	claims["exp"] = e.clock.Now().Add(time.Hour).Unix()
+	tok := e.iss.Opaque(claims)
+	_, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.NoError(t, err)
+
+	e.iss.Revoke(tok)
+	e.clock.Advance(auth.DefaultIntrospectionMaxCacheTTL)
+	_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.ErrorIs(t, err, auth.ErrInactive, "the endpoint is asked again and says revoked")
+
+	// The endpoint fails once the refusal is no longer remembered: the
+	// token must not come back from the earlier answer.
+	e.iss.FailIntrospection(http.StatusServiceUnavailable)
+	e.clock.Advance(auth.IntrospectionRefusalTTL)
+	_, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.ErrorIs(t, err, auth.ErrIntrospection, "a revoked token is not served from the earlier answer")
+}
+
+// TestIntrospectionRecheck: an introspected principal says when its answer
+// is due again (what it opened must end by then): MaxCacheTTL after the
+// answer, never past exp; served from the earlier answer while the
+// endpoint fails, the end of the grace. A JWT's says nothing.
+func TestIntrospectionRecheck(t *testing.T) {
+	e := introEnv(t, nil)
+	claims := e.iss.KeycloakClaims("alice", resource, "mcp:use")
+	claims["exp"] = e.clock.Now().Add(time.Hour).Unix()
+	tok := e.iss.Opaque(claims)
+	start := e.clock.Now()
+	p, err := e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.NoError(t, err)
+	assert.Equal(t, start.Add(auth.DefaultIntrospectionMaxCacheTTL), p.Recheck)
+
+	e.iss.FailIntrospection(http.StatusInternalServerError)
+	e.clock.Advance(auth.DefaultIntrospectionMaxCacheTTL)
+	p, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+tok))
+	require.NoError(t, err)
+	assert.Equal(t, start.Add(auth.DefaultIntrospectionMaxCacheTTL+auth.IntrospectionStaleGrace), p.Recheck)
+
+	short := e.iss.KeycloakClaims("bob", resource, "mcp:use")
+	exp := e.clock.Now().Add(10 * time.Second).Truncate(time.Second)
+	short["exp"] = exp.Unix()
+	e.iss.FailIntrospection(0)
+	p, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+e.iss.Opaque(short)))
+	require.NoError(t, err)
+	assert.Equal(t, exp.Unix(), p.Recheck.Unix(), "never past exp")
+
+	p, err = e.a.Authenticate(from("192.0.2.1:1000", "Bearer "+mint(t)(e.iss.Keycloak("carol", resource, full...))))
+	require.NoError(t, err)
+	assert.True(t, p.Recheck.IsZero())
+}

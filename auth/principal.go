@@ -15,7 +15,14 @@ type Principal struct {
 	ClientID string    // azp or client_id, when present
 	Scopes   []string  // granted scopes
 	Expiry   time.Time // the token's exp
-	ReadOnly bool      // the token lacks the write scope
+	// Recheck is when the answer that let the token in stops being
+	// reused, for an introspected token: the endpoint is asked again then
+	// (Introspection.MaxCacheTTL after it answered, never past Expiry), and
+	// what the token holds open (an event stream) must end by then too, or
+	// a token revoked at the issuer would keep it. Zero for a JWT, which is
+	// never asked about again.
+	Recheck  time.Time
+	ReadOnly bool // the token lacks the write scope
 	// Tools are the tools the policy rules grant the token, sorted; empty
 	// when none does, nil when no policy is configured (then every tool,
 	// subject to ReadOnly).

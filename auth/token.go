@@ -222,9 +222,14 @@ func (a *Authenticator) checkIntrospected(ctx context.Context, token string, sum
 		// for a while.
 		if old := a.icache.getStale(sum, now); old != nil {
 			a.opts.Logger.Warn("auth: token introspection unavailable; using the endpoint's earlier answer", "token", old.p.TokenTag, "user", old.p.UserID)
-			return old.principal(), nil
+			p := old.principal()
+			p.Recheck = old.stale // what it opens ends with the grace
+			return p, nil
 		}
 	case errors.Is(err, ErrInvalidToken), errors.Is(err, ErrInsufficientScope):
+		// Known to be bad now (revoked, say): what the endpoint said
+		// before no longer serves it, not even while the endpoint fails.
+		a.icache.revoke(sum)
 		a.irefused.put(sum, cachedToken{p: e.p, until: now.Add(IntrospectionRefusalTTL), refusal: err})
 	}
 	return &e.p, err

@@ -22,8 +22,10 @@ type Limits struct {
 	MaxConnectionsPerPrincipal int `mapstructure:"max_connections_per_principal"`
 	// MaxStreamLifetime caps how long a standalone event stream (a 2025
 	// session's GET stream, a 2026-07-28 subscriptions/listen) stays open;
-	// it ends sooner when the token it was opened with expires. The client
-	// reopens it, with a fresh token. Default 1h.
+	// it ends sooner when the token it was opened with expires, or, for an
+	// introspected token, when its introspection answer is due again
+	// (auth.introspection_max_cache_ttl). The client reopens it, with a
+	// fresh token. Default 1h.
 	MaxStreamLifetime time.Duration `mapstructure:"max_stream_lifetime"`
 	// ReadHeaderTimeout bounds reading a request's head. Default 10s.
 	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`

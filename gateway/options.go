@@ -89,9 +89,10 @@ type Options struct {
 	// MaxStreamLifetime bounds a standalone event stream: a session's GET
 	// stream is closed, a 2026-07-28 subscriptions/listen ends with its
 	// completion result (default 1h). Either ends sooner, when the token
-	// it was opened with expires (auth.Principal.Expiry): the client opens
-	// it again, with a fresh token. An open listen is not activity: it does
-	// not keep a per-user worker from idle reaping.
+	// it was opened with expires (auth.Principal.Expiry) or its
+	// introspection answer is due again (auth.Principal.Recheck): the
+	// client opens it again, with a fresh token. An open listen is not
+	// activity: it does not keep a per-user worker from idle reaping.
 	MaxStreamLifetime time.Duration
 	// KeepAliveInterval is the time between SSE keep-alive comments
 	// (default 25s), so proxies do not close an idle stream.

@@ -177,13 +177,19 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamEnd returns a channel that fires when a standalone stream opened by
-// r must end: when r's token expires, or MaxStreamLifetime after now,
-// whichever is first (by Options.Now); stop releases its timer.
+// r must end: when r's token expires, when the introspection answer that
+// let it in is due to be asked again (auth.Principal.Recheck: a token
+// revoked at the issuer keeps no stream open past it), or MaxStreamLifetime
+// after now, whichever is first (by Options.Now); stop releases its timer.
 func (g *Gateway) streamEnd(r *http.Request) (<-chan time.Time, func() bool) {
 	now := g.opts.Now()
 	until := now.Add(g.opts.MaxStreamLifetime)
-	if p := auth.PrincipalFrom(r.Context()); p != nil && !p.Expiry.IsZero() && p.Expiry.Before(until) {
-		until = p.Expiry
+	if p := auth.PrincipalFrom(r.Context()); p != nil {
+		for _, t := range []time.Time{p.Expiry, p.Recheck} {
+			if !t.IsZero() && t.Before(until) {
+				until = t
+			}
+		}
 	}
 	t := time.NewTimer(until.Sub(now))
 	return t.C, t.Stop

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // sseOpen sends req's headers and body to url and returns the stream,
@@ -125,4 +127,40 @@ func TestOpenListenIsNotActivity(t *testing.T) {
 			assert.Contains(t, data[0], `"resultType":"complete"`)
 		})
 	}
+}
+
+// TestStreamsEndWhenIntrospectionIsDue: a stream opened with an opaque
+// token lasts no longer than the introspection answer that let it open is
+// reused (auth.introspection_max_cache_ttl), though the token's exp is an
+// hour away: a token revoked at the issuer stops working within that TTL,
+// its open streams included. Reopened, the revoked token is refused.
+func TestStreamsEndWhenIntrospectionIsDue(t *testing.T) {
+	const id, secret = "mcpgate-rs", "s3cret-introspection-0123456789"
+	a := newAuthedGatewayWith(t, auth.Options{
+		RequiredScopes: readScopes, WriteScope: "mcp:write",
+		Introspection: &auth.Introspection{ClientID: id, ClientSecret: []byte(secret), MaxCacheTTL: 2 * time.Second},
+	}, Options{KeepAliveInterval: 200 * time.Millisecond})
+	a.iss.SetIntrospectionClient(id, secret)
+	opaque := func(user string) string {
+		c := a.iss.KeycloakClaims(user, accessResource, writeScopes...)
+		c["exp"] = time.Now().Add(time.Hour).Unix()
+		return a.iss.Opaque(c)
+	}
+	t.Run("GET stream", func(t *testing.T) {
+		tok := opaque("alice")
+		sid := rawSessionWith(t, a.url, "Authorization", "Bearer "+tok)
+		st := sseOpen(t, http.MethodGet, a.url, "", sidHdr, sid, protoHdr, "2025-11-25", "Authorization", "Bearer "+tok)
+		a.iss.Revoke(tok)
+		assert.Empty(t, drain(t, st), "closed without a message")
+		resp, _ := rawDo(t, http.MethodGet, a.url, "", sidHdr, sid, protoHdr, "2025-11-25", "Authorization", "Bearer "+tok)
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the revoked token opens no new stream")
+	})
+	t.Run("listen", func(t *testing.T) {
+		tok := opaque("bob")
+		st := sseOpen(t, http.MethodPost, a.url, listenBody, protoHdr, "2026-07-28", "Mcp-Method", "subscriptions/listen", "Authorization", "Bearer "+tok)
+		a.iss.Revoke(tok)
+		data := drain(t, st)
+		require.Len(t, data, 2, "the acknowledgement, then the completion result")
+		assert.Contains(t, data[1], `"resultType":"complete"`)
+	})
 }
