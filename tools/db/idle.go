@@ -64,7 +64,9 @@ func (s *Session) ReleaseIdle(ctx context.Context) Released {
 		return r
 	}
 	defer s.release() // not idleAfter: what is kept stays until the next statement
-	if s.closed || s.conn == nil {
+	// A held session (HoldWhileIdle) gives nothing back, even to a release
+	// armed before the hold whose timer fired as the hold began.
+	if s.closed || s.conn == nil || s.idle == 0 {
 		return r
 	}
 	if s.inTx {

@@ -33,3 +33,22 @@ func TestIdleReleaseRunsNoPlantedFunction(t *testing.T) {
 	s.ReleaseIdle(ctx)
 	assert.Zero(t, dbtest.QueryInt(t, "pgx", cfg.DSN, "SELECT count(*) FROM planted_calls"), "the user's concat_ws was called by the session's own statement")
 }
+
+// TestHeldSessionIsNotReleased: a session told to hold its transaction
+// while idle (a transaction handle's) keeps it even when an idle release
+// armed before the hold runs late: the handle's snapshot stays the one its
+// first statement took.
+func TestHeldSessionIsNotReleased(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := openReadWrite(t, engine)
+			s.HoldWhileIdle(true)
+			require.NoError(t, dbtest.Run(ctx, s, "SELECT count(*) FROM customers"))
+			assert.Equal(t, db.Released{}, s.ReleaseIdle(ctx))
+			st, err := s.Status(ctx)
+			require.NoError(t, err)
+			assert.True(t, st.Transaction, "the held transaction is still open")
+		})
+	}
+}
