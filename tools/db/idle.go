@@ -76,7 +76,11 @@ func (s *Session) ReleaseIdle(ctx context.Context) Released {
 		}
 		if _, rerr := s.conn.ExecContext(ctx, "ROLLBACK"); rerr != nil || err != nil {
 			// The connection is in an unknown state: give it up, as
-			// closeConn would (the server side may need reaping).
+			// closeConn would (the server side may need reaping). If the
+			// transaction may have held writes (the server ended the
+			// connection under them), the next statement or commit says
+			// they are gone rather than run in a fresh transaction.
+			s.lost = err != nil && !s.readOnly
 			s.abandonConn()
 			r.Transaction, r.Connection = true, true
 			return r

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +52,46 @@ func TestHeldSessionIsNotReleased(t *testing.T) {
 			assert.True(t, st.Transaction, "the held transaction is still open")
 		})
 	}
+}
+
+// TestIdleReleaseNeverLosesWritesSilently (hostile, write scope): a session
+// with uncommitted writes whose connection died while idle (the server
+// ended it: an operator, a restart, a setting of the user's) cannot keep
+// them; the idle release gives the dead connection up, and the next
+// statement and commit must say the writes are gone, not run in, and
+// commit, a fresh transaction as though nothing happened.
+func TestIdleReleaseNeverLosesWritesSilently(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := openReadWrite(t, db.Postgres)
+	var pid int
+	require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO customers (id, name, email) VALUES (9101, 'Lost', 'lost@example.com')"))
+	require.NoError(t, s.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid)
+	}))
+	super, err := sql.Open("pgx", cfg.DSN)
+	require.NoError(t, err)
+	defer super.Close()
+	_, err = super.Exec("SELECT pg_terminate_backend($1, 5000)", pid)
+	require.NoError(t, err)
+
+	s.ReleaseIdle(ctx)
+	err = dbtest.Run(ctx, s, "INSERT INTO customers (id, name, email) VALUES (9102, 'After', 'after@example.com')")
+	require.Error(t, err, "the statement after the loss must not run as though the transaction went on")
+	assert.Contains(t, err.Error(), "uncommitted changes are lost")
+	assert.False(t, s.Closed(), "the session goes on")
+	require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO customers (id, name, email) VALUES (9102, 'After', 'after@example.com')"), "told once")
+	require.NoError(t, s.Commit(ctx))
+	assert.Zero(t, dbtest.QueryInt(t, "pgx", cfg.DSN, "SELECT count(*) FROM customers WHERE id = 9101"))
+
+	// Commit right after the loss says so too.
+	require.NoError(t, dbtest.Run(ctx, s, "INSERT INTO customers (id, name, email) VALUES (9103, 'Lost2', 'lost2@example.com')"))
+	require.NoError(t, s.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		return q.QueryRowContext(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid)
+	}))
+	_, err = super.Exec("SELECT pg_terminate_backend($1, 5000)", pid)
+	require.NoError(t, err)
+	s.ReleaseIdle(ctx)
+	err = s.Commit(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "uncommitted changes are lost")
 }

@@ -200,6 +200,11 @@ func (s *Session) end(ctx context.Context, stmt string) error {
 // session still goes on.
 func (s *Session) restart(ctx context.Context, stmt string) error {
 	if !s.inTx {
+		if s.lost && stmt == "COMMIT" {
+			s.lost = false
+			return errLost
+		}
+		s.lost = false // an abort or refresh discards what was lost anyway
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout)
