@@ -47,3 +47,37 @@ func TestPlantedIndexesAndTriggersBounded(t *testing.T) {
 	assert.Less(t, len(ddl), (2*n+1)*(db.MaxSourceChars+100), "each index and trigger cut")
 	assert.Contains(t, ddl, fmt.Sprintf("[cut at %d of", db.MaxSourceChars))
 }
+
+// TestPlantedLongNamesBounded (hostile, write scope): SQLite sets no limit
+// on a name, so a user can create tables whose names are as long as a
+// request allows, as many as they like; another user's list_tables and
+// column listing read every name. Past db.MaxCatalogBytes in all (lowered
+// here) the catalog query stops with kind refused, saying why.
+func TestPlantedLongNamesBounded(t *testing.T) {
+	saved := db.MaxCatalogBytes
+	db.MaxCatalogBytes = 1 << 20
+	t.Cleanup(func() { db.MaxCatalogBytes = saved })
+	cfg := dbtest.Config(t, db.SQLite)
+	ctx := context.Background()
+	planter := open(t, cfg, false)
+	for i := range 4 {
+		name := fmt.Sprintf("t%d_%s", i, strings.Repeat("n", 300000))
+		require.NoError(t, dbtest.Run(ctx, planter, fmt.Sprintf("CREATE TABLE %s (x int)", name)))
+	}
+	require.NoError(t, planter.Commit(ctx))
+
+	reader := open(t, cfg, true)
+	err := reader.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		_, err := sqlite.Engine{}.Objects(ctx, q, "")
+		return err
+	})
+	require.Error(t, err)
+	assert.Equal(t, db.KindRefused, kindOf(t, err))
+	assert.Contains(t, err.Error(), "catalog's answer is over 1 MiB")
+	err = reader.Read(ctx, func(ctx context.Context, q db.Querier) error {
+		_, err := sqlite.Engine{}.Columns(ctx, q)
+		return err
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "catalog's answer is over 1 MiB")
+}
