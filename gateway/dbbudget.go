@@ -12,7 +12,8 @@ import (
 // hold, so that one user's sessions cannot take every connection the
 // database server has (PostgreSQL's max_connections) from everyone, on
 // every replica. The gateway counts what a worker may hold, not what it
-// holds at the moment: a session's worker from its start to its end, a
+// holds at the moment: a session's worker from its start until its process
+// has exited (a worker being stopped may still hold its connection), a
 // per-user worker likewise. That is sound without asking the worker
 // anything, and it is near what a worker holds when busy; an idle
 // built-in worker closes its connection (database.idle_release), so that

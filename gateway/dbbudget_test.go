@@ -3,11 +3,13 @@ package gateway
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // budgetGateway serves the stub worker under a connection budget of 4 in
@@ -68,4 +70,35 @@ func TestCheckDBBudget(t *testing.T) {
 	assert.NoError(t, CheckDBBudget(DBBudget{Max: 64, MaxPerUser: 10, PerSession: 1, PerUserWorker: 5}))
 	assert.Error(t, CheckDBBudget(DBBudget{Max: 8, MaxPerUser: 9}))
 	assert.Error(t, CheckDBBudget(DBBudget{Max: 64, MaxPerUser: 4, PerUserWorker: 5}))
+}
+
+// TestDBBudgetHeldUntilWorkerExits (hostile): a session's share of the
+// budget comes back when its worker has exited, not when the session
+// leaves the table: a worker still ending (a statement running up to its
+// timeout, a grace before the kill) still holds its database connection,
+// so a principal that deletes a busy session and at once starts another
+// would hold more than its share.
+func TestDBBudgetHeldUntilWorkerExits(t *testing.T) {
+	opts := Options{DB: DBBudget{Max: 4, MaxPerUser: 1, PerSession: 1, PerUserWorker: 1}}
+	opts.Middleware = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := &auth.Principal{Issuer: "https://issuer", Subject: "sub-gina", UserID: "gina"}
+			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		})
+	}
+	g, srv := newTestGatewayOf(t, nil, opts, worker.LauncherOptions{Env: []string{"STUB_IGNORE_TERM=1"}, StopGrace: 3 * time.Second})
+	sid := rawSession(t, srv.URL)
+	require.Equal(t, 1, g.DBConnections())
+	deleted := make(chan struct{})
+	go func() {
+		defer close(deleted)
+		rawDo(t, http.MethodDelete, srv.URL, "", sidHdr, sid)
+	}()
+	require.Eventually(t, func() bool { return g.Sessions() == 0 }, 2*time.Second, time.Millisecond, "the session leaves the table")
+	assert.Equal(t, 1, g.DBConnections(), "its worker has not exited yet")
+	resp, body := rawDo(t, http.MethodPost, srv.URL, initBody)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, body)
+	<-deleted
+	assert.Equal(t, 0, g.DBConnections(), "the worker has exited")
+	rawSession(t, srv.URL)
 }

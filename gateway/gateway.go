@@ -208,8 +208,16 @@ func (g *Gateway) endSessions(ctx context.Context, sessions []*session, reason, 
 	for i, s := range sessions {
 		wg.Go(func() {
 			s.stop.set(reason)
-			g.removeSession(s)
+			removed := g.removeSessionKeepDB(s)
 			errs[i] = s.worker().Close(ctx, worker.KindSessionEnded, why+"; initialize a new session")
+			// The database share comes back once the worker has exited
+			// (Close waits for that, up to the grace and the kill): until
+			// then its connection may still be open.
+			if removed {
+				g.mu.Lock()
+				g.dbGiveLocked(principalOf(s.owner, s.user), g.opts.DB.PerSession)
+				g.mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
@@ -291,7 +299,8 @@ func (g *Gateway) lookup(r *http.Request, id string) *session {
 	return s
 }
 
-// removeSession takes s out of the table; it is idempotent.
+// removeSession takes s out of the table and gives its database share
+// back; it is idempotent.
 func (g *Gateway) removeSession(s *session) {
 	g.mu.Lock()
 	if g.sessions[s.id] == s {
@@ -300,6 +309,20 @@ func (g *Gateway) removeSession(s *session) {
 		g.dbGiveLocked(principalOf(s.owner, s.user), g.opts.DB.PerSession)
 	}
 	g.mu.Unlock()
+}
+
+// removeSessionKeepDB takes s out of the table but keeps its database
+// share, for a caller that gives it back once the worker has exited; it
+// reports whether it removed s (and so owes the share).
+func (g *Gateway) removeSessionKeepDB(s *session) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sessions[s.id] != s {
+		return false
+	}
+	delete(g.sessions, s.id)
+	g.leaveLocked(principalOf(s.owner, s.user))
+	return true
 }
 
 // newSessionID returns 128 bits from crypto/rand, hex-encoded (MCP: a

@@ -188,16 +188,28 @@ func (g *Gateway) release(uw *userWorker) {
 	uw.busy.Add(-1)
 }
 
-// removeWorker takes uw out of the pool; it is idempotent. The key's next
-// request starts a fresh worker.
+// removeWorker takes uw out of the pool and gives its database share
+// back; it is idempotent. The key's next request starts a fresh worker.
 func (g *Gateway) removeWorker(uw *userWorker) {
-	g.mu.Lock()
-	if g.workers[uw.key] == uw {
-		delete(g.workers, uw.key)
-		g.leaveLocked(principalOf(uw.key.owner, uw.key.user))
+	if g.removeWorkerKeepDB(uw) {
+		g.mu.Lock()
 		g.dbGiveLocked(principalOf(uw.key.owner, uw.key.user), g.opts.DB.PerUserWorker)
+		g.mu.Unlock()
 	}
-	g.mu.Unlock()
+}
+
+// removeWorkerKeepDB takes uw out of the pool but keeps its database
+// share, for a caller that gives it back once the worker has exited; it
+// reports whether it removed uw (and so owes the share).
+func (g *Gateway) removeWorkerKeepDB(uw *userWorker) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.workers[uw.key] != uw {
+		return false
+	}
+	delete(g.workers, uw.key)
+	g.leaveLocked(principalOf(uw.key.owner, uw.key.user))
+	return true
 }
 
 // startWorker starts uw's process and holds the handshake with it, then
@@ -476,9 +488,16 @@ func (g *Gateway) stopWorkers(ctx context.Context, list []*userWorker, reason, w
 	for i, uw := range list {
 		wg.Go(func() {
 			uw.stop.set(reason)
-			g.removeWorker(uw)
+			removed := g.removeWorkerKeepDB(uw)
 			uw.subs.closeAll()
 			errs[i] = uw.conn.Close(ctx, worker.KindSessionEnded, why)
+			// As a session's (endSessions): the share comes back once
+			// the worker has exited.
+			if removed {
+				g.mu.Lock()
+				g.dbGiveLocked(principalOf(uw.key.owner, uw.key.user), g.opts.DB.PerUserWorker)
+				g.mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()

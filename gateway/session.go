@@ -202,7 +202,6 @@ func (g *Gateway) evictIdle(who auth.PrincipalKey) bool {
 		// Taken out now, so that its slot is the new session's.
 		delete(g.sessions, lru.id)
 		g.leaveLocked(who)
-		g.dbGiveLocked(who, g.opts.DB.PerSession)
 	}
 	g.mu.Unlock()
 	if lru == nil {
@@ -215,6 +214,11 @@ func (g *Gateway) evictIdle(who auth.PrincipalKey) bool {
 	if err := lru.worker().Close(ctx, worker.KindSessionEnded, "gateway: the session was idle and its user opened another over the per-user limit; initialize a new session"); err != nil {
 		lru.log.Error("gateway: stopping a worker", "err", err)
 	}
+	// The database share comes back once the worker has exited (Close
+	// waits for that), as for any ended session.
+	g.mu.Lock()
+	g.dbGiveLocked(who, g.opts.DB.PerSession)
+	g.mu.Unlock()
 	return true
 }
 

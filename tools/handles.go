@@ -426,15 +426,18 @@ func (x *Transactions) take(ctx context.Context) (*db.Session, error) {
 // put ends a handle-less call, or the last call of an ended handle: its
 // session rolls back whatever is left, so that no transaction waits in the
 // idle pool, and goes back there, or is closed when the pool is full. A
-// connection that committed is closed too: what a statement set on it (TEMP
-// tables, WITH HOLD cursors, search_path, statement_timeout) outlives the
-// commit, and the user's next call must start from the connection Open
-// makes (on SQLite, which has no DISCARD ALL, closing is the only reset).
+// connection not as Open made it is closed too (db.Session.Reusable): one
+// that committed, since what a statement set on it (TEMP tables, WITH HOLD
+// cursors, search_path, statement_timeout) outlives the commit, and one
+// holding what outlives a rollback (a PostgreSQL prepared statement, a
+// SQLite setting such as case_sensitive_like). The user's next call must
+// start from the connection Open makes (on SQLite, which has no DISCARD
+// ALL, closing is the only reset).
 func (x *Transactions) put(s *db.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s.HoldWhileIdle(false)
-	closed := s.Closed() || s.Committed() || s.Abort(ctx) != nil
+	closed := !s.Reusable(ctx)
 	x.mu.Lock()
 	keep := !closed && !x.closed && len(x.idle) < x.opts.MaxIdle
 	if keep {

@@ -548,3 +548,37 @@ func TestHandleStateDoesNotLeak(t *testing.T) {
 		})
 	}
 }
+
+// TestHandleRollbackStateDoesNotLeak (hostile): what a statement leaves on
+// its connection that no rollback undoes (on PostgreSQL a prepared
+// statement, on SQLite case_sensitive_like) is gone in the user's next
+// calls after an abort, or after a handle-less call that failed: a
+// connection not as Open left it is closed, not pooled.
+func TestHandleRollbackStateDoesNotLeak(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			cfg := dbtest.Config(t, engine)
+			cs := perUserWorker(t, cfg, "u-c4203", false, tools.TransactionOptions{})
+			plant, probe, clean := "PRAGMA case_sensitive_like = 1", "SELECT 'a' LIKE 'A'", []any{[]any{float64(1)}}
+			if engine == db.Postgres {
+				plant, probe, clean = "PREPARE leaky AS SELECT 1", "SELECT count(*) FROM pg_prepared_statements WHERE name = 'leaky'", []any{[]any{float64(0)}}
+			}
+			check := func(t *testing.T) {
+				for range 6 { // more calls than the idle pool holds
+					_, sc := callOK(t, cs, "query", map[string]any{"sql": probe})
+					assert.Equal(t, clean, sc["rows"])
+				}
+			}
+			t.Run("abort", func(t *testing.T) {
+				h := begin(t, cs)
+				callOK(t, cs, "execute_sql", in(h, map[string]any{"sql": plant}))
+				callOK(t, cs, "abort", in(h, nil))
+				check(t)
+			})
+			t.Run("failed call", func(t *testing.T) {
+				callErr(t, cs, "execute_sql", map[string]any{"sql": plant + "; SELECT * FROM no_such_table"})
+				check(t)
+			})
+		})
+	}
+}

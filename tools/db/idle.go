@@ -64,7 +64,9 @@ func (s *Session) ReleaseIdle(ctx context.Context) Released {
 		return r
 	}
 	defer s.release() // not idleAfter: what is kept stays until the next statement
-	if s.closed || s.conn == nil {
+	// A held session (HoldWhileIdle) gives nothing back, even to a release
+	// armed before the hold whose timer fired as the hold began.
+	if s.closed || s.conn == nil || s.idle == 0 {
 		return r
 	}
 	if s.inTx {
@@ -74,7 +76,11 @@ func (s *Session) ReleaseIdle(ctx context.Context) Released {
 		}
 		if _, rerr := s.conn.ExecContext(ctx, "ROLLBACK"); rerr != nil || err != nil {
 			// The connection is in an unknown state: give it up, as
-			// closeConn would (the server side may need reaping).
+			// closeConn would (the server side may need reaping). If the
+			// transaction may have held writes (the server ended the
+			// connection under them), the next statement or commit says
+			// they are gone rather than run in a fresh transaction.
+			s.lost = err != nil && !s.readOnly
 			s.abandonConn()
 			r.Transaction, r.Connection = true, true
 			return r

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -340,7 +341,15 @@ func display(v any, maxWidth int) string {
 	return s
 }
 
-// Select runs a query and scans every row with scan. Catalog queries use it.
+// MaxCatalogBytes bounds the text one catalog query (Select) reads in all.
+// A user who may create tables can give them, their columns, indexes and
+// triggers names as long as a request allows (SQLite sets no limit on a
+// name), as many as they like, and every other user's list_tables reads
+// every name. A variable so that tests can lower it.
+var MaxCatalogBytes = 64 << 20
+
+// Select runs a query and scans every row with scan. Catalog queries use
+// it. Past MaxCatalogBytes of text in all it stops with kind refused.
 func Select[T any](ctx context.Context, q Querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -348,14 +357,43 @@ func Select[T any](ctx context.Context, q Querier, scan func(*sql.Rows) (T, erro
 	}
 	defer rows.Close()
 	out := []T{}
+	total := 0
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
+		if total += textSize(reflect.ValueOf(v)); total > MaxCatalogBytes {
+			return nil, Errorf(KindRefused, "db: the catalog's answer is over %d MiB: some objects have names or definitions far longer than any needs (whoever made them can rename or drop them); ask for one schema or one name", MaxCatalogBytes>>20)
+		}
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// textSize is the bytes of the strings and byte slices in v.
+func textSize(v reflect.Value) int {
+	n := 0
+	switch v.Kind() {
+	case reflect.String:
+		n = v.Len()
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			n = textSize(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			n += textSize(v.Field(i))
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return v.Len()
+		}
+		for i := range v.Len() {
+			n += textSize(v.Index(i))
+		}
+	}
+	return n
 }
 
 // Strings runs a query that yields one text column.

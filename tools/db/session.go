@@ -41,6 +41,9 @@ type Session struct {
 	idle      time.Duration // Config.IdleRelease; 0: hold everything until Close
 	idleTimer *time.Timer   // runs ReleaseIdle after idle without a statement
 	baseline  string        // ConnState's answer right after Setup
+	// lost: the idle release gave up a connection whose transaction may
+	// have held uncommitted writes; the next statement or commit says so.
+	lost bool
 }
 
 // Open connects a session for user, so that a bad setting fails here, and
@@ -115,6 +118,10 @@ func (s *Session) dropConn() {
 // ready gives a statement what it needs: the connection (again, after an
 // idle session gave it back) and an open transaction.
 func (s *Session) ready(ctx context.Context) error {
+	if s.lost {
+		s.lost = false
+		return errLost
+	}
 	if s.conn == nil {
 		if err := s.connect(ctx); err != nil {
 			// The server refused (too many clients, say) or did not
@@ -133,6 +140,10 @@ func (s *Session) ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errLost is the answer to the statement or commit after the idle release
+// gave up a connection that may have held uncommitted writes.
+var errLost = &Error{Kind: KindConflict, Message: "db: the session's connection ended while it was idle (the database server closed it), and its transaction was rolled back: uncommitted changes are lost; nothing was run: run the transaction's statements again"}
 
 // Engine returns the engine's name.
 func (s *Session) Engine() string { return s.eng.Name() }

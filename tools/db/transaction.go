@@ -200,6 +200,11 @@ func (s *Session) end(ctx context.Context, stmt string) error {
 // session still goes on.
 func (s *Session) restart(ctx context.Context, stmt string) error {
 	if !s.inTx {
+		if s.lost && stmt == "COMMIT" {
+			s.lost = false
+			return errLost
+		}
+		s.lost = false // an abort or refresh discards what was lost anyway
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StatementTimeout)
@@ -222,6 +227,31 @@ func (s *Session) Committed() bool {
 	s.lock <- struct{}{}
 	defer s.release()
 	return s.committed
+}
+
+// Reusable ends the transaction, as Abort does, and reports whether the
+// session's connection is still as connect left it, so that another call
+// may take it: the session is not closed, committed nothing on this
+// connection (what a statement set outlives a commit), and holds no state
+// that outlived the rollback (ConnState: a PostgreSQL prepared statement,
+// a SQLite connection setting). A session whose connection the idle
+// release gave back is reusable: its next statement connects afresh.
+func (s *Session) Reusable(ctx context.Context) bool {
+	if err := s.acquire(ctx); err != nil {
+		return false
+	}
+	defer s.idleAfter()
+	if s.committed || s.restart(ctx, "ROLLBACK") != nil || s.closed {
+		return false
+	}
+	if s.conn == nil {
+		return true
+	}
+	if cs, ok := s.eng.(ConnState); ok {
+		now, err := cs.ConnState(ctx, s.conn)
+		return err == nil && now == s.baseline
+	}
+	return true
 }
 
 // CommitAfter runs fn as Do does and commits when it succeeds, as one step

@@ -55,8 +55,9 @@ func ownRows[T any](ctx context.Context, q db.Querier, scan func(*sql.Rows) (T, 
 
 // cutText is the SQL for the text expr cut in the server at
 // db.MaxSourceChars characters, ending then in a note with its true
-// length: the owner of a table can make its comments as large as the
-// server allows, and another user's describe_table reads them.
+// length: the owner of a table can make its comments, column defaults,
+// constraints and trigger conditions as large as the server allows, and
+// another user's describe_table and get_table_ddl read them.
 func cutText(expr string) string {
 	n := strconv.Itoa(db.MaxSourceChars)
 	return "CASE WHEN pg_catalog.length(" + expr + ") OPERATOR(pg_catalog.>) " + n + " THEN pg_catalog.substr(" + expr + ", 1, " + n +
@@ -222,7 +223,7 @@ func table(ctx context.Context, q db.Querier, sc, name string) (*db.Table, uint3
 JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`$1 AND a.attnum`+eq+`u.attnum WHERE k.conrelid`+eq+`$1 AND k.contype`+eq+`'p' ORDER BY u.ord`, oid); err != nil {
 		return nil, 0, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid), COALESCE(`+cutText("pg_catalog.col_description(a.attrelid, a.attnum)")+`, '')
+	rows, err := q.QueryContext(ctx, `SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, `+cutText("pg_catalog.pg_get_expr(d.adbin, d.adrelid)")+`, COALESCE(`+cutText("pg_catalog.col_description(a.attrelid, a.attnum)")+`, '')
 FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid`+eq+`a.attrelid AND d.adnum`+eq+`a.attnum
 WHERE a.attrelid`+eq+`$1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped ORDER BY a.attnum`, oid)
 	if err != nil {
@@ -243,7 +244,7 @@ WHERE a.attrelid`+eq+`$1 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdr
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	idx, err := q.QueryContext(ctx, `SELECT c.relname, i.indisunique, pg_catalog.pg_get_indexdef(i.indexrelid),
+	idx, err := q.QueryContext(ctx, `SELECT c.relname, i.indisunique, `+cutText("pg_catalog.pg_get_indexdef(i.indexrelid)")+`,
        COALESCE((SELECT pg_catalog.string_agg(COALESCE(a.attname, 'expr'), ',' ORDER BY u.ord) FROM pg_catalog.unnest(i.indkey) WITH ORDINALITY u(attnum, ord)
                  LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid`+eq+`i.indrelid AND a.attnum`+eq+`u.attnum), '')
 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid`+eq+`i.indexrelid WHERE i.indrelid`+eq+`$1 ORDER BY c.relname`, oid)
@@ -348,7 +349,7 @@ func (e Engine) tableDDL(ctx context.Context, q db.Querier, sc, name string) (st
 		}
 		parts = append(parts, p)
 	}
-	cons, err := strs(ctx, q, `SELECT 'CONSTRAINT ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(conname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint
+	cons, err := strs(ctx, q, `SELECT 'CONSTRAINT ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(conname) OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) `+cutText("pg_catalog.pg_get_constraintdef(oid)")+` FROM pg_catalog.pg_constraint
 WHERE conrelid`+eq+`$1 AND contype`+eq+`ANY ('{p,u,c,f,x}') ORDER BY pg_catalog.array_position('{p,u,c,f,x}'::pg_catalog."char"[], contype), conname`, oid)
 	if err != nil {
 		return "", err
@@ -357,9 +358,9 @@ WHERE conrelid`+eq+`$1 AND contype`+eq+`ANY ('{p,u,c,f,x}') ORDER BY pg_catalog.
 		parts = append(parts, "    "+c)
 	}
 	ddl := "CREATE TABLE " + db.Qualify(t.Schema, t.Name) + " (\n" + strings.Join(parts, ",\n") + "\n);\n"
-	more, err := strs(ctx, q, `SELECT pg_catalog.pg_get_indexdef(i.indexrelid) OPERATOR(pg_catalog.||) ';' FROM pg_catalog.pg_index i
+	more, err := strs(ctx, q, `SELECT `+cutText("pg_catalog.pg_get_indexdef(i.indexrelid)")+` OPERATOR(pg_catalog.||) ';' FROM pg_catalog.pg_index i
 WHERE i.indrelid`+eq+`$1 AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.conindid`+eq+`i.indexrelid AND k.conrelid`+eq+`$1)
-UNION ALL SELECT pg_catalog.pg_get_triggerdef(oid) OPERATOR(pg_catalog.||) ';' FROM pg_catalog.pg_trigger WHERE tgrelid`+eq+`$1 AND NOT tgisinternal`, oid)
+UNION ALL SELECT `+cutText("pg_catalog.pg_get_triggerdef(oid)")+` OPERATOR(pg_catalog.||) ';' FROM pg_catalog.pg_trigger WHERE tgrelid`+eq+`$1 AND NOT tgisinternal`, oid)
 	if err != nil {
 		return "", err
 	}

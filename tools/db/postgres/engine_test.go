@@ -157,3 +157,37 @@ func TestHugeCommentBounded(t *testing.T) {
 		assert.LessOrEqual(t, len(c.Comment), db.MaxSourceChars+len(note))
 	}
 }
+
+// TestHugeDefinitionsBounded (hostile): a table's owner plants a column
+// default, a check constraint and a trigger's WHEN clause of megabytes
+// each (built in the server with format, so the
+// statement itself is short); describe_table and get_table_ddl read each cut
+// in the server at db.MaxSourceChars, never whole: every column's default
+// read whole would add up past the worker's memory long before one row
+// reaches the row bound.
+func TestHugeDefinitionsBounded(t *testing.T) {
+	cfg := dbtest.Config(t, db.Postgres)
+	const big = 3000000
+	dbtest.Exec(t, cfg.DSN, fmt.Sprintf(`DO $$ BEGIN
+EXECUTE format('ALTER TABLE customers ALTER COLUMN name SET DEFAULT %%L', repeat('d', %[1]d));
+EXECUTE format('ALTER TABLE customers ADD CONSTRAINT big_check CHECK (name <> %%L)', repeat('k', %[1]d));
+EXECUTE format('CREATE TRIGGER big_trig BEFORE UPDATE ON customers FOR EACH ROW WHEN (NEW.name <> %%L) EXECUTE FUNCTION suppress_redundant_updates_trigger()', repeat('t', %[1]d));
+END $$`, big))
+	s := open(t, cfg, "ada", true)
+	var tb *db.Table
+	var ddl string
+	require.NoError(t, s.Do(t.Context(), func(ctx context.Context, q db.Querier) (err error) {
+		if tb, err = (postgres.Engine{}).Table(ctx, q, "", "customers"); err != nil {
+			return err
+		}
+		ddl, err = postgres.Engine{}.TableDDL(ctx, q, "", "customers")
+		return err
+	}))
+	for _, c := range tb.Columns {
+		if c.Default != nil {
+			assert.Less(t, len(*c.Default), db.MaxSourceChars+100, c.Name)
+		}
+	}
+	assert.Less(t, len(ddl), 4*(db.MaxSourceChars+100), "the DDL holds each definition cut")
+	assert.Contains(t, ddl, "[cut at")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"strconv"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/tools/db"
@@ -167,7 +168,7 @@ func (Engine) Table(ctx context.Context, q db.Querier, s, name string) (*db.Tabl
 	if typ == "view" {
 		return t, rows.Err()
 	}
-	idx, err := q.QueryContext(ctx, `SELECT l.name, l."unique", COALESCE(m.sql, ''), (SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_index_info(l.name, ?) ORDER BY seqno))
+	idx, err := q.QueryContext(ctx, `SELECT l.name, l."unique", COALESCE(`+cutSQL("m.sql")+`, ''), (SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_index_info(l.name, ?) ORDER BY seqno))
 		FROM pragma_index_list(?, ?) l LEFT JOIN `+db.Quote(sc)+`.sqlite_schema m ON m.name = l.name ORDER BY l.name`, sc, canon, sc)
 	if err != nil {
 		return nil, err
@@ -252,8 +253,18 @@ func (Engine) Children(ctx context.Context, q db.Querier, s, name string) ([]db.
 		WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE ORDER BY m.name, f.id, f.seq`, sc, canon)
 }
 
+// cutSQL is the SQL for the text expr cut in SQLite at db.MaxSourceChars
+// characters, ending then in a note with its true length: a user can plant
+// any number of indexes and triggers on a shared table, each as long as a
+// request allows, and another user's describe_table and get_table_ddl read
+// them all.
+func cutSQL(expr string) string {
+	n := strconv.Itoa(db.MaxSourceChars)
+	return "CASE WHEN length(" + expr + ") > " + n + " THEN substr(" + expr + ", 1, " + n + ") || '… [cut at " + n + " of ' || length(" + expr + ") || ' characters]' ELSE " + expr + " END"
+}
+
 // TableDDL returns the table's CREATE statement as SQLite keeps it, then
-// its indexes' and triggers'.
+// its indexes' and triggers', each cut at db.MaxSourceChars (cutSQL).
 func (Engine) TableDDL(ctx context.Context, q db.Querier, s, name string) (string, error) {
 	sc, canon, typ, src, err := relation(ctx, q, s, name)
 	if err != nil {
@@ -262,7 +273,7 @@ func (Engine) TableDDL(ctx context.Context, q db.Querier, s, name string) (strin
 	if typ != "table" {
 		return "", db.Errorf(db.KindInvalidParams, "sqlite: %q is a view; get_view_definition shows its SQL", canon)
 	}
-	rest, err := strs(ctx, q, "SELECT sql FROM "+db.Quote(sc)+".sqlite_schema WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name", canon)
+	rest, err := strs(ctx, q, "SELECT "+cutSQL("sql")+" FROM "+db.Quote(sc)+".sqlite_schema WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name", canon)
 	if err != nil {
 		return "", err
 	}
