@@ -51,7 +51,22 @@ func (c *clientFlags) httpClient() (*http.Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second, CheckRedirect: refuseDowngrade}, nil
+}
+
+// refuseDowngrade stops a redirect from https to another scheme: Go's
+// client keeps the Authorization header (and a token request's body) on a
+// redirect to the same host whatever its scheme, so following it would
+// send the token in the clear.
+func refuseDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refused a redirect from https to %s://%s%s: it would send the token without TLS; check the URL and the proxy in front of the server",
+			req.URL.Scheme, req.URL.Host, req.URL.Path)
+	}
+	return nil
 }
 
 // parseClientFlags parses fs and checks --url; done means return (help
