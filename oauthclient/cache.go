@@ -144,6 +144,22 @@ func (c Cache) lock(ctx context.Context) (*filelock.Lock, error) {
 	return l, nil
 }
 
+// writable checks that the cache's folder takes a new file (put's
+// temporary one), before a refresh token is spent.
+func (c Cache) writable() error {
+	p, err := c.path()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tokens.*.tmp")
+	if err != nil {
+		return fmt.Errorf("oauthclient: the token cache's folder cannot be written, so a refreshed token could not be kept: %w", err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
 // Lookup finds the newest entry for resource.
 func (c Cache) Lookup(resource string) (*Entry, error) {
 	f, _, err := c.load()

@@ -96,12 +96,25 @@ func (s *TokenSource) token(ctx context.Context, force bool) (*oauth2.Token, err
 		return nil, err
 	}
 	defer l.Unlock()
-	s.reload()
+	// This read must succeed: the rotated refresh token is stored by
+	// reading, changing and replacing this file, and a refresh whose
+	// result cannot be stored spends the cached token for nothing (its
+	// next use is a reuse, and the issuer may revoke the whole login).
+	e, err := s.cache.Get(s.entry.Issuer, s.entry.Resource)
+	if err != nil {
+		return nil, err
+	}
+	if e != nil {
+		s.entry = e
+	}
 	if cur, ok := fresh(); ok {
 		return cur, nil
 	}
 	if s.entry.RefreshToken == "" {
 		return nil, ErrRefresh
+	}
+	if err := s.cache.writable(); err != nil {
+		return nil, err
 	}
 	return s.refresh(ctx)
 }
@@ -135,10 +148,12 @@ func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
 	if tok.RefreshToken != "" {
 		e.RefreshToken = tok.RefreshToken // rotated
 	}
+	// Keep the rotated tokens even when storing them fails: the old
+	// refresh token is spent either way.
+	s.entry = &e
 	if err := s.cache.put(&e); err != nil {
 		return nil, err
 	}
-	s.entry = &e
 	return e.Token(), nil
 }
 

@@ -1,0 +1,60 @@
+package oauthclient
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A refresh token is spent only when the rotated one can be stored: a
+// cache that cannot be read or written (its mode changed under a running
+// bridge, its folder replaced by a file) makes the refresh fail before it
+// reaches the issuer. Otherwise the new refresh token would live only in
+// memory, and the next use of the cached one would be a reuse that makes
+// the issuer revoke the whole login.
+func TestRefreshSpendsNothingItCannotStore(t *testing.T) {
+	breakages := map[string]func(t *testing.T, path string) (undo func()){
+		"cache file readable by others": func(t *testing.T, path string) func() {
+			require.NoError(t, os.Chmod(path, 0o644))
+			return func() { require.NoError(t, os.Chmod(path, 0o600)) }
+		},
+		"cache file damaged": func(t *testing.T, path string) func() {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, []byte("{"), 0o600))
+			return func() { require.NoError(t, os.WriteFile(path, b, 0o600)) }
+		},
+	}
+	for name, breakIt := range breakages {
+		t.Run(name, func(t *testing.T) {
+			ri := &rotatingIssuer{}
+			srv := httptest.NewServer(ri)
+			defer srv.Close()
+			path := filepath.Join(t.TempDir(), "mcpgate", "tokens.json")
+			c := Cache{Path: path}
+			require.NoError(t, c.Put(expiredEntry(srv.URL)))
+			ts, err := NewTokenSource(c, srv.Client(), "https://mcp.example/mcp")
+			require.NoError(t, err)
+
+			undo := breakIt(t, path)
+			_, err = ts.Token()
+			require.Error(t, err, "the cache cannot take the rotated token")
+			assert.Equal(t, 0, ri.refreshes, "the refresh token was not spent")
+
+			undo()
+			tok, err := ts.Token()
+			require.NoError(t, err)
+			assert.True(t, ri.live(tok.AccessToken))
+			assert.False(t, ri.revoked, "no refresh token was spent twice")
+			other, err := NewTokenSource(c, srv.Client(), "https://mcp.example/mcp")
+			require.NoError(t, err)
+			tok2, err := other.Token()
+			require.NoError(t, err)
+			assert.Equal(t, tok.AccessToken, tok2.AccessToken, "the cache holds the rotated tokens")
+		})
+	}
+}
