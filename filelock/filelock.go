@@ -51,11 +51,30 @@ func Acquire(ctx context.Context, path string) (*Lock, error) {
 		case <-ctx.Done():
 			t.Stop()
 			f.Close()
-			return nil, fmt.Errorf("filelock: waiting for %s: %w", path, ctx.Err())
+			return nil, &busyError{path: path, err: ctx.Err()}
 		case <-t.C:
 		}
 		wait = min(2*wait, 50*time.Millisecond)
 	}
+}
+
+// busyError is Acquire's error when another holder kept the lock until
+// the wait ended.
+type busyError struct {
+	path string
+	err  error
+}
+
+func (e *busyError) Error() string { return fmt.Sprintf("filelock: waiting for %s: %v", e.path, e.err) }
+func (e *busyError) Unwrap() error { return e.err }
+
+// IsBusy says whether err is Acquire's for a lock another process held
+// until the wait ended; any other error of Acquire means the lock file
+// itself cannot be used (not a file, another user's, a read-only folder),
+// and no wait would help.
+func IsBusy(err error) bool {
+	var b *busyError
+	return errors.As(err, &b)
 }
 
 // Unlock releases the lock.

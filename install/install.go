@@ -473,8 +473,11 @@ func (c *Change) Apply() error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
 	defer cancel()
 	lk, err := filelock.Acquire(ctx, lockPath(c.env))
-	if err != nil {
+	switch {
+	case filelock.IsBusy(err):
 		return fmt.Errorf("install: another mcpgate install is running: %w", err)
+	case err != nil:
+		return fmt.Errorf("install: the install lock file cannot be used (remove it if another user, e.g. root, owns it): %w", err)
 	}
 	defer lk.Unlock()
 	for range 3 {

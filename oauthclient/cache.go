@@ -138,8 +138,11 @@ func (c Cache) lock(ctx context.Context) (*filelock.Lock, error) {
 	ctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	l, err := filelock.Acquire(ctx, p+".lock")
-	if err != nil {
+	switch {
+	case filelock.IsBusy(err):
 		return nil, fmt.Errorf("oauthclient: the token cache is busy (another mcpgate process): %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("oauthclient: the token cache's lock file cannot be used (remove it if another user, e.g. root, owns it): %w", err)
 	}
 	return l, nil
 }

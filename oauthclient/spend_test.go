@@ -58,3 +58,14 @@ func TestRefreshSpendsNothingItCannotStore(t *testing.T) {
 		})
 	}
 }
+
+// A lock file the user cannot open is reported as such, not as a busy
+// cache: the error names the file and says what to do.
+func TestCacheLockFileUnusable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpgate", "tokens.json")
+	require.NoError(t, os.MkdirAll(path+".lock", 0o700))
+	err := Cache{Path: path}.Put(expiredEntry("https://issuer.example/token"))
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "another mcpgate process")
+	assert.Contains(t, err.Error(), path+".lock")
+}
