@@ -34,3 +34,43 @@ func TestAcquireTellsAnUnusableLockFromABusyOne(t *testing.T) {
 	assert.True(t, IsBusy(err), "%v", err)
 	assert.True(t, errors.Is(err, context.Canceled))
 }
+
+// A lock file removed (or replaced) while a process waits on it: the
+// waiter, once the holder lets go, would lock a file nobody else can open
+// any more, while the next process creates a new one and locks that: two
+// holders. A waiter checks that the path still names the file it locked,
+// and otherwise locks the one that is there now.
+func TestAcquireFollowsARemovedLockFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	held, err := Acquire(context.Background(), path)
+	require.NoError(t, err)
+
+	opened := make(chan struct{}, 1)
+	testHookOpened = func() {
+		select {
+		case opened <- struct{}{}:
+		default:
+		}
+	}
+	defer func() { testHookOpened = nil }()
+	got := make(chan *Lock)
+	go func() {
+		l, err := Acquire(context.Background(), path)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	<-opened // the waiter has its handle on the file, and waits
+	testHookOpened = nil
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, held.Unlock())
+	waiter := <-got
+	defer waiter.Unlock()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	other, err := Acquire(ctx, path)
+	if err == nil {
+		other.Unlock()
+	}
+	assert.True(t, IsBusy(err), "a second process got the lock the waiter holds: %v", err)
+}
