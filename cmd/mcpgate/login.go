@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/oauthclient"
 )
 
@@ -81,6 +82,11 @@ func parseClientFlags(m *Main, fs *pflag.FlagSet, args []string, c *clientFlags)
 	}
 	if fs.NArg() > 0 || c.url == "" {
 		fmt.Fprintf(m.Stderr, "mcpgate %s: needs --url and no arguments (see --help)\n", fs.Name())
+		return true, errUsage
+	}
+	// The token goes to --url: never in the clear over the network.
+	if err := auth.CheckURL(c.url); err != nil {
+		fmt.Fprintf(m.Stderr, "mcpgate %s: --url %v\n", fs.Name(), err)
 		return true, errUsage
 	}
 	return false, nil

@@ -48,3 +48,22 @@ func TestClientRefusesRedirectToPlainHTTP(t *testing.T) {
 	assert.Contains(t, err.Error(), "http://")
 	assert.NotContains(t, err.Error(), "secret-token")
 }
+
+// login, token and bridge send a bearer token to --url (or, for login,
+// trust metadata fetched from it): a plain-http URL on a host that is not
+// loopback is refused before anything is sent, as install refuses it.
+func TestClientCommandsRefusePlainHTTPURL(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "tokens.json")
+	for _, cmd := range []string{"login", "token", "bridge"} {
+		t.Run(cmd, func(t *testing.T) {
+			_, stderr, err := runWithEnv(t, map[string]string{"HOME": t.TempDir()}, cmd, "--url", "http://mcp.example.com/mcp", "--cache", cache)
+			require.Error(t, err)
+			assert.Contains(t, stderr+err.Error(), "https")
+			assert.NotContains(t, stderr+err.Error(), "run mcpgate login", "refused for its URL, not for a missing login")
+		})
+	}
+	// Loopback stays allowed for local tests: the error is then about the login.
+	_, stderr, err := runWithEnv(t, map[string]string{"HOME": t.TempDir()}, "token", "--url", "http://127.0.0.1:1/mcp", "--cache", cache)
+	require.Error(t, err)
+	assert.NotContains(t, stderr+err.Error(), "must use https")
+}
