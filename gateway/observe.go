@@ -30,7 +30,7 @@ const (
 	DecisionReadOnly = "readOnly" // refused by the read-only rules (docs/design.md, Read-only)
 	DecisionLimit    = "limit"    // refused by a limit: 408, 413, 429 or 503
 	DecisionPolicy   = "policy"   // refused by auth.policies: the token does not grant the tool
-	DecisionInvalid  = "invalid"  // refused before a worker as malformed: 2026-07-28 headers that contradict the body
+	DecisionInvalid  = "invalid"  // refused before a worker as malformed: 2026-07-28 headers that contradict the body, another call's requestState
 )
 
 // Outcomes of a CallEvent besides a tool error's kind and a JSON-RPC error
@@ -297,8 +297,9 @@ func (g *Gateway) refusedWith(r *http.Request, m *jsonrpc.Message, c callee, rea
 
 // refusedInvalid reports a tools/call refused before a worker because
 // its 2026-07-28 headers contradict its body (f: HeaderMismatch and the
-// like): a tool name smuggled past a proxy that routes or filters on the
-// header is worth an audit line.
+// like) or it carries another call's requestState: a tool name smuggled
+// past a proxy that routes or filters on the header, or a replayed state,
+// is worth an audit line.
 func (g *Gateway) refusedInvalid(r *http.Request, m *jsonrpc.Message, f failure) {
 	if !g.observed || !isToolsCall(m) {
 		return
