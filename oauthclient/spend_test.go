@@ -1,10 +1,13 @@
 package oauthclient
 
 import (
+	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,4 +71,29 @@ func TestCacheLockFileUnusable(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "another mcpgate process")
 	assert.Contains(t, err.Error(), path+".lock")
+}
+
+// A token endpoint that takes the request and never answers must not hold
+// the refresh (and the cache's lock, which every mcpgate process of the
+// user waits for) for ever: the bridge's HTTP client has no overall
+// timeout (its SSE answers last as long as a tool runs), so the refresh
+// bounds itself.
+func TestRefreshGivesUpOnAHungTokenEndpoint(t *testing.T) {
+	defer func(d time.Duration) { refreshTimeout = d }(refreshTimeout)
+	refreshTimeout = 50 * time.Millisecond
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // answers nothing while the test runs
+	}))
+	defer hung.Close()
+	defer close(release)
+	path := filepath.Join(t.TempDir(), "mcpgate", "tokens.json")
+	c := Cache{Path: path}
+	require.NoError(t, c.Put(expiredEntry(hung.URL)))
+	ts, err := NewTokenSource(c, &http.Client{}, "https://mcp.example/mcp")
+	require.NoError(t, err)
+	_, err = ts.Token()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, c.Put(expiredEntry(hung.URL)), "the cache's lock is free again")
 }

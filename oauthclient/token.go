@@ -130,9 +130,15 @@ func (s *TokenSource) reload() bool {
 	return true
 }
 
+// refreshTimeout bounds one refresh request: the caller holds the cache's
+// lock meanwhile, and the bridge's HTTP client has no overall timeout.
+var refreshTimeout = 30 * time.Second
+
 // refresh uses the refresh token and caches the result. The caller holds
 // mu and the cache's lock.
 func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	defer cancel()
 	cur := s.entry.Token()
 	cur.Expiry = time.Unix(1, 0) // makes oauth2 refresh
 	tok, err := s.entry.Config().TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cur).Token()
