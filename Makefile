@@ -61,9 +61,10 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run gofmt -w on the files above"; exit 1; }
 	$(GO) vet ./...
 	# The client commands run on users' machines: their packages must build
-	# and vet for macOS and Windows too (doctor and cmd/mcpgate do not yet:
-	# they import the gateway's Linux-only worker package).
-	GOOS=darwin $(GO) vet ./bridge/... ./oauthclient/... ./install/... ./filelock/...
+	# and vet for macOS and Windows too, and the mcpgate binary (doctor and
+	# cmd/mcpgate import the gateway's worker package) for macOS; Windows
+	# does not build it yet.
+	GOOS=darwin $(GO) vet ./bridge/... ./oauthclient/... ./install/... ./filelock/... ./doctor/... ./worker/... ./cmd/mcpgate/...
 	GOOS=windows $(GO) vet ./bridge/... ./oauthclient/... ./install/... ./filelock/...
 	$(GO) mod tidy -diff
 	cd bench && $(GO) vet ./... && $(GO) mod tidy -diff

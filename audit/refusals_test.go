@@ -176,3 +176,26 @@ func TestStepUpRefusedWhileDrainingRecorded(t *testing.T) {
 	assert.Equal(t, float64(http.StatusServiceUnavailable), e["status"])
 	assert.Equal(t, map[string]float64{"reason=503": 1}, counters(t, tr.mx, "mcpgate_refusals_total"))
 }
+
+// TestHeaderMismatchRecorded: a 2026-07-28 tools/call whose Mcp-Name (or
+// Mcp-Param-*) header says another thing than its body (a name smuggled
+// past a proxy that routes or filters on the header) is refused before a
+// worker, and is still one audit line, decision "invalid", status 400 and
+// the -32020 code, counted in mcpgate_tool_calls_total.
+func TestHeaderMismatchRecorded(t *testing.T) {
+	tr := newTrail(t, gateway.Options{SafeTools: []string{"echo"}}, audit.Options{})
+	tok := tr.token(t, "erin", "mcp:use", "mcp:write")
+	body := `{"jsonrpc":"2.0","id":"h1","method":"tools/call","params":{"name":"write","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	resp, ans := tr.send(t, tok, body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"})
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v", ans)
+
+	lines, raw := events(t, tr.path)
+	e := byRequest(t, lines, "h1")
+	assert.Equal(t, "erin", e["user"])
+	assert.Equal(t, "write", e["tool"], "the tool the body names, the one a worker would run")
+	assert.Equal(t, "invalid", e["decision"], raw)
+	assert.Equal(t, float64(http.StatusBadRequest), e["status"])
+	assert.Equal(t, float64(-32020), e["error_code"])
+	assert.Equal(t, "refused", e["outcome"])
+	assert.Equal(t, map[string]float64{"outcome=refused,tool=other": 1}, counters(t, tr.mx, "mcpgate_tool_calls_total"))
+}

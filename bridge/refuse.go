@@ -22,6 +22,7 @@ type refusal struct {
 	limit      int
 	err        error
 	url        string
+	only       map[string]bool // the ids (by idKey) still to answer; nil: all
 }
 
 // refusalData is error.data of the answer the bridge makes up: what the
@@ -50,7 +51,7 @@ func (b *bridge) refuse(line []byte, m *jsonrpc.Message, r refusal) {
 		}
 		var out [][]byte
 		for _, q := range msgs {
-			if q.IsRequest() {
+			if q.IsRequest() && (r.only == nil || r.only[idKey(q.ID)]) {
 				out = append(out, answer(q.ID))
 			}
 		}

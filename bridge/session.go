@@ -139,9 +139,19 @@ func (b *bridge) startStream(ctx context.Context) {
 			return
 		}
 		readSSE(resp.Body, b.o.MaxMessageBytes, func(msg []byte) {
-			if _, _, err := jsonrpc.DecodeBody(msg); err != nil {
+			msgs, _, err := jsonrpc.DecodeBody(msg)
+			if err != nil {
 				b.o.Log.Warn("mcpgate bridge: dropped a message from the server that is not JSON-RPC", "bytes", len(msg))
 				return
+			}
+			for _, a := range msgs {
+				// Answers come on the request's own POST; the bridge
+				// resumes no stream, so one here answers nothing the
+				// client is waiting for on it.
+				if a.IsResponse() {
+					b.o.Log.Warn("mcpgate bridge: dropped an answer on the session's stream", "bytes", len(msg))
+					return
+				}
 			}
 			b.write(msg)
 		})

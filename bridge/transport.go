@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
@@ -144,30 +145,61 @@ func drain(resp *http.Response) {
 // or each JSON-RPC message of an SSE stream. Anything else (an OAuth error
 // object, an HTML page, an empty body, a stream that ends early) is not
 // passed on; the request gets one JSON-RPC error answer instead, so the
-// client never waits for an answer that will not come. Notifications and
-// the client's own answers get no answer.
+// client never waits for an answer that will not come. Each request is
+// answered once: an answer for an id the client is not waiting for here
+// (another request's, a second one, one to a notification) is dropped,
+// and the requests of a batch the server left unanswered get errors.
+// Notifications and the client's own answers get no answer.
 func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m *jsonrpc.Message) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	answered := false
+	pending := requestIDs(line, m)
 	deliver := func(msg []byte) {
-		msgs, _, err := jsonrpc.DecodeBody(msg)
+		msgs, batch, err := jsonrpc.DecodeBody(msg)
 		if err != nil {
 			b.o.Log.Warn("mcpgate bridge: dropped a message from the server that is not JSON-RPC", "status", resp.StatusCode, "bytes", len(msg))
 			return
 		}
-		for _, a := range msgs {
-			if a.IsResponse() && (bytes.Equal(a.ID, m.ID) || m.Method == "") {
-				answered = true
-				b.observe(m, a)
+		keep := make([]bool, len(msgs))
+		dropped := 0
+		for i, a := range msgs {
+			keep[i] = true
+			if !a.IsResponse() {
+				continue
+			}
+			k := idKey(a.ID)
+			if !pending[k] {
+				keep[i] = false
+				dropped++
+				continue
+			}
+			delete(pending, k)
+			b.observe(m, a)
+		}
+		if dropped == 0 {
+			b.write(msg)
+			return
+		}
+		b.o.Log.Warn("mcpgate bridge: dropped answers from the server for ids this request did not send, or sent already answered", "status", resp.StatusCode, "dropped", dropped)
+		if !batch {
+			return
+		}
+		var raws []json.RawMessage
+		json.Unmarshal(msg, &raws) // DecodeBody read it: the same elements
+		var out [][]byte
+		for i, r := range raws {
+			if i < len(keep) && keep[i] {
+				out = append(out, r)
 			}
 		}
-		b.write(msg)
+		if len(out) > 0 {
+			b.write(append(append([]byte("["), joinComma(out)...), ']'))
+		}
 	}
 	var body []byte // a body that is not JSON-RPC, for the error's data
 	switch ct {
 	case "text/event-stream":
-		if err := readSSE(resp.Body, b.o.MaxMessageBytes, deliver); errors.Is(err, bufio.ErrTooLong) && !answered {
-			b.refuse(line, m, refusal{status: resp.StatusCode, tooLarge: true, limit: b.o.MaxMessageBytes})
+		if err := readSSE(resp.Body, b.o.MaxMessageBytes, deliver); errors.Is(err, bufio.ErrTooLong) && len(pending) > 0 {
+			b.refuse(line, m, refusal{status: resp.StatusCode, tooLarge: true, limit: b.o.MaxMessageBytes, only: pending})
 			return
 		}
 	case "application/json":
@@ -175,17 +207,52 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 		body, err = io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes)+1))
 		switch {
 		case len(body) > b.o.MaxMessageBytes:
-			b.refuse(line, m, refusal{status: resp.StatusCode, tooLarge: true, limit: b.o.MaxMessageBytes})
+			b.refuse(line, m, refusal{status: resp.StatusCode, tooLarge: true, limit: b.o.MaxMessageBytes, only: pending})
 			return
 		case err == nil && len(bytes.TrimSpace(body)) > 0:
 			deliver(body)
 		}
 	}
-	if answered || ctx.Err() != nil {
+	if len(pending) == 0 || ctx.Err() != nil {
 		return
 	}
 	b.refuse(line, m, refusal{status: resp.StatusCode, statusText: resp.Status,
-		challenge: resp.Header.Get("WWW-Authenticate"), body: body, url: b.o.URL})
+		challenge: resp.Header.Get("WWW-Authenticate"), body: body, url: b.o.URL, only: pending})
+}
+
+// requestIDs is the set of ids (by idKey) of the requests in what the
+// client sent: m's, or each of a batch's.
+func requestIDs(line []byte, m *jsonrpc.Message) map[string]bool {
+	ids := map[string]bool{}
+	if m.Method == "" && m.ID == nil { // a batch
+		msgs, _, _ := jsonrpc.DecodeBody(line)
+		for _, q := range msgs {
+			if q.IsRequest() {
+				ids[idKey(q.ID)] = true
+			}
+		}
+		return ids
+	}
+	if m.IsRequest() {
+		ids[idKey(m.ID)] = true
+	}
+	return ids
+}
+
+// idKey compares ids as the client reads them rather than byte for
+// byte: a server that decodes and encodes ids again writes "\u0061" as
+// "a" and 1.0 as 1. A string and a number stay distinct.
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s" + s
+		}
+	} else if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return "r" + string(raw)
 }
 
 // errorCode is the JSON-RPC error code of an answer, or 0.

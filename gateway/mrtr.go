@@ -262,7 +262,9 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 	if m.Method != pc.method || name != pc.name {
 		uw.conn.Abandon(pc.st)
 		refuse(pc.questions(), "gateway: the client's retry named another request")
-		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: requestState belongs to another request; send the request again without it", nil}.write(w, m.ID)
+		f := failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: requestState belongs to another request; send the request again without it", nil}
+		g.refusedInvalid(r, m, f)
+		f.write(w, m.ID)
 		return true
 	}
 	responses, _ := exactMember(m.Params, "inputResponses")

@@ -30,6 +30,7 @@ const (
 	DecisionReadOnly = "readOnly" // refused by the read-only rules (docs/design.md, Read-only)
 	DecisionLimit    = "limit"    // refused by a limit: 408, 413, 429 or 503
 	DecisionPolicy   = "policy"   // refused by auth.policies: the token does not grant the tool
+	DecisionInvalid  = "invalid"  // refused before a worker as malformed: 2026-07-28 headers that contradict the body, another call's requestState
 )
 
 // Outcomes of a CallEvent besides a tool error's kind and a JSON-RPC error
@@ -70,7 +71,7 @@ type CallEvent struct {
 	WorkerPid  int           // 0 when no worker was reached
 	Tool       string        // params.name as the worker reads it, clipped
 	ReadOnly   bool          // the request was read-only (its session or its token)
-	Decision   string        // DecisionAllowed, DecisionReadOnly or DecisionLimit
+	Decision   string        // DecisionAllowed, DecisionReadOnly, DecisionPolicy, DecisionLimit or DecisionInvalid
 	Status     int           // the HTTP status of a refusal at the edge; 0 otherwise
 	Duration   time.Duration // from Time to the answer
 	// Outcome is OutcomeOK, a tool error's structuredContent.error.kind, the
@@ -302,6 +303,20 @@ func (g *Gateway) refusedWith(r *http.Request, m *jsonrpc.Message, c callee, rea
 	}
 	e := g.newEvent(r, m, c, readOnly)
 	e.Decision, e.Status, e.Outcome = decision, status, OutcomeRefused
+	g.observer.Call(e)
+}
+
+// refusedInvalid reports a tools/call refused before a worker because
+// its 2026-07-28 headers contradict its body (f: HeaderMismatch and the
+// like) or it carries another call's requestState: a tool name smuggled
+// past a proxy that routes or filters on the header, or a replayed state,
+// is worth an audit line.
+func (g *Gateway) refusedInvalid(r *http.Request, m *jsonrpc.Message, f failure) {
+	if !g.observed || !isToolsCall(m) {
+		return
+	}
+	e := g.newEvent(r, m, callee{kind: WorkerUser}, g.opts.ReadOnly || g.readOnlyToken(r))
+	e.Decision, e.Status, e.Outcome, e.ErrorCode = DecisionInvalid, f.status, OutcomeRefused, f.code
 	g.observer.Call(e)
 }
 

@@ -117,3 +117,34 @@ func TestObserveInputRequired(t *testing.T) {
 		assert.Empty(t, e.Session)
 	}
 }
+
+// TestObserveRequestStateOfAnotherCall: a retry that carries one call's
+// requestState but names another tool (a state replayed to reach the
+// parked call's worker under another name) is refused with 400 before any
+// worker, and is an event of its own, decision invalid.
+func TestObserveRequestStateOfAnotherCall(t *testing.T) {
+	rec := &recorder{}
+	_, url := principalGateway(t, nil, Options{Observers: []Observer{rec}})
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	call := func(id, tool, extra string) (int, map[string]any) {
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"hey"}` + extra + `,` + meta + `}}`
+		resp, out := rawDo(t, http.MethodPost, url, body, protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool, "X-Test-User", "alice")
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+		return resp.StatusCode, m
+	}
+	_, first := call("1", "sample", "")
+	res := first["result"].(map[string]any)
+	require.Equal(t, "input_required", res["resultType"])
+	status, m := call("2", "echo", `,"requestState":"`+res["requestState"].(string)+`"`)
+	require.Equal(t, http.StatusBadRequest, status, "%v", m)
+
+	events := rec.byID()
+	require.Len(t, events, 2, "%v", events)
+	e := events["2"]
+	assert.Equal(t, DecisionInvalid, e.Decision)
+	assert.Equal(t, OutcomeRefused, e.Outcome)
+	assert.Equal(t, http.StatusBadRequest, e.Status)
+	assert.Equal(t, "echo", e.Tool)
+	assert.Equal(t, "alice", e.User)
+}

@@ -33,6 +33,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	meta := readModernMeta(m.Params)
 	if f, ok := checkModernHeaders(r, m, meta); !ok {
 		g.log.Info("gateway: refused a "+modernVersion+" request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
+		g.refusedInvalid(r, m, f)
 		f.write(w, m.ID)
 		return
 	}
@@ -99,6 +100,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		}
 		if f, ok := checkParamHeaders(r, m.Params, binds); !ok {
 			uw.log.Info("gateway: refused a tools/call", "tool", name, "reason", f.msg)
+			g.refusedInvalid(r, m, f)
 			f.write(w, m.ID)
 			return
 		}

@@ -65,6 +65,7 @@ type Change struct {
 	exists bool
 	remove bool // uninstall gives back "no file"
 	mode   fs.FileMode
+	info   fs.FileInfo // the file as load found it (its owner); nil: none
 	env    Env
 	name   string
 	// plan computes After (and the ledger's change) from Before; Apply
@@ -117,7 +118,7 @@ func resolve(path string) (string, error) {
 
 // load reads the file into c.Before.
 func (c *Change) load() error {
-	c.Before, c.exists, c.mode = nil, false, 0o600
+	c.Before, c.exists, c.mode, c.info = nil, false, 0o600, nil
 	b, err := os.ReadFile(c.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -129,7 +130,7 @@ func (c *Change) load() error {
 	if err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
-	c.Before, c.exists, c.mode = b, true, st.Mode().Perm()
+	c.Before, c.exists, c.mode, c.info = b, true, st.Mode().Perm(), st
 	return nil
 }
 
@@ -473,8 +474,11 @@ func (c *Change) Apply() error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
 	defer cancel()
 	lk, err := filelock.Acquire(ctx, lockPath(c.env))
-	if err != nil {
+	switch {
+	case filelock.IsBusy(err):
 		return fmt.Errorf("install: another mcpgate install is running: %w", err)
+	case err != nil:
+		return fmt.Errorf("install: the install lock file cannot be used (remove it if another user, e.g. root, owns it): %w", err)
 	}
 	defer lk.Unlock()
 	for range 3 {
@@ -502,7 +506,7 @@ func (c *Change) Apply() error {
 		}
 		c.Backup = ""
 		if c.exists {
-			if c.Backup, err = backup(c.Path, c.Before, c.mode); err != nil {
+			if c.Backup, err = backup(c.Path, c.Before, c.mode, c.info); err != nil {
 				return err
 			}
 		}
@@ -512,7 +516,7 @@ func (c *Change) Apply() error {
 		if c.remove {
 			err = os.Remove(c.Path)
 		} else {
-			err = writeAtomic(c.Path, c.After, c.mode)
+			err = writeAtomic(c.Path, c.After, c.mode, c.info)
 		}
 		if err != nil {
 			return fmt.Errorf("install: %w", err)
@@ -532,7 +536,7 @@ func (c *Change) Apply() error {
 }
 
 // backup saves data in the first free name of FILE.bak, FILE.bak.1, …
-func backup(path string, data []byte, mode fs.FileMode) (string, error) {
+func backup(path string, data []byte, mode fs.FileMode, like fs.FileInfo) (string, error) {
 	for i := 0; ; i++ {
 		name := path + ".bak"
 		if i > 0 {
@@ -545,6 +549,7 @@ func backup(path string, data []byte, mode fs.FileMode) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("install: saving the previous contents: %w", err)
 		}
+		keepOwner(f, like)
 		_, err = f.Write(data)
 		if err == nil {
 			err = f.Sync()
@@ -560,7 +565,9 @@ func backup(path string, data []byte, mode fs.FileMode) (string, error) {
 	}
 }
 
-func writeAtomic(path string, data []byte, mode fs.FileMode) error {
+// writeAtomic replaces path with data, mode and the owner of like (nil:
+// this process's).
+func writeAtomic(path string, data []byte, mode fs.FileMode, like fs.FileInfo) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("install: %w", err)
@@ -574,6 +581,7 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) error {
 	if err := f.Chmod(mode); err != nil {
 		return fail(err)
 	}
+	keepOwner(f, like)
 	if _, err := f.Write(data); err != nil {
 		return fail(err)
 	}

@@ -100,7 +100,7 @@ func (l *ledger) save(env Env) error {
 	if err := os.MkdirAll(stateDir(env), 0o700); err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
-	return writeAtomic(ledgerPath(env), append(b, '\n'), 0o600)
+	return writeAtomic(ledgerPath(env), append(b, '\n'), 0o600, nil)
 }
 
 // ours says whether the entry is the one install wrote: the ledger has it,

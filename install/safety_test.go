@@ -204,3 +204,17 @@ func TestInstallChecksTheURL(t *testing.T) {
 	_, err := Plan(c, testEnv(t), User, Entry{URL: "https://mcp.example.com/api", AnyPath: true})
 	assert.NoError(t, err, "--any-path accepts another path")
 }
+
+// A lock file the user cannot open (one "sudo mcpgate install" left) is
+// reported as such, not as another install running.
+func TestInstallLockFileUnusable(t *testing.T) {
+	env := testEnv(t)
+	require.NoError(t, os.MkdirAll(lockPath(env), 0o700))
+	c, _ := Lookup("claude-code")
+	ch, err := Plan(c, env, User, entry)
+	require.NoError(t, err)
+	err = ch.Apply()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "another mcpgate install is running")
+	assert.Contains(t, err.Error(), lockPath(env))
+}

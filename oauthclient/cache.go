@@ -138,10 +138,29 @@ func (c Cache) lock(ctx context.Context) (*filelock.Lock, error) {
 	ctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	l, err := filelock.Acquire(ctx, p+".lock")
-	if err != nil {
+	switch {
+	case filelock.IsBusy(err):
 		return nil, fmt.Errorf("oauthclient: the token cache is busy (another mcpgate process): %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("oauthclient: the token cache's lock file cannot be used (remove it if another user, e.g. root, owns it): %w", err)
 	}
 	return l, nil
+}
+
+// writable checks that the cache's folder takes a new file (put's
+// temporary one), before a refresh token is spent.
+func (c Cache) writable() error {
+	p, err := c.path()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tokens.*.tmp")
+	if err != nil {
+		return fmt.Errorf("oauthclient: the token cache's folder cannot be written, so a refreshed token could not be kept: %w", err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // Lookup finds the newest entry for resource.

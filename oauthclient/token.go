@@ -96,12 +96,25 @@ func (s *TokenSource) token(ctx context.Context, force bool) (*oauth2.Token, err
 		return nil, err
 	}
 	defer l.Unlock()
-	s.reload()
+	// This read must succeed: the rotated refresh token is stored by
+	// reading, changing and replacing this file, and a refresh whose
+	// result cannot be stored spends the cached token for nothing (its
+	// next use is a reuse, and the issuer may revoke the whole login).
+	e, err := s.cache.Get(s.entry.Issuer, s.entry.Resource)
+	if err != nil {
+		return nil, err
+	}
+	if e != nil {
+		s.entry = e
+	}
 	if cur, ok := fresh(); ok {
 		return cur, nil
 	}
 	if s.entry.RefreshToken == "" {
 		return nil, ErrRefresh
+	}
+	if err := s.cache.writable(); err != nil {
+		return nil, err
 	}
 	return s.refresh(ctx)
 }
@@ -117,9 +130,15 @@ func (s *TokenSource) reload() bool {
 	return true
 }
 
+// refreshTimeout bounds one refresh request: the caller holds the cache's
+// lock meanwhile, and the bridge's HTTP client has no overall timeout.
+var refreshTimeout = 30 * time.Second
+
 // refresh uses the refresh token and caches the result. The caller holds
 // mu and the cache's lock.
 func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	defer cancel()
 	cur := s.entry.Token()
 	cur.Expiry = time.Unix(1, 0) // makes oauth2 refresh
 	tok, err := s.entry.Config().TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cur).Token()
@@ -135,10 +154,12 @@ func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
 	if tok.RefreshToken != "" {
 		e.RefreshToken = tok.RefreshToken // rotated
 	}
+	// Keep the rotated tokens even when storing them fails: the old
+	// refresh token is spent either way.
+	s.entry = &e
 	if err := s.cache.put(&e); err != nil {
 		return nil, err
 	}
-	s.entry = &e
 	return e.Token(), nil
 }
 

@@ -154,11 +154,11 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	// Pdeathsig: if the gateway itself dies (kill -9, a crash), the kernel
-	// kills the worker rather than leave it orphaned. Its own children are
-	// the service manager's to clean up (deploy/mcpgate.service kills the
-	// whole cgroup).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// On Linux, if the gateway itself dies (kill -9, a crash), the kernel
+	// kills the worker rather than leave it orphaned (procAttr). Its own
+	// children are the service manager's to clean up
+	// (deploy/mcpgate.service kills the whole cgroup).
+	cmd.SysProcAttr = procAttr()
 	var lf *leaf
 	if cfg.Cgroup != nil && cfg.Limits.cgrouped() {
 		if lf, err = cfg.Cgroup.newLeaf(cfg.Limits); err != nil {
@@ -167,7 +167,7 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		}
 		// Born in its leaf (clone3 CLONE_INTO_CGROUP): limited from its
 		// first instruction.
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, lf.fd
+		bornInCgroup(cmd.SysProcAttr, lf.fd)
 	}
 	err = cmd.Start()
 	if lf != nil {

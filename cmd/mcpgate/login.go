@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/oauthclient"
 )
 
@@ -51,7 +52,22 @@ func (c *clientFlags) httpClient() (*http.Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second, CheckRedirect: refuseDowngrade}, nil
+}
+
+// refuseDowngrade stops a redirect from https to another scheme: Go's
+// client keeps the Authorization header (and a token request's body) on a
+// redirect to the same host whatever its scheme, so following it would
+// send the token in the clear.
+func refuseDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refused a redirect from https to %s://%s%s: it would send the token without TLS; check the URL and the proxy in front of the server",
+			req.URL.Scheme, req.URL.Host, req.URL.Path)
+	}
+	return nil
 }
 
 // parseClientFlags parses fs and checks --url; done means return (help
@@ -66,6 +82,11 @@ func parseClientFlags(m *Main, fs *pflag.FlagSet, args []string, c *clientFlags)
 	}
 	if fs.NArg() > 0 || c.url == "" {
 		fmt.Fprintf(m.Stderr, "mcpgate %s: needs --url and no arguments (see --help)\n", fs.Name())
+		return true, errUsage
+	}
+	// The token goes to --url: never in the clear over the network.
+	if err := auth.CheckURL(c.url); err != nil {
+		fmt.Fprintf(m.Stderr, "mcpgate %s: --url %v\n", fs.Name(), err)
 		return true, errUsage
 	}
 	return false, nil
