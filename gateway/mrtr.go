@@ -58,7 +58,18 @@ type parking struct {
 	mu       sync.Mutex
 	calls    map[string]*parkedCall
 	byStream map[*worker.Stream]*parkedCall
+	gather   *time.Timer // runs sendParked once the worker has been quiet for questionQuiet
 }
+
+// questionQuiet is how long a 2025 worker must stay silent after its last
+// message before the questions it asked go to the client, together, as one
+// input_required result. A worker that asks in parallel (the go-sdk's
+// compatibility layer does) writes its questions from several goroutines:
+// on a loaded machine they come milliseconds apart, and the moment the
+// gateway has read all the worker wrote is not the moment the worker has
+// asked all it will. The wait is paid once per round trip to a person or a
+// model, which takes far longer.
+const questionQuiet = 50 * time.Millisecond
 
 // add files the worker's question a for the call bound to st: with the
 // call's other questions when it has some, else as a new parked call from
@@ -106,6 +117,9 @@ func (p *parking) unsent() []*parkedCall {
 func (p *parking) clear() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.gather != nil {
+		p.gather.Stop()
+	}
 	for state, pc := range p.calls {
 		if pc.timer != nil {
 			pc.timer.Stop()
@@ -208,8 +222,32 @@ func (g *Gateway) park(uw *userWorker, pc *parkedCall, a ask) bool {
 	return filed
 }
 
+// gatherParked is the worker's OnIdle hook: the reader has handled all
+// the worker wrote so far. When calls have questions waiting, their
+// result goes out once the worker has been quiet for questionQuiet; any
+// message meanwhile starts the wait again.
+func (g *Gateway) gatherParked(uw *userWorker) {
+	p := &uw.parked
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pending := false
+	for _, pc := range p.byStream {
+		if !pc.sent {
+			pending = true
+			break
+		}
+	}
+	switch {
+	case !pending:
+	case p.gather == nil:
+		p.gather = time.AfterFunc(questionQuiet, func() { g.sendParked(uw) })
+	default:
+		p.gather.Reset(questionQuiet)
+	}
+}
+
 // sendParked queues the input_required result of every parked call whose
-// questions are all in: the worker's OnIdle hook. A call the worker
+// questions are all in (see gatherParked). A call the worker
 // answered meanwhile (its stream has no request left) keeps its answer:
 // its questions are refused to the worker instead.
 func (g *Gateway) sendParked(uw *userWorker) {

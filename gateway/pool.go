@@ -232,7 +232,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 				g.observer.WorkerExited(WorkerUser, uw.stop.get())
 			},
 			OnNotification: uw.intercept,
-			OnIdle:         func() { g.sendParked(uw) },
+			OnIdle:         func() { g.gatherParked(uw) },
 			ExitAdvice:     "send the request again: it starts a fresh worker",
 			UniqueProgress: true, // clients of one user share the worker
 		})
