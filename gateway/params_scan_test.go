@@ -3,7 +3,9 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // memberCorpus: objects as clients send them and as an attacker would,
@@ -120,6 +122,13 @@ func FuzzExactMember(f *testing.F) {
 		f.Add([]byte(in), "_meta")
 	}
 	f.Fuzz(func(t *testing.T, in []byte, key string) {
+		// Callers ask for constant keys, valid UTF-8 without U+FFFD:
+		// encoding/json reads invalid UTF-8 in a key as U+FFFD, so for
+		// any other key the two readers disagree without either being
+		// wrong.
+		if !utf8.ValidString(key) || strings.ContainsRune(key, utf8.RuneError) {
+			t.Skip()
+		}
 		v, ok := exactMember(json.RawMessage(in), key)
 		wantV, wantOK := decodeExactMember(json.RawMessage(in), key)
 		if ok != wantOK || !bytes.Equal(v, wantV) || (v == nil) != (wantV == nil) {

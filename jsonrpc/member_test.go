@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // decodeMember is what PlainMember stands in for, by encoding/json's
@@ -77,6 +78,17 @@ func FuzzPlainMember(f *testing.F) {
 		f.Add([]byte(in), "name")
 	}
 	f.Fuzz(func(t *testing.T, obj []byte, name string) {
+		if !askable(name) {
+			t.Skip()
+		}
 		checkPlainMember(t, obj, name)
 	})
+}
+
+// askable reports whether name is one a caller can ask for: callers ask
+// for constant member names, valid UTF-8 without U+FFFD. encoding/json
+// reads invalid UTF-8 in a key as U+FFFD, so for any other name the
+// decoder and a byte-exact reader disagree without either being wrong.
+func askable(name string) bool {
+	return utf8.ValidString(name) && !strings.ContainsRune(name, utf8.RuneError)
 }
