@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func (f *notifyFilter) wants(method string, params json.RawMessage) bool {
 		return f.ResourcesListChanged
 	case "notifications/resources/updated":
 		uri, _ := exactString(params, "uri")
-		return containsString(f.ResourceSubscriptions, uri)
+		return slices.Contains(f.ResourceSubscriptions, uri)
 	}
 	return false
 }
@@ -195,7 +196,7 @@ func (g *Gateway) addListener(uw *userWorker, l *listener) (failure, bool) {
 	}
 	var newURIs []string
 	for _, uri := range l.filter.ResourceSubscriptions {
-		if !containsString(u.ResourceSubscriptions, uri) {
+		if !slices.Contains(u.ResourceSubscriptions, uri) {
 			u.ResourceSubscriptions = append(u.ResourceSubscriptions, uri)
 			newURIs = append(newURIs, uri)
 			grow = true
@@ -258,7 +259,7 @@ func (g *Gateway) removeListener(uw *userWorker, l *listener) {
 			u.PromptsListChanged = u.PromptsListChanged || o.filter.PromptsListChanged
 			u.ResourcesListChanged = u.ResourcesListChanged || o.filter.ResourcesListChanged
 			for _, uri := range o.filter.ResourceSubscriptions {
-				if !containsString(u.ResourceSubscriptions, uri) {
+				if !slices.Contains(u.ResourceSubscriptions, uri) {
 					u.ResourceSubscriptions = append(u.ResourceSubscriptions, uri)
 				}
 			}
