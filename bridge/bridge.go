@@ -168,8 +168,15 @@ func leadingMembers(prefix []byte) (id json.RawMessage, method string, answer bo
 		switch {
 		case strings.EqualFold(name, "id"):
 			id = nil
-			if v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9') {
+			switch {
+			case v[0] == '"':
 				id = v
+			case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
+				// A number that ends where the prefix ends may go on
+				// past the cut: 12 read as 1 would answer another request.
+				if dec.InputOffset() < int64(len(prefix)) {
+					id = v
+				}
 			}
 		case strings.EqualFold(name, "method"):
 			method = ""
