@@ -45,7 +45,7 @@ func (f *notifyFilter) wants(method string, params json.RawMessage) bool {
 	case "notifications/resources/list_changed":
 		return f.ResourcesListChanged
 	case "notifications/resources/updated":
-		uri, _ := exactString(params, "uri")
+		uri, _ := jsonrpc.MemberString(params, "uri")
 		return slices.Contains(f.ResourceSubscriptions, uri)
 	}
 	return false
@@ -290,7 +290,7 @@ func (g *Gateway) serveListen(w http.ResponseWriter, c *call, m *jsonrpc.Message
 		failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}.write(w, m.ID)
 		return
 	}
-	raw, ok := exactMember(m.Params, "notifications")
+	raw, ok := jsonrpc.Member(m.Params, "notifications")
 	var req notifyFilter
 	if !ok || raw == nil || json.Unmarshal(raw, &req) != nil {
 		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}.write(w, m.ID)

@@ -150,13 +150,13 @@ func (pc *parkedCall) questions() []ask { return pc.asks }
 // result whose requestState names the parked call. A request the client did
 // not declare the capability for, or any other, is refused to the worker.
 func (g *Gateway) inputRequester(uw *binding, m *jsonrpc.Message, caps json.RawMessage, st *worker.Stream) func(*jsonrpc.Message, string) bool {
-	name, _ := exactString(m.Params, nameMember(m.Method))
+	name, _ := jsonrpc.MemberString(m.Params, nameMember(m.Method))
 	return func(req *jsonrpc.Message, key string) bool {
 		cap, ok := inputMethods[req.Method]
 		if !ok {
 			return false
 		}
-		if v, ok := exactMember(caps, cap); !ok || v == nil {
+		if v, ok := jsonrpc.Member(caps, cap); !ok || v == nil {
 			// MCP 2026-07-28: a request that needs a capability the client
 			// did not declare gets MissingRequiredClientCapabilityError.
 			uw.log.Info("gateway: the worker needs a client capability the 2026-07-28 client did not declare", "method", req.Method)
@@ -297,7 +297,7 @@ func (g *Gateway) resume(w http.ResponseWriter, c *call, m *jsonrpc.Message, sta
 			uw.conn.Refuse(a.key, msg)
 		}
 	}
-	name, _ := exactString(m.Params, nameMember(m.Method))
+	name, _ := jsonrpc.MemberString(m.Params, nameMember(m.Method))
 	if m.Method != pc.method || name != pc.name {
 		uw.conn.Abandon(pc.st)
 		refuse(pc.questions(), "gateway: the client's retry named another request")
@@ -306,13 +306,13 @@ func (g *Gateway) resume(w http.ResponseWriter, c *call, m *jsonrpc.Message, sta
 		f.write(w, m.ID)
 		return true
 	}
-	responses, _ := exactMember(m.Params, "inputResponses")
+	responses, _ := jsonrpc.Member(m.Params, "inputResponses")
 	var answered, open []ask
 	answers := map[string]json.RawMessage{}
 	for _, a := range pc.questions() {
 		var answer json.RawMessage
 		if responses != nil {
-			answer, _ = exactMember(responses, a.key)
+			answer, _ = jsonrpc.Member(responses, a.key)
 		}
 		if answer == nil {
 			open = append(open, a) // MRTR: a question left unanswered is asked again

@@ -202,7 +202,7 @@ func (g *Gateway) newEvent(c *call, m *jsonrpc.Message, to callee, readOnly bool
 	if m != nil {
 		e.Method, e.RequestID = clip(m.Method), idText(m.ID)
 		if m.Method == "initialize" {
-			if v, ok := exactString(m.Params, "protocolVersion"); ok {
+			if v, ok := jsonrpc.MemberString(m.Params, "protocolVersion"); ok {
 				e.Protocol = clip(v)
 			}
 		}

@@ -130,7 +130,7 @@ func (h *headerTable) markStale() {
 // compared as numbers, Base64 sentinel decoded). The arguments are read with
 // exact keys, as the worker reads them.
 func checkParamHeaders(r *http.Request, params json.RawMessage, binds []paramBinding) (failure, bool) {
-	args, ok := exactMember(params, "arguments")
+	args, ok := jsonrpc.Member(params, "arguments")
 	if !ok {
 		return headerMismatch("params.arguments must be an object without duplicate keys"), false
 	}
@@ -176,7 +176,7 @@ func lookupPath(args json.RawMessage, path []string) (val json.RawMessage, prese
 		if cur == nil || string(cur) == "null" {
 			return nil, false, true
 		}
-		v, ok := exactMember(cur, k)
+		v, ok := jsonrpc.Member(cur, k)
 		if !ok {
 			return nil, false, false
 		}

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -19,16 +20,16 @@ var inputCaps = []string{"elicitation", "roots", "sampling"}
 // reads them: present is declared), comma-separated, with
 // "elicitation.url" for an elicitation capability that names url.
 func capsKeyOf(params json.RawMessage) string {
-	caps, _ := exactMember(mustMeta(params), metaClientCapabilities)
+	caps, _ := jsonrpc.Member(mustMeta(params), metaClientCapabilities)
 	var out []string
 	for _, c := range inputCaps {
-		v, ok := exactMember(caps, c)
+		v, ok := jsonrpc.Member(caps, c)
 		if !ok || v == nil {
 			continue
 		}
 		out = append(out, c)
 		if c == "elicitation" {
-			if u, ok := exactMember(v, "url"); ok && u != nil {
+			if u, ok := jsonrpc.Member(v, "url"); ok && u != nil {
 				out = append(out, "elicitation.url")
 			}
 		}

@@ -109,9 +109,9 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 	}
 
 	defer g.calls.enter()() // a drain waits for the answer (not for listen streams)
-	c.caps, _ = exactMember(mustMeta(m.Params), metaClientCapabilities)
+	c.caps, _ = jsonrpc.Member(mustMeta(m.Params), metaClientCapabilities)
 	if !uw.modern && mrtrMethods[m.Method] {
-		if state, ok := exactString(m.Params, "requestState"); ok && g.resume(w, c, m, state) {
+		if state, ok := jsonrpc.MemberString(m.Params, "requestState"); ok && g.resume(w, c, m, state) {
 			return
 		}
 	}
@@ -276,6 +276,6 @@ func logFilter(level string) func(*jsonrpc.Message) bool {
 // mustMeta returns params._meta, read exactly (checkModernHeaders has
 // already refused an ambiguous one).
 func mustMeta(params json.RawMessage) json.RawMessage {
-	meta, _ := exactMember(params, "_meta")
+	meta, _ := jsonrpc.Member(params, "_meta")
 	return meta
 }
