@@ -76,6 +76,31 @@ func toolsKey(t toolSet) string {
 	return strings.Join(t.list(), ",")
 }
 
+// inputCaps are the client capabilities a 2025 worker can ask for during a
+// request, in the order capsKeyOf lists them.
+var inputCaps = []string{"elicitation", "roots", "sampling"}
+
+// capsKeyOf is the bindKey caps of a 2026-07-28 request whose _meta
+// clientCapabilities are caps: the capabilities of inputCaps it declares
+// (as inputRequester reads them: present is declared), comma-separated,
+// with "elicitation.url" for an elicitation capability that names url.
+func capsKeyOf(caps json.RawMessage) string {
+	var out []string
+	for _, c := range inputCaps {
+		v, ok := jsonrpc.Member(caps, c)
+		if !ok || v == nil {
+			continue
+		}
+		out = append(out, c)
+		if c == "elicitation" {
+			if u, ok := jsonrpc.Member(v, "url"); ok && u != nil {
+				out = append(out, "elicitation.url")
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 // binding is a worker bound to a key: a 2025-11-25 session's, or a
 // 2026-07-28 per-user worker shared by all of its key's concurrent
 // requests (multiplexed by rewritten ids). One life cycle serves both:
@@ -231,6 +256,56 @@ func (g *Gateway) newBinding(key bindKey) *binding {
 	}
 	b.db = b.gen.db(g.opts.DB)
 	return b
+}
+
+// keyOf returns the key of a 2026-07-28 request's per-user worker: its
+// principal, user and rights, decided as for a session (docs/design.md,
+// Read-only).
+func (g *Gateway) keyOf(c *call) bindKey {
+	k := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools}
+	if p := c.principal; p != nil {
+		k.owner, k.user, k.readOnly = c.owner, p.UserID, c.readOnly
+		k.tools = toolsKey(c.granted)
+		k.owner.ClientID = ""
+	}
+	return k
+}
+
+// acquire returns the started per-user worker of key, starting it on the
+// key's first request, and marks it busy; release ends that. On a refusal
+// it returns the failure to answer with.
+func (g *Gateway) acquire(ctx context.Context, key bindKey) (*binding, failure, bool) {
+	g.mu.Lock()
+	if g.closing {
+		g.mu.Unlock()
+		return nil, errShuttingDown, false
+	}
+	uw := g.bound[key.slot()]
+	if uw == nil {
+		uw = g.newBinding(key)
+		if f, ok := g.admitLocked(uw); !ok {
+			g.mu.Unlock()
+			return nil, f, false
+		}
+		uw.ready = make(chan struct{})
+		uw.log = g.log.With("worker", uw.id[:len(g.opts.replicaPrefix())+10], "user", key.user, "read_only", key.readOnly)
+		g.bound[key.slot()] = uw
+		go g.startWorker(uw)
+	}
+	uw.busy.Add(1)
+	uw.lastUsed.Store(g.opts.Now().UnixNano())
+	g.mu.Unlock()
+	select {
+	case <-uw.ready:
+	case <-ctx.Done():
+		g.release(uw)
+		return nil, failure{}, false // the client has gone: nothing to answer
+	}
+	if uw.failed {
+		g.release(uw)
+		return nil, uw.fail, false
+	}
+	return uw, failure{}, true
 }
 
 // admitLocked is the one limit check of a new binding: the gateway is not

@@ -116,14 +116,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.handler.ServeHTTP(w, r)
 }
 
-// freshWriteDeadline gives what is written next a full WriteTimeout. After
-// a wait the request could not shorten (its body coming in, a worker's
-// start), the deadline it began with may have passed, and an answer written
-// under it, a 408 or a 504, would be lost.
-func (g *Gateway) freshWriteDeadline(w http.ResponseWriter) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
-}
-
 // serveMCP is the transport proper, reached once every check has passed.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// Past the Host, Origin and token checks: the connection is no longer
@@ -238,10 +230,7 @@ func (g *Gateway) lookup(c *call, id string) *binding {
 	if s == nil {
 		return nil
 	}
-	var owner auth.Owner
-	if c.principal != nil {
-		owner = c.principal.Owner()
-	}
+	owner := c.owner
 	if owner != s.key.owner {
 		differs := s.key.owner.Differs(owner)
 		if owner == (auth.Owner{}) {

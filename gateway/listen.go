@@ -303,7 +303,7 @@ func (g *Gateway) serveListen(w http.ResponseWriter, c *call, m *jsonrpc.Message
 	l := &listener{id: m.ID, filter: agreed(req, uw.discover), notify: make(chan struct{}, 1)}
 	if f, ok := g.addListener(uw, l); !ok {
 		if f.isLimit() {
-			g.refusedAtEdge(c, m, c.callee, uw.key.readOnly, f)
+			g.refusedAtEdge(c, m, c.callee(), uw.key.readOnly, f)
 		}
 		f.write(w, m.ID)
 		return

@@ -36,18 +36,44 @@ var removedMethods = map[string]bool{
 }
 
 // modernMeta is what the gateway reads from a modern request's params._meta,
-// with exact keys, as a worker reads them.
+// with exact keys, as a worker reads them, and the params member Mcp-Name
+// mirrors: read once, at the edge, for every check that needs them.
 type modernMeta struct {
-	version  string // io.modelcontextprotocol/protocolVersion; "" when absent
-	hasCaps  bool   // io.modelcontextprotocol/clientCapabilities is an object
-	logLevel string // io.modelcontextprotocol/logLevel; "" when absent
-	ok       bool   // params and _meta could be read unambiguously
+	version  string          // io.modelcontextprotocol/protocolVersion; "" when absent
+	hasCaps  bool            // io.modelcontextprotocol/clientCapabilities is an object
+	caps     json.RawMessage // io.modelcontextprotocol/clientCapabilities; nil when absent
+	logLevel string          // io.modelcontextprotocol/logLevel; "" when absent
+	ok       bool            // params and _meta could be read unambiguously
+
+	// name is the value of params' nameMember (a tools/call's tool name);
+	// nameOK is false when there is no such member for the method, or it is
+	// absent, ambiguous or not a string (jsonrpc.MemberString).
+	name   string
+	nameOK bool
+	// state is params.requestState (MCP 2026-07-28 §Multi Round-Trip
+	// Requests), read exactly; hasState is false when it is absent,
+	// ambiguous or not a string.
+	state    string
+	hasState bool
 }
 
-// readModernMeta reads params._meta. ok is false when params or _meta is
-// not an object or has a key twice (then the gateway and a worker could
-// disagree on what it says).
-func readModernMeta(params json.RawMessage) modernMeta {
+// readModernMeta reads m's params._meta and name member. ok is false when
+// params or _meta is not an object or has a key twice (then the gateway and
+// a worker could disagree on what it says).
+func readModernMeta(m *jsonrpc.Message) modernMeta {
+	member := nameMember(m.Method)
+	meta := readMeta(m.Params)
+	if member != "" {
+		meta.name, meta.nameOK = jsonrpc.MemberString(m.Params, member)
+	}
+	if mrtrMethods[m.Method] {
+		meta.state, meta.hasState = jsonrpc.MemberString(m.Params, "requestState")
+	}
+	return meta
+}
+
+// readMeta is readModernMeta's reading of params._meta.
+func readMeta(params json.RawMessage) modernMeta {
 	if len(bytes.TrimSpace(params)) == 0 {
 		return modernMeta{ok: true}
 	}
@@ -68,6 +94,7 @@ func readModernMeta(params json.RawMessage) modernMeta {
 	_ = json.Unmarshal(v, &m.version)
 	_ = json.Unmarshal(l, &m.logLevel)
 	m.hasCaps = len(c) > 0 && c[0] == '{'
+	m.caps = c
 	m.ok = true
 	return m
 }
@@ -118,7 +145,7 @@ func checkModernHeaders(r *http.Request, m *jsonrpc.Message, meta modernMeta) (f
 		if !ok {
 			return headerMismatch("the Mcp-Name header has invalid characters or Base64"), false
 		}
-		body, ok := jsonrpc.MemberString(m.Params, member)
+		body, ok := meta.name, meta.nameOK
 		if !ok {
 			return headerMismatch("params." + member + " must be one string, named exactly so"), false
 		}
@@ -166,7 +193,7 @@ func decodeHeaderValue(v string) (string, bool) {
 func bodyMetaVersion(msgs []*jsonrpc.Message) string {
 	for _, m := range msgs {
 		if m.IsRequest() {
-			if v := readModernMeta(m.Params).version; v != "" {
+			if v := readMeta(m.Params).version; v != "" {
 				return v
 			}
 		}

@@ -149,8 +149,8 @@ func (pc *parkedCall) questions() []ask { return pc.asks }
 // becomes part of the answer to the client's request id, an input_required
 // result whose requestState names the parked call. A request the client did
 // not declare the capability for, or any other, is refused to the worker.
-func (g *Gateway) inputRequester(uw *binding, m *jsonrpc.Message, caps json.RawMessage, st *worker.Stream) func(*jsonrpc.Message, string) bool {
-	name, _ := jsonrpc.MemberString(m.Params, nameMember(m.Method))
+func (g *Gateway) inputRequester(c *call, m *jsonrpc.Message, st *worker.Stream) func(*jsonrpc.Message, string) bool {
+	uw, caps, name := c.b, c.meta.caps, c.meta.name
 	return func(req *jsonrpc.Message, key string) bool {
 		cap, ok := inputMethods[req.Method]
 		if !ok {
@@ -297,7 +297,7 @@ func (g *Gateway) resume(w http.ResponseWriter, c *call, m *jsonrpc.Message, sta
 			uw.conn.Refuse(a.key, msg)
 		}
 	}
-	name, _ := jsonrpc.MemberString(m.Params, nameMember(m.Method))
+	name := c.meta.name
 	if m.Method != pc.method || name != pc.name {
 		uw.conn.Abandon(pc.st)
 		refuse(pc.questions(), "gateway: the client's retry named another request")
@@ -322,13 +322,13 @@ func (g *Gateway) resume(w http.ResponseWriter, c *call, m *jsonrpc.Message, sta
 	}
 	st := g.newStream(uw, c.sseOK)
 	st.Keep = logFilter(c.meta.logLevel)
-	st.OnRequest = g.inputRequester(uw, m, c.caps, st)
+	st.OnRequest = g.inputRequester(c, m, st)
 	st.Expect(1)
 	var e *CallEvent
 	if g.observed && isToolsCall(m) {
 		// The retry carries the call's answer: its own event (the first
 		// request's ended with inputRequired).
-		e = g.newEvent(c, m, c.callee, uw.key.readOnly)
+		e = g.newEvent(c, m, c.callee(), uw.key.readOnly)
 		g.watchCall(e, m, st)
 	}
 	if !uw.conn.Retarget(pc.st, st, m.ID) {

@@ -307,7 +307,7 @@ func (g *Gateway) refusedInvalid(c *call, m *jsonrpc.Message, f failure) {
 	if !g.observed || !isToolsCall(m) {
 		return
 	}
-	e := g.newEvent(c, m, callee{kind: WorkerUser}, g.readOnly(c))
+	e := g.newEvent(c, m, callee{kind: WorkerUser}, c.readOnly)
 	e.Decision, e.Status, e.Outcome, e.ErrorCode = DecisionInvalid, f.status, OutcomeRefused, f.code
 	g.observer.Call(e)
 }

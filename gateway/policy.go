@@ -154,7 +154,7 @@ func (g *Gateway) stepUp(w http.ResponseWriter, c *call, msgs []*jsonrpc.Message
 		}
 		decision = DecisionReadOnly
 	}
-	g.refusedWith(c, m, to, g.readOnly(c), decision, http.StatusForbidden)
+	g.refusedWith(c, m, to, c.readOnly, decision, http.StatusForbidden)
 	return true
 }
 

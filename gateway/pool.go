@@ -2,40 +2,12 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"runtime/debug"
 	"strings"
 
-	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
-
-// inputCaps are the client capabilities a 2025 worker can ask for during a
-// request, in the order capsKeyOf lists them.
-var inputCaps = []string{"elicitation", "roots", "sampling"}
-
-// capsKeyOf is the bindKey caps of a 2026-07-28 request: the capabilities
-// of inputCaps its _meta clientCapabilities declares (as inputRequester
-// reads them: present is declared), comma-separated, with
-// "elicitation.url" for an elicitation capability that names url.
-func capsKeyOf(params json.RawMessage) string {
-	caps, _ := jsonrpc.Member(mustMeta(params), metaClientCapabilities)
-	var out []string
-	for _, c := range inputCaps {
-		v, ok := jsonrpc.Member(caps, c)
-		if !ok || v == nil {
-			continue
-		}
-		out = append(out, c)
-		if c == "elicitation" {
-			if u, ok := jsonrpc.Member(v, "url"); ok && u != nil {
-				out = append(out, "elicitation.url")
-			}
-		}
-	}
-	return strings.Join(out, ",")
-}
 
 // initializeCaps is the capabilities object of the gateway's initialize
 // for a 2025 worker of key caps: what the clients it serves declared.
@@ -52,43 +24,6 @@ func initializeCaps(caps string) map[string]any {
 		}
 	}
 	return out
-}
-
-// acquire returns the started per-user worker of key, starting it on the
-// key's first request, and marks it busy; release ends that. On a refusal
-// it returns the failure to answer with.
-func (g *Gateway) acquire(ctx context.Context, key bindKey) (*binding, failure, bool) {
-	g.mu.Lock()
-	if g.closing {
-		g.mu.Unlock()
-		return nil, errShuttingDown, false
-	}
-	uw := g.bound[key.slot()]
-	if uw == nil {
-		uw = g.newBinding(key)
-		if f, ok := g.admitLocked(uw); !ok {
-			g.mu.Unlock()
-			return nil, f, false
-		}
-		uw.ready = make(chan struct{})
-		uw.log = g.log.With("worker", uw.id[:len(g.opts.replicaPrefix())+10], "user", key.user, "read_only", key.readOnly)
-		g.bound[key.slot()] = uw
-		go g.startWorker(uw)
-	}
-	uw.busy.Add(1)
-	uw.lastUsed.Store(g.opts.Now().UnixNano())
-	g.mu.Unlock()
-	select {
-	case <-uw.ready:
-	case <-ctx.Done():
-		g.release(uw)
-		return nil, failure{}, false // the client has gone: nothing to answer
-	}
-	if uw.failed {
-		g.release(uw)
-		return nil, uw.fail, false
-	}
-	return uw, failure{}, true
 }
 
 // startWorker starts uw's process and holds the handshake with it, then
@@ -170,32 +105,10 @@ func (g *Gateway) startWorker(uw *binding) {
 	}
 }
 
-// keyOf returns the pool key of a request: its principal, user and
-// read-only flag, decided as for a session (docs/design.md, Read-only).
-func (g *Gateway) keyOf(c *call) bindKey {
-	k := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools}
-	if p := c.principal; p != nil {
-		k.owner, k.user, k.readOnly = p.Owner(), p.UserID, g.readOnly(c)
-		k.tools = toolsKey(c.granted)
-		k.owner.ClientID = ""
-	}
-	return k
-}
-
 // PerUserWorkers returns the number of per-user (2026-07-28) workers,
 // starting ones included.
 func (g *Gateway) PerUserWorkers() int {
 	return g.count(userGen)
-}
-
-// newStream returns the stream of one client request to uw: SSE when the
-// client accepts it, never a request of the worker's own (MCP 2026-07-28
-// §Receiving Messages), its bytes charged to uw's budget.
-func (g *Gateway) newStream(uw *binding, sseOK bool) *worker.Stream {
-	st := worker.NewStream(sseOK)
-	st.NoRequests = true
-	st.Budget = newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, uw.buf)
-	return st
 }
 
 // gatewayClientInfo is the clientInfo of the gateway's own requests to a

@@ -17,7 +17,7 @@ import (
 // (MCP 2025-11-25 §Sending Messages to the Server).
 func (g *Gateway) servePOST(w http.ResponseWriter, c *call) {
 	r := c.r
-	if !isJSONContent(r) {
+	if !c.jsonBody {
 		errContentType.write(w, nil)
 		return
 	}
@@ -41,7 +41,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, c *call) {
 	firstID := firstRequestID(msgs)
 
 	// MCP 2026-07-28 §Versioning: the revision is chosen per request.
-	version, supported := protocolVersion(r)
+	version, supported := c.version, c.versionOK
 	switch {
 	case version == modernVersion:
 		g.serveModern(w, c, msgs, batch)
@@ -114,7 +114,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, c *call) {
 		return
 	}
 	_, tools := s.rights()
-	c.bind(s)
+	c.b, c.conn, c.log = s, s.worker(), s.log
 	c.allowed = c.granted.and(tools)
 	c.acc = g.accessOf(c, s)
 	conn := c.conn
@@ -183,11 +183,11 @@ func (g *Gateway) servePOST(w http.ResponseWriter, c *call) {
 func (g *Gateway) forwardTo(c *call, m *jsonrpc.Message, st *worker.Stream) {
 	var e *CallEvent
 	if g.observed && isToolsCall(m) {
-		e = g.newEvent(c, m, c.callee, c.acc != readWrite)
+		e = g.newEvent(c, m, c.callee(), c.acc != readWrite)
 	}
 	refused := func(decision string) {
 		if g.observed && e == nil {
-			e = g.newEvent(c, m, c.callee, c.acc != readWrite)
+			e = g.newEvent(c, m, c.callee(), c.acc != readWrite)
 		}
 		if e != nil {
 			e.Decision = decision
@@ -218,7 +218,11 @@ func (g *Gateway) forwardTo(c *call, m *jsonrpc.Message, st *worker.Stream) {
 		filters = append(filters, c.then)
 	}
 	var rewrite func(json.RawMessage) json.RawMessage
-	if len(filters) > 0 {
+	switch len(filters) {
+	case 0:
+	case 1:
+		rewrite = filters[0]
+	default:
 		rewrite = func(res json.RawMessage) json.RawMessage {
 			for _, f := range filters {
 				res = f(res)
@@ -267,6 +271,14 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 	// The body is in: a long answer may now take its time.
 	_ = rc.SetReadDeadline(time.Time{})
 	return body, failure{}, true
+}
+
+// freshWriteDeadline gives what is written next a full WriteTimeout. After
+// a wait the request could not shorten (its body coming in, a worker's
+// start), the deadline it began with may have passed, and an answer written
+// under it, a 408 or a 504, would be lost.
+func (g *Gateway) freshWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
 }
 
 // parseBody decodes one message or a batch: -32700 for JSON that does not

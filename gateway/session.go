@@ -17,7 +17,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 	r := c.r
 	key := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools, session: g.newSessionID()}
 	if p := c.principal; p != nil {
-		key.owner, key.user, key.readOnly = p.Owner(), p.UserID, g.readOnly(c)
+		key.owner, key.user, key.readOnly = c.owner, p.UserID, c.readOnly
 		key.tools = toolsKey(c.granted)
 	}
 	s := g.newBinding(key)

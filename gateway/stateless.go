@@ -31,7 +31,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	c.meta = readModernMeta(m.Params)
+	c.meta = readModernMeta(m)
 	if f, ok := checkModernHeaders(r, m, c.meta); !ok {
 		g.log.Info("gateway: refused a "+modernVersion+" request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
 		g.refusedInvalid(c, m, f)
@@ -65,7 +65,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 	// A 2025-only worker is initialized with its clients' capabilities:
 	// one per set. Once the server's workers are known to be such, the
 	// set is part of the key from the start.
-	capsKey := capsKeyOf(m.Params)
+	capsKey := capsKeyOf(c.meta.caps)
 	if g.legacyWorkers.Load() {
 		key.caps = capsKey
 	}
@@ -83,7 +83,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 	release := sync.OnceFunc(func() { g.release(uw) })
 	defer release()
 	c.key = key
-	c.bind(uw)
+	c.b, c.conn, c.log = uw, uw.conn, uw.log // a per-user worker's conn is set once, before ready
 
 	switch m.Method {
 	case "server/discover":
@@ -94,7 +94,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 		g.serveListen(w, c, m, release)
 		return
 	case "tools/call":
-		name, _ := toolName(m.Params)
+		name := c.meta.name // checkModernHeaders refused an ambiguous one
 		binds, err := uw.headers.bindings(r.Context(), uw, name)
 		if err != nil {
 			errWorkerExitedW.write(w, m.ID)
@@ -109,9 +109,8 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 	}
 
 	defer g.calls.enter()() // a drain waits for the answer (not for listen streams)
-	c.caps, _ = jsonrpc.Member(mustMeta(m.Params), metaClientCapabilities)
 	if !uw.modern && mrtrMethods[m.Method] {
-		if state, ok := jsonrpc.MemberString(m.Params, "requestState"); ok && g.resume(w, c, m, state) {
+		if c.meta.hasState && g.resume(w, c, m, c.meta.state) {
 			return
 		}
 	}
@@ -126,7 +125,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 	if !uw.modern {
 		st.Keep = logFilter(c.meta.logLevel)
 		if mrtrMethods[m.Method] {
-			st.OnRequest = g.inputRequester(uw, m, c.caps, st)
+			st.OnRequest = g.inputRequester(c, m, st)
 		}
 	}
 	st.Expect(1)
@@ -144,6 +143,16 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 		// MCP 2026-07-28 §Cancellation: a closed stream cancels its request.
 		uw.conn.CancelStream(st)
 	}
+}
+
+// newStream returns the stream of one client request to uw: SSE when the
+// client accepts it, never a request of the worker's own (MCP 2026-07-28
+// §Receiving Messages), its bytes charged to uw's budget.
+func (g *Gateway) newStream(uw *binding, sseOK bool) *worker.Stream {
+	st := worker.NewStream(sseOK)
+	st.NoRequests = true
+	st.Budget = newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, uw.buf)
+	return st
 }
 
 // cacheable are the methods whose results carry ttlMs and cacheScope (MCP
@@ -271,11 +280,4 @@ func logFilter(level string) func(*jsonrpc.Message) bool {
 		l, ok := logLevels[p.Level]
 		return ok && l >= min
 	}
-}
-
-// mustMeta returns params._meta, read exactly (checkModernHeaders has
-// already refused an ambiguous one).
-func mustMeta(params json.RawMessage) json.RawMessage {
-	meta, _ := jsonrpc.Member(params, "_meta")
-	return meta
 }

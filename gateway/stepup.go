@@ -25,7 +25,7 @@ var initialized, _ = jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","method":"notificat
 // and its GET stream (the client reopens it). It reports false with the
 // failure to answer when the new worker could not be started.
 func (g *Gateway) replaceWorker(c *call, s *binding) (failure, bool) {
-	readOnly, granted := g.readOnly(c), c.granted
+	readOnly, granted := c.readOnly, c.granted
 	if !g.widens(s, granted, readOnly) {
 		return failure{}, true
 	}
