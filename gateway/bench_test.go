@@ -153,7 +153,7 @@ func BenchmarkModern(b *testing.B) {
 			b.ReportMetric(float64(g.PerUserWorkers()), "workers")
 			// Memory per active user: the resident set of the user's worker.
 			var rss int64
-			for _, uw := range g.readyWorkers() {
+			for _, uw := range g.liveBindings(userGen) {
 				rss += residentKiB(uw.conn.Pid())
 			}
 			b.ReportMetric(float64(rss)/float64(users), "worker-RSS-KiB/user")

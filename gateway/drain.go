@@ -36,19 +36,14 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	} else {
 		g.log.Info("gateway: drained: no call in flight")
 	}
-	g.mu.Lock()
-	sessions := make([]*session, 0, len(g.sessions))
-	for _, s := range g.sessions {
-		sessions = append(sessions, s)
-	}
-	g.mu.Unlock()
-	for _, s := range sessions {
-		s.conn.EndListen()
-	}
-	// 2026-07-28 subscriptions/listen streams end with their graceful
-	// completion result.
-	for _, uw := range g.readyWorkers() {
-		uw.subs.closeAll()
+	// Sessions' GET streams end; 2026-07-28 subscriptions/listen streams
+	// end with their graceful completion result.
+	for _, b := range g.liveBindings(nil) {
+		if b.gen == sessionGen {
+			b.worker().EndListen()
+		} else {
+			b.subs.closeAll()
+		}
 	}
 	return err
 }

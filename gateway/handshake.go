@@ -22,7 +22,7 @@ func (e *errRPC) Error() string { return "gateway: the worker answered " + strin
 
 // call sends the gateway's own request to uw's worker and waits for the
 // answer's result, bounded by ctx.
-func (uw *userWorker) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+func (uw *binding) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	p, err := jsonrpc.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (g *Gateway) gatewayMeta() map[string]any {
 // lists 2026-07-28 makes it a modern worker, which serves each request as
 // it comes. Anything else makes it a 2025 worker: the gateway initializes it
 // once, on 2025-11-25, and translates (translate.go).
-func (g *Gateway) handshake(ctx context.Context, uw *userWorker) error {
+func (g *Gateway) handshake(ctx context.Context, uw *binding) error {
 	probe, cancel := context.WithTimeout(ctx, max(g.opts.WorkerStartTimeout/2, time.Second))
 	res, err := uw.call(probe, "server/discover", map[string]any{"_meta": g.gatewayMeta()})
 	cancel()

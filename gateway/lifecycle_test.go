@@ -149,7 +149,7 @@ func TestDeleteAndCloseLeaveNoProcess(t *testing.T) {
 			g, srv := newTestGateway(t, Options{Logger: slog.New(exits)}, worker.LauncherOptions{Env: tc.env, StopGrace: grace})
 			type worker struct{ pid, child int }
 			var ws []worker
-			var sessions []*session
+			var sessions []*binding
 			for range 2 {
 				sid := rawSession(t, srv.URL)
 				_, m := callRaw(t, srv.URL, sid, "1", "pid", nil)

@@ -45,7 +45,7 @@ func (f *notifyFilter) wants(method string, params json.RawMessage) bool {
 	case "notifications/resources/list_changed":
 		return f.ResourcesListChanged
 	case "notifications/resources/updated":
-		uri, _ := exactString(params, "uri")
+		uri, _ := jsonrpc.MemberString(params, "uri")
 		return slices.Contains(f.ResourceSubscriptions, uri)
 	}
 	return false
@@ -169,7 +169,7 @@ func agreed(req notifyFilter, discover json.RawMessage) notifyFilter {
 
 // addListener registers l and widens the worker's own subscription when l asks for
 // more than it holds.
-func (g *Gateway) addListener(uw *userWorker, l *listener) (failure, bool) {
+func (g *Gateway) addListener(uw *binding, l *listener) (failure, bool) {
 	s := &uw.subs
 	s.mu.Lock()
 	if s.closed {
@@ -242,7 +242,7 @@ func (g *Gateway) addListener(uw *userWorker, l *listener) (failure, bool) {
 
 // removeListener unregisters l; the last one out ends the worker's own
 // subscription.
-func (g *Gateway) removeListener(uw *userWorker, l *listener) {
+func (g *Gateway) removeListener(uw *binding, l *listener) {
 	s := &uw.subs
 	s.mu.Lock()
 	delete(s.listeners, l)
@@ -284,12 +284,13 @@ func (g *Gateway) removeListener(uw *userWorker, l *listener) {
 // use of uw (acquire), so that an open listen does not keep the worker from
 // idle reaping, which ends it with its completion result. It ends so too at
 // the expiry of the token it was opened with, or after MaxStreamLifetime.
-func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWorker, m *jsonrpc.Message, sseOK bool, release func()) {
-	if !sseOK {
+func (g *Gateway) serveListen(w http.ResponseWriter, c *call, m *jsonrpc.Message, release func()) {
+	r, uw := c.r, c.b
+	if !c.sseOK {
 		failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}.write(w, m.ID)
 		return
 	}
-	raw, ok := exactMember(m.Params, "notifications")
+	raw, ok := jsonrpc.Member(m.Params, "notifications")
 	var req notifyFilter
 	if !ok || raw == nil || json.Unmarshal(raw, &req) != nil {
 		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}.write(w, m.ID)
@@ -302,14 +303,14 @@ func (g *Gateway) serveListen(w http.ResponseWriter, r *http.Request, uw *userWo
 	l := &listener{id: m.ID, filter: agreed(req, uw.discover), notify: make(chan struct{}, 1)}
 	if f, ok := g.addListener(uw, l); !ok {
 		if f.isLimit() {
-			g.refusedAtEdge(r, m, uw.callee(), uw.key.readOnly, f)
+			g.refusedAtEdge(c, m, c.callee(), uw.key.readOnly, f)
 		}
 		f.write(w, m.ID)
 		return
 	}
 	defer g.removeListener(uw, l)
 	release()
-	end, stopEnd := g.streamEnd(r)
+	end, stopEnd := g.streamEnd(c)
 	defer stopEnd()
 
 	sw := g.newSSEWriter(w)

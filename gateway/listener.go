@@ -296,16 +296,17 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // markAuthenticated tells the request's connection, if it came through a
-// LimitListener, that a request on it has passed every check. It reports
+// LimitListener, that a request on it, of principal p, has passed every
+// check. It reports
 // false when the request's principal holds every connection its share
 // allows (ListenerOptions.MaxConnectionsPerPrincipal): refuse the request.
-func markAuthenticated(r *http.Request) bool {
+func markAuthenticated(r *http.Request, p *auth.Principal) bool {
 	c, ok := r.Context().Value(connKey{}).(*limitConn)
 	if !ok {
 		return true
 	}
 	var who *auth.PrincipalKey
-	if p := auth.PrincipalFrom(r.Context()); p != nil {
+	if p != nil {
 		k := p.Key()
 		who = &k
 	}

@@ -36,22 +36,48 @@ var removedMethods = map[string]bool{
 }
 
 // modernMeta is what the gateway reads from a modern request's params._meta,
-// with exact keys, as a worker reads them.
+// with exact keys, as a worker reads them, and the params member Mcp-Name
+// mirrors: read once, at the edge, for every check that needs them.
 type modernMeta struct {
-	version  string // io.modelcontextprotocol/protocolVersion; "" when absent
-	hasCaps  bool   // io.modelcontextprotocol/clientCapabilities is an object
-	logLevel string // io.modelcontextprotocol/logLevel; "" when absent
-	ok       bool   // params and _meta could be read unambiguously
+	version  string          // io.modelcontextprotocol/protocolVersion; "" when absent
+	hasCaps  bool            // io.modelcontextprotocol/clientCapabilities is an object
+	caps     json.RawMessage // io.modelcontextprotocol/clientCapabilities; nil when absent
+	logLevel string          // io.modelcontextprotocol/logLevel; "" when absent
+	ok       bool            // params and _meta could be read unambiguously
+
+	// name is the value of params' nameMember (a tools/call's tool name);
+	// nameOK is false when there is no such member for the method, or it is
+	// absent, ambiguous or not a string (jsonrpc.MemberString).
+	name   string
+	nameOK bool
+	// state is params.requestState (MCP 2026-07-28 §Multi Round-Trip
+	// Requests), read exactly; hasState is false when it is absent,
+	// ambiguous or not a string.
+	state    string
+	hasState bool
 }
 
-// readModernMeta reads params._meta. ok is false when params or _meta is
-// not an object or has a key twice (then the gateway and a worker could
-// disagree on what it says).
-func readModernMeta(params json.RawMessage) modernMeta {
+// readModernMeta reads m's params._meta and name member. ok is false when
+// params or _meta is not an object or has a key twice (then the gateway and
+// a worker could disagree on what it says).
+func readModernMeta(m *jsonrpc.Message) modernMeta {
+	member := nameMember(m.Method)
+	meta := readMeta(m.Params)
+	if member != "" {
+		meta.name, meta.nameOK = jsonrpc.MemberString(m.Params, member)
+	}
+	if mrtrMethods[m.Method] {
+		meta.state, meta.hasState = jsonrpc.MemberString(m.Params, "requestState")
+	}
+	return meta
+}
+
+// readMeta is readModernMeta's reading of params._meta.
+func readMeta(params json.RawMessage) modernMeta {
 	if len(bytes.TrimSpace(params)) == 0 {
 		return modernMeta{ok: true}
 	}
-	meta, ok := exactMember(params, "_meta")
+	meta, ok := jsonrpc.Member(params, "_meta")
 	if !ok {
 		return modernMeta{}
 	}
@@ -59,78 +85,18 @@ func readModernMeta(params json.RawMessage) modernMeta {
 		return modernMeta{ok: true}
 	}
 	var m modernMeta
-	v, ok1 := exactMember(meta, metaProtocolVersion)
-	c, ok2 := exactMember(meta, metaClientCapabilities)
-	l, ok3 := exactMember(meta, metaLogLevel)
+	v, ok1 := jsonrpc.Member(meta, metaProtocolVersion)
+	c, ok2 := jsonrpc.Member(meta, metaClientCapabilities)
+	l, ok3 := jsonrpc.Member(meta, metaLogLevel)
 	if !ok1 || !ok2 || !ok3 {
 		return modernMeta{}
 	}
 	_ = json.Unmarshal(v, &m.version)
 	_ = json.Unmarshal(l, &m.logLevel)
 	m.hasCaps = len(c) > 0 && c[0] == '{'
+	m.caps = c
 	m.ok = true
 	return m
-}
-
-// exactMember returns the member of JSON object obj whose key is exactly
-// key, or nil when there is none. ok is false when obj is not an object, or
-// when a key equal to key ignoring case appears twice or spelled otherwise:
-// encoding/json and the SDKs would then read different members, so the
-// gateway refuses to decide on it (docs/design.md, Two readers).
-//
-// A plain object (valid JSON, no escaped keys) is read by a scan that
-// decodes nothing; anything else by encoding/json's tokenizer, which decides
-// the odd cases (TestExactMemberScanAgrees).
-func exactMember(obj json.RawMessage, key string) (val json.RawMessage, ok bool) {
-	if v, plain := jsonrpc.PlainMember(obj, key, nil); plain && jsonrpc.Valid(obj) {
-		return v, true
-	}
-	return decodeExactMember(obj, key)
-}
-
-// decodeExactMember is exactMember by encoding/json's tokenizer.
-func decodeExactMember(obj json.RawMessage, key string) (val json.RawMessage, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	seen := false
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		k, _ := t.(string)
-		var raw json.RawMessage
-		if dec.Decode(&raw) != nil {
-			return nil, false
-		}
-		if !strings.EqualFold(k, key) {
-			continue
-		}
-		if seen || k != key {
-			return nil, false
-		}
-		seen, val = true, raw
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, false
-	}
-	return val, true
-}
-
-// exactString is exactMember for a string member; ok is false when the
-// member is absent, ambiguous or not a string.
-func exactString(obj json.RawMessage, key string) (string, bool) {
-	raw, ok := exactMember(obj, key)
-	if !ok || raw == nil {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
 }
 
 // nameMember is the params member that Mcp-Name mirrors (MCP 2026-07-28
@@ -179,7 +145,7 @@ func checkModernHeaders(r *http.Request, m *jsonrpc.Message, meta modernMeta) (f
 		if !ok {
 			return headerMismatch("the Mcp-Name header has invalid characters or Base64"), false
 		}
-		body, ok := exactString(m.Params, member)
+		body, ok := meta.name, meta.nameOK
 		if !ok {
 			return headerMismatch("params." + member + " must be one string, named exactly so"), false
 		}
@@ -227,7 +193,7 @@ func decodeHeaderValue(v string) (string, bool) {
 func bodyMetaVersion(msgs []*jsonrpc.Message) string {
 	for _, m := range msgs {
 		if m.IsRequest() {
-			if v := readModernMeta(m.Params).version; v != "" {
+			if v := readMeta(m.Params).version; v != "" {
 				return v
 			}
 		}

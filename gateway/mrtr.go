@@ -149,14 +149,14 @@ func (pc *parkedCall) questions() []ask { return pc.asks }
 // becomes part of the answer to the client's request id, an input_required
 // result whose requestState names the parked call. A request the client did
 // not declare the capability for, or any other, is refused to the worker.
-func (g *Gateway) inputRequester(uw *userWorker, m *jsonrpc.Message, caps json.RawMessage, st *worker.Stream) func(*jsonrpc.Message, string) bool {
-	name, _ := exactString(m.Params, nameMember(m.Method))
+func (g *Gateway) inputRequester(c *call, m *jsonrpc.Message, st *worker.Stream) func(*jsonrpc.Message, string) bool {
+	uw, caps, name := c.b, c.meta.caps, c.meta.name
 	return func(req *jsonrpc.Message, key string) bool {
 		cap, ok := inputMethods[req.Method]
 		if !ok {
 			return false
 		}
-		if v, ok := exactMember(caps, cap); !ok || v == nil {
+		if v, ok := jsonrpc.Member(caps, cap); !ok || v == nil {
 			// MCP 2026-07-28: a request that needs a capability the client
 			// did not declare gets MissingRequiredClientCapabilityError.
 			uw.log.Info("gateway: the worker needs a client capability the 2026-07-28 client did not declare", "method", req.Method)
@@ -200,7 +200,7 @@ func (p *parking) has(st *worker.Stream) bool {
 // result (MCP 2026-07-28 §Multi Round-Trip Requests: inputRequests is a
 // map). A question that comes after the result went out is asked on the
 // client's retry.
-func (g *Gateway) park(uw *userWorker, pc *parkedCall, a ask) bool {
+func (g *Gateway) park(uw *binding, pc *parkedCall, a ask) bool {
 	pc.state = newSessionID()
 	st := pc.st
 	// Set before pc is filed, so that whoever takes it sees the timer.
@@ -226,7 +226,7 @@ func (g *Gateway) park(uw *userWorker, pc *parkedCall, a ask) bool {
 // the worker wrote so far. When calls have questions waiting, their
 // result goes out once the worker has been quiet for questionQuiet; any
 // message meanwhile starts the wait again.
-func (g *Gateway) gatherParked(uw *userWorker) {
+func (g *Gateway) gatherParked(uw *binding) {
 	p := &uw.parked
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -250,7 +250,7 @@ func (g *Gateway) gatherParked(uw *userWorker) {
 // questions are all in (see gatherParked). A call the worker
 // answered meanwhile (its stream has no request left) keeps its answer:
 // its questions are refused to the worker instead.
-func (g *Gateway) sendParked(uw *userWorker) {
+func (g *Gateway) sendParked(uw *binding) {
 	for _, pc := range uw.parked.unsent() {
 		if pc.st.Answered() {
 			if uw.parked.take(pc.state) != nil {
@@ -285,7 +285,8 @@ func (g *Gateway) sendParked(uw *userWorker) {
 // is not one the gateway minted for this worker: then it is the worker's
 // own (a 2025 server may use the same fields) and the request is forwarded
 // as it is.
-func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker, m *jsonrpc.Message, meta modernMeta, caps json.RawMessage, state string, jsonOK, sseOK bool) bool {
+func (g *Gateway) resume(w http.ResponseWriter, c *call, m *jsonrpc.Message, state string) bool {
+	r, uw := c.r, c.b
 	pc := uw.parked.take(state)
 	if pc == nil {
 		return false
@@ -296,22 +297,22 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 			uw.conn.Refuse(a.key, msg)
 		}
 	}
-	name, _ := exactString(m.Params, nameMember(m.Method))
+	name := c.meta.name
 	if m.Method != pc.method || name != pc.name {
 		uw.conn.Abandon(pc.st)
 		refuse(pc.questions(), "gateway: the client's retry named another request")
 		f := failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: requestState belongs to another request; send the request again without it", nil}
-		g.refusedInvalid(r, m, f)
+		g.refusedInvalid(c, m, f)
 		f.write(w, m.ID)
 		return true
 	}
-	responses, _ := exactMember(m.Params, "inputResponses")
+	responses, _ := jsonrpc.Member(m.Params, "inputResponses")
 	var answered, open []ask
 	answers := map[string]json.RawMessage{}
 	for _, a := range pc.questions() {
 		var answer json.RawMessage
 		if responses != nil {
-			answer, _ = exactMember(responses, a.key)
+			answer, _ = jsonrpc.Member(responses, a.key)
 		}
 		if answer == nil {
 			open = append(open, a) // MRTR: a question left unanswered is asked again
@@ -319,15 +320,15 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 		}
 		answered, answers[a.key] = append(answered, a), answer
 	}
-	st := g.newStream(uw, sseOK)
-	st.Keep = logFilter(meta.logLevel)
-	st.OnRequest = g.inputRequester(uw, m, caps, st)
+	st := g.newStream(uw, c.sseOK)
+	st.Keep = logFilter(c.meta.logLevel)
+	st.OnRequest = g.inputRequester(c, m, st)
 	st.Expect(1)
 	var e *CallEvent
 	if g.observed && isToolsCall(m) {
 		// The retry carries the call's answer: its own event (the first
 		// request's ended with inputRequired).
-		e = g.newEvent(r, m, uw.callee(), uw.key.readOnly)
+		e = g.newEvent(c, m, c.callee(), uw.key.readOnly)
 		g.watchCall(e, m, st)
 	}
 	if !uw.conn.Retarget(pc.st, st, m.ID) {
@@ -358,7 +359,7 @@ func (g *Gateway) resume(w http.ResponseWriter, r *http.Request, uw *userWorker,
 	if len(open) > 0 {
 		g.sendParked(uw) // the questions left go out now, together
 	}
-	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)
+	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, c.jsonOK, nil)
 	if !st.Answered() {
 		uw.conn.CancelStream(st)
 	}

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -148,18 +147,14 @@ type callee struct {
 	pid       int
 }
 
-func (s *session) callee() callee {
-	return callee{session: s.id[:8], kind: WorkerSession, pid: s.worker().Pid()}
-}
-
 // calleeOf is the callee of a request refused before its body was read:
 // its session, when it names one its principal owns.
-func (g *Gateway) calleeOf(r *http.Request) callee {
-	if r.Header.Get("MCP-Protocol-Version") == modernVersion {
+func (g *Gateway) calleeOf(c *call) callee {
+	if c.r.Header.Get("MCP-Protocol-Version") == modernVersion {
 		return callee{kind: WorkerUser}
 	}
-	if sid := r.Header.Get("MCP-Session-Id"); sid != "" {
-		if s := g.lookup(r, sid); s != nil {
+	if sid := c.r.Header.Get("MCP-Session-Id"); sid != "" {
+		if s := g.lookup(c, sid); s != nil {
 			return s.callee()
 		}
 	}
@@ -190,27 +185,24 @@ func (x *exitReason) getFor(c *worker.Conn) string {
 	return ExitCrashed
 }
 
-func (uw *userWorker) callee() callee {
-	return callee{workerKey: uw.id, kind: WorkerUser, pid: uw.conn.Pid()}
-}
-
-// newEvent starts the event of request m (nil: its body was not read) of r.
-func (g *Gateway) newEvent(r *http.Request, m *jsonrpc.Message, c callee, readOnly bool) *CallEvent {
+// newEvent starts the event of request m (nil: its body was not read) of
+// call c, to the worker to.
+func (g *Gateway) newEvent(c *call, m *jsonrpc.Message, to callee, readOnly bool) *CallEvent {
 	e := &CallEvent{
 		Time: g.opts.Now(), User: g.opts.LocalUser, ReadOnly: readOnly,
-		Session: c.session, WorkerKey: c.workerKey, WorkerKind: c.kind, WorkerPid: c.pid,
+		Session: to.session, WorkerKey: to.workerKey, WorkerKind: to.kind, WorkerPid: to.pid,
 		Decision: DecisionAllowed,
 	}
-	if p := auth.PrincipalFrom(r.Context()); p != nil {
+	if p := c.principal; p != nil {
 		e.User, e.ClientID, e.Issuer = p.UserID, p.ClientID, p.Issuer
 		e.ReadOnly = e.ReadOnly || p.ReadOnly
 	}
-	e.Protocol, _ = protocolVersion(r)
+	e.Protocol, _ = protocolVersion(c.r)
 	e.Protocol = clip(e.Protocol)
 	if m != nil {
 		e.Method, e.RequestID = clip(m.Method), idText(m.ID)
 		if m.Method == "initialize" {
-			if v, ok := exactString(m.Params, "protocolVersion"); ok {
+			if v, ok := jsonrpc.MemberString(m.Params, "protocolVersion"); ok {
 				e.Protocol = clip(v)
 			}
 		}
@@ -288,8 +280,8 @@ func (g *Gateway) traced(r *http.Request, m *jsonrpc.Message) (*jsonrpc.Message,
 
 // refusedAtEdge reports a request refused by a limit before it reached a
 // worker (408, 413, 429, 503); m is nil when its body was not read.
-func (g *Gateway) refusedAtEdge(r *http.Request, m *jsonrpc.Message, c callee, readOnly bool, f failure) {
-	e := g.newEvent(r, m, c, readOnly)
+func (g *Gateway) refusedAtEdge(c *call, m *jsonrpc.Message, to callee, readOnly bool, f failure) {
+	e := g.newEvent(c, m, to, readOnly)
 	e.Decision, e.Status, e.Outcome = DecisionLimit, f.status, OutcomeRefused
 	e.ErrorCode = f.code
 	g.observer.Call(e)
@@ -297,11 +289,11 @@ func (g *Gateway) refusedAtEdge(r *http.Request, m *jsonrpc.Message, c callee, r
 
 // refusedWith reports request m refused before a worker with decision and
 // an HTTP status (a step-up challenge's 403).
-func (g *Gateway) refusedWith(r *http.Request, m *jsonrpc.Message, c callee, readOnly bool, decision string, status int) {
+func (g *Gateway) refusedWith(c *call, m *jsonrpc.Message, to callee, readOnly bool, decision string, status int) {
 	if !g.observed {
 		return
 	}
-	e := g.newEvent(r, m, c, readOnly)
+	e := g.newEvent(c, m, to, readOnly)
 	e.Decision, e.Status, e.Outcome = decision, status, OutcomeRefused
 	g.observer.Call(e)
 }
@@ -311,11 +303,11 @@ func (g *Gateway) refusedWith(r *http.Request, m *jsonrpc.Message, c callee, rea
 // like) or it carries another call's requestState: a tool name smuggled
 // past a proxy that routes or filters on the header, or a replayed state,
 // is worth an audit line.
-func (g *Gateway) refusedInvalid(r *http.Request, m *jsonrpc.Message, f failure) {
+func (g *Gateway) refusedInvalid(c *call, m *jsonrpc.Message, f failure) {
 	if !g.observed || !isToolsCall(m) {
 		return
 	}
-	e := g.newEvent(r, m, callee{kind: WorkerUser}, g.opts.ReadOnly || g.readOnlyToken(r))
+	e := g.newEvent(c, m, callee{kind: WorkerUser}, c.readOnly)
 	e.Decision, e.Status, e.Outcome, e.ErrorCode = DecisionInvalid, f.status, OutcomeRefused, f.code
 	g.observer.Call(e)
 }

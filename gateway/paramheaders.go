@@ -36,7 +36,7 @@ type headerTable struct {
 
 // load reads the worker's tools/list (every page) and keeps the bindings. A
 // worker that refuses tools/list has no tools and so no bindings.
-func (h *headerTable) load(ctx context.Context, uw *userWorker) error {
+func (h *headerTable) load(ctx context.Context, uw *binding) error {
 	tools := map[string][]paramBinding{}
 	cursor := ""
 	for range maxToolPages {
@@ -104,7 +104,7 @@ func schemaBindings(schema json.RawMessage, prefix []string, out []paramBinding)
 
 // bindings returns a tool's bindings, reloading the table first when the
 // worker said its tools changed.
-func (h *headerTable) bindings(ctx context.Context, uw *userWorker, tool string) ([]paramBinding, error) {
+func (h *headerTable) bindings(ctx context.Context, uw *binding, tool string) ([]paramBinding, error) {
 	h.mu.Lock()
 	stale := h.stale || h.tools == nil
 	h.mu.Unlock()
@@ -130,7 +130,7 @@ func (h *headerTable) markStale() {
 // compared as numbers, Base64 sentinel decoded). The arguments are read with
 // exact keys, as the worker reads them.
 func checkParamHeaders(r *http.Request, params json.RawMessage, binds []paramBinding) (failure, bool) {
-	args, ok := exactMember(params, "arguments")
+	args, ok := jsonrpc.Member(params, "arguments")
 	if !ok {
 		return headerMismatch("params.arguments must be an object without duplicate keys"), false
 	}
@@ -176,7 +176,7 @@ func lookupPath(args json.RawMessage, path []string) (val json.RawMessage, prese
 		if cur == nil || string(cur) == "null" {
 			return nil, false, true
 		}
-		v, ok := exactMember(cur, k)
+		v, ok := jsonrpc.Member(cur, k)
 		if !ok {
 			return nil, false, false
 		}
@@ -217,7 +217,7 @@ func primitiveEqual(header string, val json.RawMessage) bool {
 // intercept is the worker's notification hook: list changes and resource
 // updates go to the subscriptions/listen streams that asked for them, and
 // tools/list_changed also makes the header table stale.
-func (uw *userWorker) intercept(m *jsonrpc.Message) bool {
+func (uw *binding) intercept(m *jsonrpc.Message) bool {
 	switch m.Method {
 	case "notifications/tools/list_changed":
 		uw.headers.markStale()

@@ -3,8 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
@@ -14,63 +12,15 @@ import (
 // Everything else in params passes through unread.
 
 // toolName reads the tool name of a tools/call's params the way a worker
-// does: the member named exactly "name". It reports ok only when the name is
-// unambiguous: one member whose key equals "name" ignoring case, spelled
-// exactly so, holding a string. encoding/json matches struct fields without
-// regard to case and keeps the last duplicate, while SDKs match exactly, so
-// {"name":"write","Name":"echo"} would otherwise pass the gateway's
-// read-only check as echo and run as write.
-//
-// Plain params (valid JSON, no escaped keys: what clients send) are read by
-// a scan that decodes nothing but the name; anything else by encoding/json's
-// tokenizer, which is what decides the odd cases (TestToolNameScanAgrees).
+// does: the member named exactly "name" (jsonrpc.MemberString). It reports
+// ok only when the name is unambiguous: one member whose key equals "name"
+// ignoring case, spelled exactly so, holding a string. encoding/json
+// matches struct fields without regard to case and keeps the last
+// duplicate, while SDKs match exactly, so {"name":"write","Name":"echo"}
+// would otherwise pass the gateway's read-only check as echo and run as
+// write.
 func toolName(params json.RawMessage) (name string, ok bool) {
-	if v, plain := jsonrpc.PlainMember(params, "name", nil); plain && jsonrpc.Valid(params) {
-		if v == nil {
-			return "", false
-		}
-		if v[0] == '"' { // valid JSON: a whole string, quotes included
-			if s := v[1 : len(v)-1]; bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
-				return string(s), true // what encoding/json would decode, without its decoder
-			}
-		}
-		if json.Unmarshal(v, &name) != nil {
-			return "", false
-		}
-		return name, true
-	}
-	return decodeToolName(params)
-}
-
-// decodeToolName is toolName by encoding/json's tokenizer.
-func decodeToolName(params json.RawMessage) (name string, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(params))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", false
-	}
-	seen := false
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		key, _ := t.(string)
-		if !strings.EqualFold(key, "name") {
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return "", false
-			}
-			continue
-		}
-		if seen || key != "name" || dec.Decode(&name) != nil {
-			return "", false
-		}
-		seen = true
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return "", false
-	}
-	return name, seen
+	return jsonrpc.MemberString(params, "name")
 }
 
 // progressToken returns the jsonrpc.Key of a decoded request's

@@ -15,16 +15,6 @@ import (
 // means no policy decides, and read-only alone limits the tools.
 type toolSet map[string]bool
 
-// grantOf returns the tools the request's token may reach, nil without a
-// policy (or without a principal: the localhost mode).
-func grantOf(r *http.Request) toolSet {
-	p := auth.PrincipalFrom(r.Context())
-	if p == nil || p.Tools == nil {
-		return nil
-	}
-	return set(p.Tools)
-}
-
 // list returns the set's names, sorted; nil for nil.
 func (t toolSet) list() []string {
 	if t == nil {
@@ -88,13 +78,6 @@ func (g *Gateway) onlySafe(t toolSet) bool {
 	return true
 }
 
-// readOnlyToken reports whether the request's token may run no writing
-// tool: it lacks the write scope, or the policy grants it only safe tools.
-func (g *Gateway) readOnlyToken(r *http.Request) bool {
-	p := auth.PrincipalFrom(r.Context())
-	return p != nil && (p.ReadOnly || (p.Tools != nil && g.onlySafe(set(p.Tools))))
-}
-
 // policyRefusal decides a tools/call against the tools the request may
 // reach (allowed, nil: no policy) and returns its refusal, or nil. The name
 // is read as the worker reads it; an ambiguous one is refused. tools/call
@@ -145,8 +128,9 @@ func sessionRightsRefusal(id json.RawMessage, tool string) []byte {
 // A challenge is a refusal like any other: it is reported to the observers
 // (the audit trail, the metrics) here, on either protocol generation, with
 // DecisionPolicy under auth.policies and DecisionReadOnly in the simple
-// form; c is the worker the call would have gone to.
-func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch bool, granted toolSet, c callee) bool {
+// form; to is the worker the call would have gone to.
+func (g *Gateway) stepUp(w http.ResponseWriter, c *call, msgs []*jsonrpc.Message, batch bool, to callee) bool {
+	r, granted := c.r, c.granted
 	if batch || len(msgs) != 1 || !msgs[0].IsRequest() || !strings.EqualFold(msgs[0].Method, "tools/call") {
 		return false
 	}
@@ -163,14 +147,14 @@ func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc
 	case g.opts.ReadOnly || g.safe[name]:
 		return false
 	default:
-		p := auth.PrincipalFrom(r.Context())
+		p := c.principal
 		if p == nil || !p.ReadOnly || !auth.WriteScopeRequired(w, r,
 			"tool '"+clip(name)+"' changes data and needs the write scope; ask the authorization server for a token with it") {
 			return false
 		}
 		decision = DecisionReadOnly
 	}
-	g.refusedWith(r, m, c, g.opts.ReadOnly || g.readOnlyToken(r), decision, http.StatusForbidden)
+	g.refusedWith(c, m, to, c.readOnly, decision, http.StatusForbidden)
 	return true
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -16,20 +15,20 @@ import (
 
 // servePOST handles one POST: a JSON-RPC message, or a batch on 2025-03-26
 // (MCP 2025-11-25 §Sending Messages to the Server).
-func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
-	if !isJSONContent(r) {
+func (g *Gateway) servePOST(w http.ResponseWriter, c *call) {
+	r := c.r
+	if !c.jsonBody {
 		errContentType.write(w, nil)
 		return
 	}
-	jsonOK, sseOK := accepts(r)
-	if !jsonOK && !sseOK {
+	if !c.jsonOK && !c.sseOK {
 		errAcceptPOST.write(w, nil)
 		return
 	}
 	body, f, ok := g.readBody(w, r)
 	if !ok {
 		if f.isLimit() {
-			g.refusedAtEdge(r, nil, g.calleeOf(r), false, f)
+			g.refusedAtEdge(c, nil, g.calleeOf(c), false, f)
 		}
 		f.write(w, nil)
 		return
@@ -42,10 +41,10 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	firstID := firstRequestID(msgs)
 
 	// MCP 2026-07-28 §Versioning: the revision is chosen per request.
-	version, supported := protocolVersion(r)
+	version, supported := c.version, c.versionOK
 	switch {
 	case version == modernVersion:
-		g.serveModern(w, r, msgs, batch, jsonOK, sseOK)
+		g.serveModern(w, c, msgs, batch)
 		return
 	case !supported:
 		unsupportedVersion(version).write(w, firstID)
@@ -75,11 +74,11 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		case !msgs[0].IsRequest():
 			errInvalid.write(w, nil)
 		default:
-			g.initialize(w, r, msgs[0], jsonOK, sseOK)
+			g.initialize(w, c, msgs[0])
 		}
 		return
 	}
-	s := g.sessionOf(w, r, firstID)
+	s := g.sessionOf(w, c, firstID)
 	if s == nil {
 		return
 	}
@@ -99,16 +98,15 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 	// write-scoped token of the same owner opened (docs/design.md, Read-only).
 	// The policy is decided per request too: what the token grants, and
 	// of that what the session's worker was started with (never more).
-	granted := grantOf(r)
-	if g.stepUp(w, r, msgs, batch, granted, s.callee()) {
+	if g.stepUp(w, c, msgs, batch, s.callee()) {
 		s.log.Info("gateway: asked a token to step up for a tool")
 		return
 	}
-	if f, ok := g.replaceWorker(r, s, granted); !ok {
+	if f, ok := g.replaceWorker(c, s); !ok {
 		if f.isLimit() {
 			for _, m := range msgs {
 				if m.IsRequest() {
-					g.refusedAtEdge(r, m, s.callee(), g.accessOf(r, s) != readWrite, f)
+					g.refusedAtEdge(c, m, s.callee(), g.accessOf(c, s) != readWrite, f)
 				}
 			}
 		}
@@ -116,14 +114,15 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, tools := s.rights()
-	allowed := granted.and(tools)
-	conn := s.worker()
-	acc := g.accessOf(r, s)
+	c.b, c.conn, c.log = s, s.worker(), s.log
+	c.allowed = c.granted.and(tools)
+	c.acc = g.accessOf(c, s)
+	conn := c.conn
 	// A token that grants less than the session's worker holds (a
 	// step-down) may not steer what a wider token's requests do there,
 	// as a read-only one may not on a read-write session.
-	narrower := acc == readOnlyRequest || !granted.covers(tools)
-	st := worker.NewStream(sseOK)
+	narrower := c.acc == readOnlyRequest || !c.granted.covers(tools)
+	st := worker.NewStream(c.sseOK)
 	st.Budget = g.streamBudget(s)
 	st.Expect(calls)
 	gone := false
@@ -131,7 +130,7 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		var err error
 		switch {
 		case m.IsRequest():
-			g.forward(r, s, conn, m, st, acc, allowed, granted)
+			g.forwardTo(c, m, st)
 		case m.IsNotification() && !strings.HasPrefix(m.Method, "notifications/"):
 			// MCP defines no client notification outside notifications/;
 			// a worker that ran, say, an id-less tools/call would bypass
@@ -170,47 +169,40 @@ func (g *Gateway) servePOST(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	g.writeStream(w, r, st, jsonOK, batchOrder(batch, msgs))
+	g.writeStream(w, r, st, c.jsonOK, batchOrder(batch, msgs))
 }
 
-// forward sends one client request to the session's worker, applying the
-// policy and read-only rules on the way (docs/design.md, Read-only).
-func (g *Gateway) forward(r *http.Request, s *session, conn *worker.Conn, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet) {
-	c := callee{session: s.id[:8], kind: WorkerSession, pid: conn.Pid()}
-	g.forwardTo(r, c, conn, s.log, m, st, acc, allowed, granted, nil)
-}
-
-// forwardTo sends one client request to conn, applying the policy (allowed:
-// what the request may reach on this worker; granted: what its token
-// grants; nil without a policy) and the read-only rules on the way
-// (docs/design.md, Read-only), the same for sessions and per-user workers: the body as a
-// worker reads it decides, never a header. then, when set, rewrites the
-// result after the filters. Every tools/call, and every refusal, is
-// reported to the observers once answered (observe.go); c says which
-// worker it went to.
-func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *slog.Logger, m *jsonrpc.Message, st *worker.Stream, acc access, allowed, granted toolSet, then func(json.RawMessage) json.RawMessage) {
+// forwardTo sends one client request to the call's worker, applying the
+// policy (c.allowed: what the request may reach on this worker; c.granted:
+// what its token grants; nil without a policy) and the read-only rules on
+// the way (docs/design.md, Read-only), the same for sessions and per-user
+// workers: the body as a worker reads it decides, never a header. c.then,
+// when set, rewrites the result after the filters. Every tools/call, and
+// every refusal, is reported to the observers once answered (observe.go);
+// c.callee says which worker it went to.
+func (g *Gateway) forwardTo(c *call, m *jsonrpc.Message, st *worker.Stream) {
 	var e *CallEvent
 	if g.observed && isToolsCall(m) {
-		e = g.newEvent(r, m, c, acc != readWrite)
+		e = g.newEvent(c, m, c.callee(), c.acc != readWrite)
 	}
 	refused := func(decision string) {
 		if g.observed && e == nil {
-			e = g.newEvent(r, m, c, acc != readWrite)
+			e = g.newEvent(c, m, c.callee(), c.acc != readWrite)
 		}
 		if e != nil {
 			e.Decision = decision
 			g.watchCall(e, m, st)
 		}
 	}
-	if refusal := policyRefusal(log, m, allowed, granted); refusal != nil {
+	if refusal := policyRefusal(c.log, m, c.allowed, c.granted); refusal != nil {
 		refused(DecisionPolicy)
 		st.Answer(m.ID, refusal)
 		return
 	}
 	var filters []func(json.RawMessage) json.RawMessage
 	list := strings.EqualFold(m.Method, "tools/list")
-	if acc != readWrite {
-		if refusal := g.refuse(log, m, acc); refusal != nil {
+	if c.acc != readWrite {
+		if refusal := g.refuse(c.log, m, c.acc); refusal != nil {
 			refused(DecisionReadOnly)
 			st.Answer(m.ID, refusal)
 			return
@@ -219,14 +211,18 @@ func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *s
 			filters = append(filters, g.filterTools)
 		}
 	}
-	if allowed != nil && list {
-		filters = append(filters, filterAllowed(allowed))
+	if c.allowed != nil && list {
+		filters = append(filters, filterAllowed(c.allowed))
 	}
-	if then != nil {
-		filters = append(filters, then)
+	if c.then != nil {
+		filters = append(filters, c.then)
 	}
 	var rewrite func(json.RawMessage) json.RawMessage
-	if len(filters) > 0 {
+	switch len(filters) {
+	case 0:
+	case 1:
+		rewrite = filters[0]
+	default:
 		rewrite = func(res json.RawMessage) json.RawMessage {
 			for _, f := range filters {
 				res = f(res)
@@ -240,9 +236,9 @@ func (g *Gateway) forwardTo(r *http.Request, c callee, conn *worker.Conn, log *s
 	if e != nil {
 		watchEvent = g.callWatcher(e)
 	}
-	m, endSpan := g.traced(r, m)
+	m, endSpan := g.traced(c.r, m)
 	st.Watch(m.ID, watchEvent, endSpan)
-	conn.Call(m, progressToken(m), st, rewrite)
+	c.conn.Call(m, progressToken(m), st, rewrite)
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A
@@ -275,6 +271,14 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, fail
 	// The body is in: a long answer may now take its time.
 	_ = rc.SetReadDeadline(time.Time{})
 	return body, failure{}, true
+}
+
+// freshWriteDeadline gives what is written next a full WriteTimeout. After
+// a wait the request could not shorten (its body coming in, a worker's
+// start), the deadline it began with may have passed, and an answer written
+// under it, a 408 or a 504, would be lost.
+func (g *Gateway) freshWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.opts.WriteTimeout))
 }
 
 // parseBody decodes one message or a batch: -32700 for JSON that does not

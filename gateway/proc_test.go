@@ -85,8 +85,8 @@ func stubProcesses() []int {
 }
 
 // sessionByID returns a live session, under the table's lock.
-func (g *Gateway) sessionByID(id string) *session {
+func (g *Gateway) sessionByID(id string) *binding {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.sessions[id]
+	return g.bound[bindKey{session: id}]
 }

@@ -27,12 +27,12 @@ const (
 	readOnlyRequest
 )
 
-// accessOf decides the access of request r on session s.
-func (g *Gateway) accessOf(r *http.Request, s *session) access {
+// accessOf decides the access of call c on session s.
+func (g *Gateway) accessOf(c *call, s *binding) access {
 	if ro, _ := s.rights(); ro {
 		return readOnlySession
 	}
-	if g.readOnlyToken(r) {
+	if c.roToken {
 		return readOnlyRequest
 	}
 	return readWrite
@@ -127,9 +127,9 @@ func readOnlyRefusal(id json.RawMessage, tool string) []byte {
 // there and have not committed, so it needs the write scope: 403
 // insufficient_scope naming it (MCP 2025-11-25 §Runtime Insufficient Scope
 // Errors), with the authenticator's challenge when there is one.
-func (g *Gateway) refuseDelete(w http.ResponseWriter, r *http.Request, s *session) bool {
-	if _, tools := s.rights(); g.accessOf(r, s) != readOnlyRequest {
-		if granted := grantOf(r); granted.covers(tools) {
+func (g *Gateway) refuseDelete(w http.ResponseWriter, c *call, s *binding) bool {
+	if _, tools := s.rights(); g.accessOf(c, s) != readOnlyRequest {
+		if c.granted.covers(tools) {
 			return false
 		}
 		// Under auth.policies, a token that grants less than the
@@ -139,7 +139,7 @@ func (g *Gateway) refuseDelete(w http.ResponseWriter, r *http.Request, s *sessio
 		return true
 	}
 	s.log.Info("gateway: refused a read-only token's DELETE of a read-write session")
-	if !auth.WriteScopeRequired(w, r, "ending a read-write session needs the write scope; send DELETE with a token that has it, or let the session expire") {
+	if !auth.WriteScopeRequired(w, c.r, "ending a read-write session needs the write scope; send DELETE with a token that has it, or let the session expire") {
 		errDeleteReadOnly.write(w, nil)
 	}
 	return true

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -14,35 +13,35 @@ import (
 // initialize opens a session for an initialize request: reserve a slot,
 // start the worker, forward the request and answer with the worker's
 // answer and a fresh MCP-Session-Id.
-func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message, jsonOK, sseOK bool) {
-	p := auth.PrincipalFrom(r.Context())
-	s := &session{id: g.newSessionID(), user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, init: m}
-	if p != nil {
-		s.owner, s.user, s.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || g.readOnlyToken(r)
-		s.tools = grantOf(r)
+func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message) {
+	r := c.r
+	key := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools, session: g.newSessionID()}
+	if p := c.principal; p != nil {
+		key.owner, key.user, key.readOnly = c.owner, p.UserID, c.readOnly
+		key.tools = toolsKey(c.granted)
 	}
-	s.log = g.log.With("session", s.id[:len(g.opts.replicaPrefix())+8], "user", s.user)
+	s := g.newBinding(key)
+	s.init = m
+	s.tools = c.granted // as granted, not as the key spells it
+	s.log = g.log.With("session", s.id[:len(g.opts.replicaPrefix())+8], "user", key.user)
 
-	who := principalOf(s.owner, s.user)
-	f, ok := g.reserve(who)
-	if !ok && f.msg == errTooManyForUser.msg && g.evictIdle(who) {
-		f, ok = g.reserve(who)
+	who := key.principal()
+	f, ok := g.reserve(s)
+	if !ok && f.msg == s.gen.tooManyForUser.msg && g.evictIdle(who) {
+		f, ok = g.reserve(s)
 	}
 	if !ok {
 		s.log.Warn("gateway: refused a new session", "reason", f.msg)
-		g.refusedAtEdge(r, m, callee{kind: WorkerSession}, s.readOnly, f)
+		g.refusedAtEdge(c, m, callee{kind: WorkerSession}, s.readOnly, f)
 		f.write(w, m.ID)
 		return
 	}
 	defer g.inits.Done() // added by reserve
 	defer g.calls.enter()()
-	g.mu.Lock()
-	s.buf = newBudget("one session's responses", "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[principalOf(s.owner, s.user)])
-	g.mu.Unlock()
 	reserved := true
 	release := func() {
 		if reserved {
-			g.unreserve(principalOf(s.owner, s.user))
+			g.unreserve(s)
 			reserved = false
 		}
 	}
@@ -52,7 +51,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	conn, err := g.startSessionWorker(s, s.readOnly, s.tools)
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
-		errWorkerStart.write(w, m.ID)
+		s.gen.start.write(w, m.ID)
 		return
 	}
 	s.mu.Lock()
@@ -60,7 +59,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	s.mu.Unlock()
 	s.log.Info("gateway: worker started", "pid", conn.Pid(), "read_only", s.readOnly, "pre_started", conn.Pooled())
 
-	st := worker.NewStream(sseOK)
+	st := worker.NewStream(c.sseOK)
 	st.Budget = g.streamBudget(s)
 	st.Expect(1)
 	s.conn.Call(m, progressToken(m), st, nil)
@@ -75,7 +74,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		st.Detach()
 		s.log.Error("gateway: the worker did not answer initialize in time", "timeout", g.opts.WorkerStartTimeout)
 		g.stopFailed(s)
-		errWorkerTimeout.write(w, m.ID)
+		s.gen.timeout.write(w, m.ID)
 		return
 	case <-g.shutdown:
 		st.Detach()
@@ -93,7 +92,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	case <-s.conn.Done():
 		st.Detach()
 		s.log.Error("gateway: the worker exited during initialize")
-		errWorkerExited.write(w, m.ID)
+		s.gen.exited.write(w, m.ID)
 		return
 	default:
 	}
@@ -102,7 +101,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 		// The worker refused initialize (say, a protocol version it does not
 		// speak): pass its error on, without a session.
 		s.log.Info("gateway: the worker refused initialize; no session")
-		g.writeStream(w, r, st, jsonOK, nil)
+		g.writeStream(w, r, st, c.jsonOK, nil)
 		g.stopFailed(s)
 		return
 	}
@@ -111,7 +110,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	g.mu.Lock()
 	closing := g.closing
 	if !closing {
-		g.sessions[s.id] = s
+		g.bound[s.key.slot()] = s
 		g.starting--
 		reserved = false // the slot now belongs to the live session
 	}
@@ -127,14 +126,14 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	}
 	done := g.enter(s)
 	w.Header().Set("MCP-Session-Id", s.id)
-	g.writeStream(w, r, st, jsonOK, nil)
+	g.writeStream(w, r, st, c.jsonOK, nil)
 	done()
 	if st.Results() == 0 {
 		// The worker sent messages first and then refused initialize, or
 		// never answered: the client has the error; the session is of no
 		// use.
 		s.log.Info("gateway: initialize failed; ending the session")
-		g.removeSession(s)
+		g.remove(s)
 		g.stopFailed(s)
 	}
 }
@@ -142,14 +141,14 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 // startSessionWorker starts a worker for s with the given rights. Its exit ends
 // the session while it is the session's worker; a worker a step-up
 // replaced ends alone.
-func (g *Gateway) startSessionWorker(s *session, readOnly bool, tools toolSet) (*worker.Conn, error) {
+func (g *Gateway) startSessionWorker(s *binding, readOnly bool, tools toolSet) (*worker.Conn, error) {
 	var self atomic.Pointer[worker.Conn]
-	conn, err := g.launcher.Start(worker.Session{User: s.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: worker.ScopeSession},
+	conn, err := g.launcher.Start(worker.Session{User: s.key.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: worker.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() {
 			c := self.Load()
 			reason := ExitReplaced // a worker the session has moved on from
 			if c == nil || s.worker() == c {
-				g.removeSession(s)
+				g.remove(s)
 				reason = s.stop.getFor(c)
 			}
 			g.observer.WorkerExited(WorkerSession, reason)
@@ -160,24 +159,10 @@ func (g *Gateway) startSessionWorker(s *session, readOnly bool, tools toolSet) (
 	return conn, err
 }
 
-// worker returns the session's current worker.
-func (s *session) worker() *worker.Conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conn
-}
-
-// rights returns what the session's current worker was started with.
-func (s *session) rights() (readOnly bool, tools toolSet) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readOnly, s.tools
-}
-
 // stopFailed stops the worker of a session that never became usable.
-func (g *Gateway) stopFailed(s *session) {
+func (g *Gateway) stopFailed(s *binding) {
 	s.stop.set(ExitStartFailed)
-	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+	ctx, cancel := g.stopCtx()
 	defer cancel()
 	if err := s.conn.Close(ctx, worker.KindSessionEnded, "gateway: initialize failed"); err != nil {
 		s.log.Error("gateway: stopping a worker", "err", err)
@@ -192,65 +177,48 @@ func (g *Gateway) stopFailed(s *session) {
 // in use is never ended; it reports whether it ended one.
 func (g *Gateway) evictIdle(who auth.PrincipalKey) bool {
 	g.mu.Lock()
-	var lru *session
-	for _, s := range g.sessions {
-		if principalOf(s.owner, s.user) == who && s.busy.Load() == 0 && (lru == nil || s.lastUsed.Load() < lru.lastUsed.Load()) {
+	var lru *binding
+	for _, s := range g.bound {
+		if s.gen == sessionGen && s.key.principal() == who && s.busy.Load() == 0 && (lru == nil || s.lastUsed.Load() < lru.lastUsed.Load()) {
 			lru = s
 		}
 	}
 	if lru != nil {
 		// Taken out now, so that its slot is the new session's.
-		delete(g.sessions, lru.id)
-		g.leaveLocked(who)
+		g.takeLocked(lru)
 	}
 	g.mu.Unlock()
 	if lru == nil {
 		return false
 	}
 	lru.log.Info("gateway: ending the user's least recently used idle session for a new one", "max_sessions_per_user", g.opts.MaxSessionsPerUser)
-	lru.stop.set(ExitIdle)
-	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+	ctx, cancel := g.stopCtx()
 	defer cancel()
-	if err := lru.worker().Close(ctx, worker.KindSessionEnded, "gateway: the session was idle and its user opened another over the per-user limit; initialize a new session"); err != nil {
+	if err := g.stopTaken(ctx, lru, true, ExitIdle, "gateway: the session was idle and its user opened another over the per-user limit"); err != nil {
 		lru.log.Error("gateway: stopping a worker", "err", err)
 	}
-	// The database share comes back once the worker has exited (Close
-	// waits for that), as for any ended session.
-	g.mu.Lock()
-	g.dbGiveLocked(who, g.opts.DB.PerSession)
-	g.mu.Unlock()
 	return true
 }
 
-// reserve takes a session slot for the principal who, and its database
-// connection, or says which limit refuses them.
-func (g *Gateway) reserve(who auth.PrincipalKey) (failure, bool) {
+// reserve takes a slot for the starting session s, and its database
+// connection, or says which limit refuses them (admitLocked).
+func (g *Gateway) reserve(s *binding) (failure, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.closing:
-		return errShuttingDown, false
-	case g.draining:
-		return errDraining, false
-	case len(g.sessions)+g.starting+len(g.workers) >= g.opts.MaxSessions:
-		return errTooManySessions, false
-	case g.perUser[who] >= g.opts.MaxSessionsPerUser:
-		return errTooManyForUser, false
+	f, ok := g.admitLocked(s)
+	if ok {
+		g.starting++
 	}
-	if f, ok := g.dbTakeLocked(who, g.opts.DB.PerSession); !ok {
-		return f, false
-	}
-	g.starting++
-	g.joinLocked(who)
-	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
-	return failure{}, true
+	return f, ok
 }
 
-func (g *Gateway) unreserve(who auth.PrincipalKey) {
+// unreserve gives back what reserve took, for a session that did not
+// start.
+func (g *Gateway) unreserve(s *binding) {
 	g.mu.Lock()
 	g.starting--
-	g.leaveLocked(who)
-	g.dbGiveLocked(who, g.opts.DB.PerSession)
+	g.leaveLocked(s.key.principal())
+	g.dbGiveLocked(s.key.principal(), s.db)
 	g.mu.Unlock()
 }
 
@@ -275,6 +243,6 @@ func (g *Gateway) leaveLocked(who auth.PrincipalKey) {
 }
 
 // streamBudget returns the budget of one response of s.
-func (g *Gateway) streamBudget(s *session) *budget {
+func (g *Gateway) streamBudget(s *binding) *budget {
 	return newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, s.buf)
 }

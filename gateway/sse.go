@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -110,8 +109,9 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 // that belong to no request, and keep-alive comments (MCP §Listening for
 // Messages from the Server). A second concurrent one gets 409, as from the
 // go-sdk.
-func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
-	if _, sseOK := accepts(r); !sseOK {
+func (g *Gateway) serveGET(w http.ResponseWriter, c *call) {
+	r := c.r
+	if !c.sseOK {
 		errAcceptGET.write(w, nil)
 		return
 	}
@@ -123,14 +123,14 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 		errLastEventID.write(w, nil)
 		return
 	}
-	s := g.sessionOf(w, r, nil)
+	s := g.sessionOf(w, c, nil)
 	if s == nil {
 		return
 	}
 	// An open GET stream keeps its session busy; it ends at its token's
 	// expiry or MaxStreamLifetime, and the client's next one is a request.
 	defer g.enter(s)()
-	end, stopEnd := g.streamEnd(r)
+	end, stopEnd := g.streamEnd(c)
 	defer stopEnd()
 	st := worker.NewStream(true)
 	st.Budget = g.streamBudget(s)
@@ -181,10 +181,10 @@ func (g *Gateway) serveGET(w http.ResponseWriter, r *http.Request) {
 // let it in is due to be asked again (auth.Principal.Recheck: a token
 // revoked at the issuer keeps no stream open past it), or MaxStreamLifetime
 // after now, whichever is first (by Options.Now); stop releases its timer.
-func (g *Gateway) streamEnd(r *http.Request) (<-chan time.Time, func() bool) {
+func (g *Gateway) streamEnd(c *call) (<-chan time.Time, func() bool) {
 	now := g.opts.Now()
 	until := now.Add(g.opts.MaxStreamLifetime)
-	if p := auth.PrincipalFrom(r.Context()); p != nil {
+	if p := c.principal; p != nil {
 		for _, t := range []time.Time{p.Expiry, p.Recheck} {
 			if !t.IsZero() && t.Before(until) {
 				until = t
@@ -196,21 +196,22 @@ func (g *Gateway) streamEnd(r *http.Request) (<-chan time.Time, func() bool) {
 }
 
 // serveDELETE ends a session and stops its worker (MCP §Session Management).
-func (g *Gateway) serveDELETE(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) serveDELETE(w http.ResponseWriter, c *call) {
+	r := c.r
 	if !versionOK(w, r) {
 		return
 	}
-	s := g.sessionOf(w, r, nil)
+	s := g.sessionOf(w, c, nil)
 	if s == nil {
 		return
 	}
-	if g.refuseDelete(w, r, s) {
+	if g.refuseDelete(w, c, s) {
 		return
 	}
 	s.log.Info("gateway: session deleted by the client")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.launcher.StopGrace()+10*time.Second)
 	defer cancel()
-	if err := g.endSessions(ctx, []*session{s}, ExitDeleted, "gateway: the session was deleted"); err != nil {
+	if err := g.stopBindings(ctx, []*binding{s}, ExitDeleted, "gateway: the session was deleted"); err != nil {
 		s.log.Error("gateway: stopping a worker", "err", err)
 	}
 	w.WriteHeader(http.StatusOK)

@@ -14,7 +14,8 @@ import (
 // serveModern serves one POST of protocol revision 2026-07-28: no session;
 // the request runs in the caller's per-user worker (pool.go) after the
 // checks of MCP 2026-07-28 §Server Validation.
-func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, batch, jsonOK, sseOK bool) {
+func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Message, batch bool) {
+	r := c.r
 	if batch {
 		errModernBatch.write(w, firstRequestID(msgs))
 		return
@@ -30,10 +31,10 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	meta := readModernMeta(m.Params)
-	if f, ok := checkModernHeaders(r, m, meta); !ok {
+	c.meta = readModernMeta(m)
+	if f, ok := checkModernHeaders(r, m, c.meta); !ok {
 		g.log.Info("gateway: refused a "+modernVersion+" request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
-		g.refusedInvalid(r, m, f)
+		g.refusedInvalid(c, m, f)
 		f.write(w, m.ID)
 		return
 	}
@@ -44,19 +45,18 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	// A tool the token's policy does not grant, but a policy scope would:
 	// 403 before any worker starts. With the new token the request reaches
 	// a worker of the new rights (the pool key holds them).
-	granted := grantOf(r)
-	if g.stepUp(w, r, msgs, false, granted, callee{kind: WorkerUser}) {
+	if g.stepUp(w, c, msgs, false, callee{kind: WorkerUser}) {
 		g.log.Info("gateway: asked a token to step up for a tool", "remote", r.RemoteAddr)
 		return
 	}
-	key := g.keyOf(r)
-	acquire := func() (*userWorker, bool) {
+	key := g.keyOf(c)
+	acquire := func() (*binding, bool) {
 		uw, f, ok := g.acquire(r.Context(), key)
 		g.freshWriteDeadline(w) // it may have waited for the worker's start
 		if !ok && f.status != 0 {
 			g.log.Warn("gateway: refused a per-user worker", "user", key.user, "reason", f.msg)
 			if f.isLimit() {
-				g.refusedAtEdge(r, m, callee{kind: WorkerUser}, key.readOnly, f)
+				g.refusedAtEdge(c, m, callee{kind: WorkerUser}, key.readOnly, f)
 			}
 			f.write(w, m.ID)
 		}
@@ -65,7 +65,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	// A 2025-only worker is initialized with its clients' capabilities:
 	// one per set. Once the server's workers are known to be such, the
 	// set is part of the key from the start.
-	capsKey := capsKeyOf(m.Params)
+	capsKey := capsKeyOf(c.meta.caps)
 	if g.legacyWorkers.Load() {
 		key.caps = capsKey
 	}
@@ -82,6 +82,8 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 	}
 	release := sync.OnceFunc(func() { g.release(uw) })
 	defer release()
+	c.key = key
+	c.b, c.conn, c.log = uw, uw.conn, uw.log // a per-user worker's conn is set once, before ready
 
 	switch m.Method {
 	case "server/discover":
@@ -89,10 +91,10 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		_, _ = w.Write(resultResponse(m.ID, annotate(uw, m.Method, uw.discover)))
 		return
 	case "subscriptions/listen":
-		g.serveListen(w, r, uw, m, sseOK, release)
+		g.serveListen(w, c, m, release)
 		return
 	case "tools/call":
-		name, _ := toolName(m.Params)
+		name := c.meta.name // checkModernHeaders refused an ambiguous one
 		binds, err := uw.headers.bindings(r.Context(), uw, name)
 		if err != nil {
 			errWorkerExitedW.write(w, m.ID)
@@ -100,16 +102,15 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 		}
 		if f, ok := checkParamHeaders(r, m.Params, binds); !ok {
 			uw.log.Info("gateway: refused a tools/call", "tool", name, "reason", f.msg)
-			g.refusedInvalid(r, m, f)
+			g.refusedInvalid(c, m, f)
 			f.write(w, m.ID)
 			return
 		}
 	}
 
 	defer g.calls.enter()() // a drain waits for the answer (not for listen streams)
-	caps, _ := exactMember(mustMeta(m.Params), metaClientCapabilities)
 	if !uw.modern && mrtrMethods[m.Method] {
-		if state, ok := exactString(m.Params, "requestState"); ok && g.resume(w, r, uw, m, meta, caps, state, jsonOK, sseOK) {
+		if c.meta.hasState && g.resume(w, c, m, c.meta.state) {
 			return
 		}
 	}
@@ -120,27 +121,38 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 			m = m.WithParams(p)
 		}
 	}
-	st := g.newStream(uw, sseOK)
+	st := g.newStream(uw, c.sseOK)
 	if !uw.modern {
-		st.Keep = logFilter(meta.logLevel)
+		st.Keep = logFilter(c.meta.logLevel)
 		if mrtrMethods[m.Method] {
-			st.OnRequest = g.inputRequester(uw, m, caps, st)
+			st.OnRequest = g.inputRequester(c, m, st)
 		}
 	}
 	st.Expect(1)
-	acc := readWrite
+	c.acc = readWrite
 	if key.readOnly {
 		// The worker was started read-only: the read-only session rules.
-		acc = readOnlySession
+		c.acc = readOnlySession
 	}
-	g.forwardTo(r, uw.callee(), uw.conn, uw.log, m, st, acc, granted, granted, func(res json.RawMessage) json.RawMessage {
-		return annotate(uw, m.Method, res)
-	})
-	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, jsonOK, nil)
+	c.allowed = c.granted
+	method := m.Method
+	c.then = func(res json.RawMessage) json.RawMessage { return annotate(uw, method, res) }
+	g.forwardTo(c, m, st)
+	g.writeStream(&modernStatusWriter{ResponseWriter: w}, r, st, c.jsonOK, nil)
 	if !st.Answered() {
 		// MCP 2026-07-28 §Cancellation: a closed stream cancels its request.
 		uw.conn.CancelStream(st)
 	}
+}
+
+// newStream returns the stream of one client request to uw: SSE when the
+// client accepts it, never a request of the worker's own (MCP 2026-07-28
+// §Receiving Messages), its bytes charged to uw's budget.
+func (g *Gateway) newStream(uw *binding, sseOK bool) *worker.Stream {
+	st := worker.NewStream(sseOK)
+	st.NoRequests = true
+	st.Budget = newBudget("one response", "limits.max_stream_buffer_bytes", g.opts.MaxStreamBufferBytes, uw.buf)
+	return st
 }
 
 // cacheable are the methods whose results carry ttlMs and cacheScope (MCP
@@ -157,7 +169,7 @@ var cacheable = map[string]bool{
 // own worker and may depend on the caller's token (read-only hides gated
 // tools), so no shared cache may keep it. server/discover
 // lists the gateway's revisions, not the worker's.
-func annotate(uw *userWorker, method string, result json.RawMessage) json.RawMessage {
+func annotate(uw *binding, method string, result json.RawMessage) json.RawMessage {
 	var res map[string]json.RawMessage
 	if json.Unmarshal(result, &res) != nil || res == nil {
 		return result
@@ -268,11 +280,4 @@ func logFilter(level string) func(*jsonrpc.Message) bool {
 		l, ok := logLevels[p.Level]
 		return ok && l >= min
 	}
-}
-
-// mustMeta returns params._meta, read exactly (checkModernHeaders has
-// already refused an ambiguous one).
-func mustMeta(params json.RawMessage) json.RawMessage {
-	meta, _ := exactMember(params, "_meta")
-	return meta
 }

@@ -291,14 +291,14 @@ func TestModernWorkerExitAndRestart(t *testing.T) {
 }
 
 // testKey is the pool key of a test principal (principalGateway).
-func testKey(user string, readOnly bool) poolKey {
-	return poolKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly, tools: worker.AllTools}
+func testKey(user string, readOnly bool) bindKey {
+	return bindKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly, tools: worker.AllTools}
 }
 
 // workerOf returns the started per-user worker of key, if any.
-func (g *Gateway) workerOf(key poolKey) *userWorker {
+func (g *Gateway) workerOf(key bindKey) *binding {
 	g.mu.Lock()
-	uw := g.workers[key]
+	uw := g.bound[key.slot()]
 	g.mu.Unlock()
 	if uw == nil {
 		return nil
@@ -325,11 +325,11 @@ func TestModernIdleStop(t *testing.T) {
 	modernCall(t, url, "frank", false, "1", "pid", nil)
 
 	advance(9 * time.Minute)
-	g.reapIdleWorkers()
+	g.reapIdle()
 	require.Equal(t, 2, g.PerUserWorkers(), "nothing idle for 10 minutes yet")
 	modernCall(t, url, "frank", false, "2", "echo", map[string]any{"text": "x"})
 	advance(2 * time.Minute)
-	g.reapIdleWorkers()
+	g.reapIdle()
 	require.Equal(t, 1, g.PerUserWorkers(), "erin's worker stopped, frank's used a minute ago")
 	requireReaped(t, pid)
 	_, m = modernCall(t, url, "erin", false, "2", "pid", nil)
@@ -418,7 +418,7 @@ func TestModernClosedStreamCancels(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	key := poolKey{user: g.opts.LocalUser, tools: worker.AllTools}
+	key := bindKey{user: g.opts.LocalUser, tools: worker.AllTools}
 	inflight := func() int {
 		uw := g.workerOf(key)
 		if uw == nil {
@@ -561,19 +561,19 @@ func nextData(t *testing.T, r *bufio.Reader) string {
 // (a token of the same subject with another user claim) or read-only flags.
 func TestModernKeyOf(t *testing.T) {
 	g, _ := newTestGateway(t, Options{})
-	key := func(p *auth.Principal) poolKey {
+	key := func(p *auth.Principal) bindKey {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		if p != nil {
 			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
 		}
-		return g.keyOf(r)
+		return g.keyOf(g.newCall(r))
 	}
 	base := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice"}
 	otherUser := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "mallory"}
 	otherIssuer := &auth.Principal{Issuer: "https://j", Subject: "s1", UserID: "alice"}
 	readOnly := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice", ReadOnly: true}
 	otherClient := &auth.Principal{Issuer: "https://i", Subject: "s1", UserID: "alice", ClientID: "app-2"}
-	keys := map[poolKey]bool{}
+	keys := map[bindKey]bool{}
 	for _, p := range []*auth.Principal{base, otherUser, otherIssuer, readOnly, nil} {
 		keys[key(p)] = true
 	}

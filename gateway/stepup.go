@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
@@ -25,8 +24,8 @@ var initialized, _ = jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","method":"notificat
 // initialize again; the old one is stopped, ending its requests in flight
 // and its GET stream (the client reopens it). It reports false with the
 // failure to answer when the new worker could not be started.
-func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (failure, bool) {
-	readOnly := g.opts.ReadOnly || g.readOnlyToken(r)
+func (g *Gateway) replaceWorker(c *call, s *binding) (failure, bool) {
+	readOnly, granted := c.readOnly, c.granted
 	if !g.widens(s, granted, readOnly) {
 		return failure{}, true
 	}
@@ -44,14 +43,14 @@ func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (f
 	conn, err := g.startSessionWorker(s, readOnly, granted)
 	if err != nil {
 		s.log.Error("gateway: starting a worker for a step-up", "err", err)
-		return errWorkerStart, false
+		return s.gen.start, false
 	}
-	if f, ok := g.replayInit(r.Context(), s, conn); !ok {
+	if f, ok := g.replayInit(c.r.Context(), s, conn); !ok {
 		g.stopWorker(s, conn, "gateway: the replacing worker failed its start")
 		return f, false
 	}
 	g.mu.Lock()
-	live := !g.closing && g.sessions[s.id] == s
+	live := !g.closing && g.bound[s.key.slot()] == s
 	var old *worker.Conn
 	if live {
 		s.mu.Lock()
@@ -71,7 +70,7 @@ func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (f
 // widens reports whether a token that grants granted (nil: no policy) and
 // is read-only or not would reach more than s's read-only worker was
 // started with: tools beyond its set, or, in the simple form, writes.
-func (g *Gateway) widens(s *session, granted toolSet, readOnly bool) bool {
+func (g *Gateway) widens(s *binding, granted toolSet, readOnly bool) bool {
 	ro, tools := s.rights()
 	switch {
 	case !ro:
@@ -84,7 +83,7 @@ func (g *Gateway) widens(s *session, granted toolSet, readOnly bool) bool {
 
 // replayInit replays the session's initialize to a replacing worker and
 // completes it with notifications/initialized.
-func (g *Gateway) replayInit(ctx context.Context, s *session, conn *worker.Conn) (failure, bool) {
+func (g *Gateway) replayInit(ctx context.Context, s *binding, conn *worker.Conn) (failure, bool) {
 	// The answer is the worker's, not the client's: nothing is kept of it
 	// and nothing is charged to the client's budgets.
 	st := worker.NewStream(false)
@@ -115,8 +114,8 @@ func (g *Gateway) replayInit(ctx context.Context, s *session, conn *worker.Conn)
 }
 
 // stopWorker stops one worker of s, bounded by the stop grace.
-func (g *Gateway) stopWorker(s *session, conn *worker.Conn, why string) {
-	ctx, cancel := context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+func (g *Gateway) stopWorker(s *binding, conn *worker.Conn, why string) {
+	ctx, cancel := g.stopCtx()
 	defer cancel()
 	if err := conn.Close(ctx, worker.KindSessionEnded, why); err != nil {
 		s.log.Error("gateway: stopping a worker", "err", err)

@@ -120,7 +120,7 @@ func TestOpenListenIsNotActivity(t *testing.T) {
 			mu.Lock()
 			now = now.Add(11 * time.Minute)
 			mu.Unlock()
-			g.reapIdleWorkers()
+			g.reapIdle()
 			assert.Equal(t, 0, g.PerUserWorkers(), "the worker with only a listen open is idle")
 			data := drain(t, st)
 			require.Len(t, data, 1)

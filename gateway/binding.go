@@ -1,0 +1,489 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// bindKey names the worker a request reaches (docs/design.md, Worker per
+// key): the server, the principal (issuer, subject) and user id, and the
+// rights (the read-only flag and, under auth.policies, the tools the token
+// grants). Two users never share a worker, nor do two requests of one user
+// with different rights: a token that grants more simply reaches another
+// worker (the step-up needs nothing else), one that grants less never
+// reaches a wider one.
+//
+// A 2025-11-25 session adds its session id: the session is one client's
+// (owner keeps the client id), and its rights are those it was opened
+// with. A 2026-07-28 request has no session; the clients of one user share
+// the user's worker, whose owner has no client id, since its state is the
+// user's, reached with the user's rights.
+type bindKey struct {
+	server   string     // the server's name; "" for the one at /mcp
+	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
+	user     string
+	readOnly bool
+	tools    string // the granted tools, sorted, comma-separated; worker.AllTools without a policy
+	session  string // the 2025-11-25 session id; "" for a per-user worker
+	// caps, for a per-user worker that speaks only 2025-11-25, is the set
+	// of client capabilities the gateway's initialize declares to it
+	// (capsKeyOf): those the request's client declared, so that the worker
+	// never asks, or runs a tool that needs, what the client cannot give.
+	// Empty for a worker that speaks 2026-07-28 (it reads each request's
+	// own).
+	caps string
+}
+
+// slot is where the binding of k is kept: a session by its id alone (a
+// request finds it by the MCP-Session-Id header, then its owner is
+// checked), a per-user worker by the whole key.
+func (k bindKey) slot() bindKey {
+	if k.session != "" {
+		return bindKey{server: k.server, session: k.session}
+	}
+	return k
+}
+
+// principal is whom k's per-user limits count against (principalOf).
+func (k bindKey) principal() auth.PrincipalKey { return principalOf(k.owner, k.user) }
+
+// grant is the toolSet of k's tools.
+func (k bindKey) grant() toolSet {
+	switch k.tools {
+	case worker.AllTools:
+		return nil
+	case "":
+		return toolSet{}
+	}
+	return set(strings.Split(k.tools, ","))
+}
+
+// toolsKey is a toolSet as a bindKey's tools.
+func toolsKey(t toolSet) string {
+	if t == nil {
+		return worker.AllTools
+	}
+	return strings.Join(t.list(), ",")
+}
+
+// inputCaps are the client capabilities a 2025 worker can ask for during a
+// request, in the order capsKeyOf lists them.
+var inputCaps = []string{"elicitation", "roots", "sampling"}
+
+// capsKeyOf is the bindKey caps of a 2026-07-28 request whose _meta
+// clientCapabilities are caps: the capabilities of inputCaps it declares
+// (as inputRequester reads them: present is declared), comma-separated,
+// with "elicitation.url" for an elicitation capability that names url.
+func capsKeyOf(caps json.RawMessage) string {
+	var out []string
+	for _, c := range inputCaps {
+		v, ok := jsonrpc.Member(caps, c)
+		if !ok || v == nil {
+			continue
+		}
+		out = append(out, c)
+		if c == "elicitation" {
+			if u, ok := jsonrpc.Member(v, "url"); ok && u != nil {
+				out = append(out, "elicitation.url")
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// binding is a worker bound to a key: a 2025-11-25 session's, or a
+// 2026-07-28 per-user worker shared by all of its key's concurrent
+// requests (multiplexed by rewritten ids). One life cycle serves both:
+// admitted under the limits (admitLocked), started, used (enter), reaped
+// when idle (reapIdle) and stopped (stopBindings); the generations differ
+// in how a request finds its key and how its answer is annotated, and in
+// the words of their answers (generation).
+type binding struct {
+	key bindKey
+	gen *generation
+	id  string // the session id, or the worker's instance id (handed to it as its session id)
+	log *slog.Logger
+	db  int // database connections its worker may hold (Options.DB)
+
+	// mu guards the worker and the rights it was started with: a
+	// session's step-up replaces them (stepup.go). Read them with worker
+	// and rights.
+	mu       sync.Mutex
+	conn     *worker.Conn
+	readOnly bool
+	tools    toolSet    // what the worker was started with; nil: no policy
+	swap     sync.Mutex // one replacement at a time
+	init     *jsonrpc.Message
+
+	buf *budget // bytes held for the worker's responses, under its user's
+
+	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
+	busy     atomic.Int32 // HTTP requests being served, streams included
+
+	stop exitReason // why the gateway stops the worker
+
+	// A per-user worker's start: ready is closed when the handshake is
+	// over, either way; the fields after it are set before, read-only
+	// after. A session is kept only once started: its ready is nil.
+	ready      chan struct{}
+	fail       failure         // why the start failed; zero when it did not
+	failed     bool            //
+	modern     bool            // the worker answers 2026-07-28 requests itself
+	serverInfo json.RawMessage // the worker's identity (Implementation)
+	discover   json.RawMessage // the worker's DiscoverResult (modern), or one built from initialize
+
+	headers headerTable // x-mcp-header bindings of the worker's tools
+	subs    subscriptions
+	parked  parking // 2025 worker: calls waiting for a client's inputResponses
+}
+
+// generation is what tells the two kinds of binding apart: their metrics
+// kind, their share of the database budget, and the words of their
+// refusals and stops. It is the one error set of a binding's life cycle.
+type generation struct {
+	kind string // WorkerSession or WorkerUser
+	db   func(DBBudget) int
+
+	tooMany        failure // Options.MaxSessions
+	tooManyForUser failure // Options.MaxSessionsPerUser
+	start          failure // the worker could not be started
+	timeout        failure // the worker did not finish its start in time
+	exited         failure // the worker has gone
+
+	budget     string // what its buffer budget holds, for its refusals
+	idleLog    string // the log line of an idle binding reaped
+	idleWhy    string // what its requests in flight are told
+	stopAdvice string // added to why a binding's worker is stopped
+	// reapBusy: an idle binding is reaped with requests in flight (a
+	// session: its client has left), else only once they are answered.
+	reapBusy bool
+}
+
+var (
+	sessionGen = &generation{
+		kind:           WorkerSession,
+		db:             func(b DBBudget) int { return b.PerSession },
+		tooMany:        errTooManySessions,
+		tooManyForUser: errTooManyForUser,
+		start:          errWorkerStart,
+		timeout:        errWorkerTimeout,
+		exited:         errWorkerExited,
+		budget:         "one session's responses",
+		idleLog:        "gateway: reaping an idle session",
+		idleWhy:        "gateway: the session was idle too long",
+		stopAdvice:     "; initialize a new session",
+		reapBusy:       true,
+	}
+	userGen = &generation{
+		kind:           WorkerUser,
+		db:             func(b DBBudget) int { return b.PerUserWorker },
+		tooMany:        errTooManyWorkers,
+		tooManyForUser: errTooManyForUserW,
+		start:          errWorkerStartW,
+		timeout:        errWorkerTimeoutW,
+		exited:         errWorkerExitedW,
+		budget:         "one worker's responses",
+		idleLog:        "gateway: stopping an idle per-user worker",
+		idleWhy:        "gateway: the worker was idle too long; send the request again",
+	}
+)
+
+// worker returns the binding's current worker.
+func (b *binding) worker() *worker.Conn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.conn
+}
+
+// rights returns what the binding's current worker was started with.
+func (b *binding) rights() (readOnly bool, tools toolSet) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.readOnly, b.tools
+}
+
+// started reports whether the binding's start is over, either way.
+func (b *binding) started() bool {
+	if b.ready == nil {
+		return true
+	}
+	select {
+	case <-b.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// callee is what a CallEvent says of the binding's worker.
+func (b *binding) callee() callee {
+	if b.key.session != "" {
+		return callee{session: b.id[:8], kind: WorkerSession, pid: b.worker().Pid()}
+	}
+	return callee{workerKey: b.id, kind: WorkerUser, pid: b.conn.Pid()}
+}
+
+// requestsInFlight counts the clients' requests b's worker is working on:
+// not the gateway's own subscriptions/listen on a modern worker, which
+// stays open while listeners do and is not activity.
+func (b *binding) requestsInFlight() int {
+	n := b.worker().InFlight()
+	b.subs.mu.Lock()
+	if b.subs.upstream != nil && !b.subs.upstream.Answered() {
+		n--
+	}
+	b.subs.mu.Unlock()
+	return n
+}
+
+// newBinding returns the binding of key, not yet admitted.
+func (g *Gateway) newBinding(key bindKey) *binding {
+	b := &binding{key: key, gen: userGen, readOnly: key.readOnly, tools: key.grant()}
+	if key.session != "" {
+		b.gen, b.id = sessionGen, key.session
+	} else {
+		b.id = g.newInstanceID()
+	}
+	b.db = b.gen.db(g.opts.DB)
+	return b
+}
+
+// keyOf returns the key of a 2026-07-28 request's per-user worker: its
+// principal, user and rights, decided as for a session (docs/design.md,
+// Read-only).
+func (g *Gateway) keyOf(c *call) bindKey {
+	k := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools}
+	if p := c.principal; p != nil {
+		k.owner, k.user, k.readOnly = c.owner, p.UserID, c.readOnly
+		k.tools = toolsKey(c.granted)
+		k.owner.ClientID = ""
+	}
+	return k
+}
+
+// acquire returns the started per-user worker of key, starting it on the
+// key's first request, and marks it busy; release ends that. On a refusal
+// it returns the failure to answer with.
+func (g *Gateway) acquire(ctx context.Context, key bindKey) (*binding, failure, bool) {
+	g.mu.Lock()
+	if g.closing {
+		g.mu.Unlock()
+		return nil, errShuttingDown, false
+	}
+	uw := g.bound[key.slot()]
+	if uw == nil {
+		uw = g.newBinding(key)
+		if f, ok := g.admitLocked(uw); !ok {
+			g.mu.Unlock()
+			return nil, f, false
+		}
+		uw.ready = make(chan struct{})
+		uw.log = g.log.With("worker", uw.id[:len(g.opts.replicaPrefix())+10], "user", key.user, "read_only", key.readOnly)
+		g.bound[key.slot()] = uw
+		go g.startWorker(uw)
+	}
+	uw.busy.Add(1)
+	uw.lastUsed.Store(g.opts.Now().UnixNano())
+	g.mu.Unlock()
+	select {
+	case <-uw.ready:
+	case <-ctx.Done():
+		g.release(uw)
+		return nil, failure{}, false // the client has gone: nothing to answer
+	}
+	if uw.failed {
+		g.release(uw)
+		return nil, uw.fail, false
+	}
+	return uw, failure{}, true
+}
+
+// admitLocked is the one limit check of a new binding: the gateway is not
+// closing or draining, the bindings (live and starting) stay under
+// MaxSessions and the principal's under MaxSessionsPerUser, and the
+// database budget has b's share. On success the principal is charged. g.mu
+// is held.
+func (g *Gateway) admitLocked(b *binding) (failure, bool) {
+	who := b.key.principal()
+	switch {
+	case g.closing:
+		return errShuttingDown, false
+	case g.draining:
+		return errDraining, false
+	case len(g.bound)+g.starting >= g.opts.MaxSessions:
+		return b.gen.tooMany, false
+	case g.perUser[who] >= g.opts.MaxSessionsPerUser:
+		return b.gen.tooManyForUser, false
+	}
+	if f, ok := g.dbTakeLocked(who, b.db); !ok {
+		return f, false
+	}
+	g.joinLocked(who)
+	// Like a session's: all of the worker's responses together.
+	b.buf = newBudget(b.gen.budget, "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[who])
+	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
+	return failure{}, true
+}
+
+// bindingOf returns the binding kept for key (bindKey.slot), or nil.
+func (g *Gateway) bindingOf(key bindKey) *binding {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.bound[key.slot()]
+}
+
+// remove takes b out of the table and gives its database share back; it
+// is idempotent. A per-user worker's key's next request starts a fresh
+// worker.
+func (g *Gateway) remove(b *binding) {
+	if g.removeKeepDB(b) {
+		g.mu.Lock()
+		g.dbGiveLocked(b.key.principal(), b.db)
+		g.mu.Unlock()
+	}
+}
+
+// removeKeepDB takes b out of the table but keeps its database share, for
+// a caller that gives it back once the worker has exited; it reports
+// whether it removed b (and so owes the share).
+func (g *Gateway) removeKeepDB(b *binding) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.takeLocked(b)
+}
+
+// takeLocked is removeKeepDB with g.mu held.
+func (g *Gateway) takeLocked(b *binding) bool {
+	if g.bound[b.key.slot()] != b {
+		return false
+	}
+	delete(g.bound, b.key.slot())
+	g.leaveLocked(b.key.principal())
+	return true
+}
+
+// stopBindings is the one stop path: it stops the workers of list
+// concurrently and waits. reason is why, for the metrics (Exit*); why is
+// what the worker's requests in flight are told.
+func (g *Gateway) stopBindings(ctx context.Context, list []*binding, reason, why string) error {
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, b := range list {
+		wg.Go(func() {
+			b.stop.set(reason)
+			errs[i] = g.stopTaken(ctx, b, g.removeKeepDB(b), reason, why)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// stopTaken stops b's worker once b is out of the table; owed says the
+// caller took it out and so owes its database share, which comes back
+// once the worker has exited (Close waits for that, up to the grace and
+// the kill): until then its connection may still be open.
+func (g *Gateway) stopTaken(ctx context.Context, b *binding, owed bool, reason, why string) error {
+	b.stop.set(reason)
+	b.subs.closeAll()
+	err := b.worker().Close(ctx, worker.KindSessionEnded, why+b.gen.stopAdvice)
+	if owed {
+		g.mu.Lock()
+		g.dbGiveLocked(b.key.principal(), b.db)
+		g.mu.Unlock()
+	}
+	return err
+}
+
+// stopCtx bounds one stop: the launcher's grace, the kill and some.
+func (g *Gateway) stopCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+}
+
+// liveBindings returns the bindings of kind gen (nil: every kind) whose
+// start is over and that have a process.
+func (g *Gateway) liveBindings(gen *generation) []*binding {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	list := make([]*binding, 0, len(g.bound))
+	for _, b := range g.bound {
+		if (gen == nil || b.gen == gen) && b.started() && !b.failed {
+			list = append(list, b)
+		}
+	}
+	return list
+}
+
+// reaper stops bindings idle for longer than SessionIdleTimeout.
+func (g *Gateway) reaper() {
+	defer close(g.reaperDone)
+	every := min(g.opts.SessionIdleTimeout/4, time.Minute)
+	t := time.NewTicker(max(every, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-g.shutdown:
+			return
+		case <-t.C:
+			g.reapIdle()
+		}
+	}
+}
+
+// reapIdle stops every binding that serves no HTTP request and has been
+// idle for longer than SessionIdleTimeout by Options.Now.
+//
+// A request still in flight in a session's worker does not keep the
+// session whose client has left: no one is waiting for its answer, and a
+// worker that never answers would otherwise hold the session, and its
+// process, forever. A client waiting on its answer keeps its request, and
+// so the session, busy; with write deadlines, one that stops reading does
+// not. A per-user worker, shared by the user's clients, is stopped only
+// once no request is in flight in it.
+func (g *Gateway) reapIdle() {
+	now := g.opts.Now().UnixNano()
+	limit := g.opts.SessionIdleTimeout.Nanoseconds()
+	idle := map[*generation][]*binding{}
+	g.mu.Lock()
+	for _, b := range g.bound {
+		if !b.started() || b.failed || b.busy.Load() != 0 || now-b.lastUsed.Load() <= limit {
+			continue
+		}
+		if b.gen.reapBusy || b.requestsInFlight() == 0 {
+			idle[b.gen] = append(idle[b.gen], b)
+		}
+	}
+	g.mu.Unlock()
+	ctx, cancel := g.stopCtx()
+	defer cancel()
+	for gen, list := range idle {
+		for _, b := range list {
+			b.log.Info(gen.idleLog, "idle_timeout", g.opts.SessionIdleTimeout)
+		}
+		if err := g.stopBindings(ctx, list, ExitIdle, gen.idleWhy); err != nil {
+			g.log.Error("gateway: reaping", "err", err)
+		}
+	}
+}
+
+// enter marks b busy for one HTTP request; the returned func ends it.
+func (g *Gateway) enter(b *binding) func() {
+	b.busy.Add(1)
+	b.lastUsed.Store(g.opts.Now().UnixNano())
+	return func() { g.release(b) }
+}
+
+// release ends one use of b that enter or acquire began.
+func (g *Gateway) release(b *binding) {
+	b.lastUsed.Store(g.opts.Now().UnixNano())
+	b.busy.Add(-1)
+}
