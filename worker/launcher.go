@@ -93,13 +93,13 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 		}
 	}
 	if opts.ServerName == "" {
-		opts.ServerName = "mcpgate"
+		opts.ServerName = DefaultServerName
 	}
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = "dev"
 	}
 	if opts.StopGrace <= 0 {
-		opts.StopGrace = 5 * time.Second
+		opts.StopGrace = DefaultStopGrace
 	}
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
