@@ -221,7 +221,7 @@ func report(v *validator, table []binding, err error) {
 			i, rest, _ := strings.Cut(index, "]")
 			key += "[" + i + "]" + snakeCase(rest)
 		}
-		v.add(key, "%s", re.ReplaceAllStringFunc(e.Message, func(f string) string { return fields[f] }))
+		v.add(key, "%s", renameFields(e.Message, re, fields))
 	}
 	if len(options.Errors(err)) == 0 {
 		v.add(table[0].key, "%v", err)
@@ -279,6 +279,25 @@ func (c *Config) publicHost() []string {
 		return nil
 	}
 	return []string{u.Host}
+}
+
+// quoted matches a Go-quoted string (%q) in a message: a value the
+// operator wrote, which is shown as it is.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// renameFields replaces the field names re matches in msg with their keys,
+// outside quoted values: a replica id "ReadOnly" is not the key
+// server.read_only.
+func renameFields(msg string, re *regexp.Regexp, fields map[string]string) string {
+	var b strings.Builder
+	last := 0
+	for _, q := range quoted.FindAllStringIndex(msg, -1) {
+		b.WriteString(re.ReplaceAllStringFunc(msg[last:q[0]], func(f string) string { return fields[f] }))
+		b.WriteString(msg[q[0]:q[1]])
+		last = q[1]
+	}
+	b.WriteString(re.ReplaceAllStringFunc(msg[last:], func(f string) string { return fields[f] }))
+	return b.String()
 }
 
 // snakeCase turns a Go selector's tail (".Claim") into a key's (".claim").

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/tools/db"
 )
@@ -173,4 +175,20 @@ func TestEveryKeyIsBound(t *testing.T) {
 			t.Errorf("binding of %s, which is not a key", k)
 		}
 	}
+}
+
+// TestPackageErrorsNameKeysNotValues: a package's message names other
+// fields, which become keys; a value the operator wrote is shown as
+// written, even when it spells a field's name.
+func TestPackageErrorsNameKeysNotValues(t *testing.T) {
+	c := Default()
+	c.Server.ReplicaID = "ReadOnly"
+	c.Limits.MaxSessions, c.Limits.MaxSessionsPerUser = 4, 5
+	ps := Problems(c.Validate())
+	got := map[string]string{}
+	for _, p := range ps {
+		got[p.Key] = p.Message
+	}
+	assert.Contains(t, got["server.replica_id"], `"ReadOnly" is not a DNS label`)
+	assert.Contains(t, got["limits.max_sessions_per_user"], "5 is more than limits.max_sessions 4; lower it or raise limits.max_sessions")
 }
