@@ -49,7 +49,7 @@ type Options struct {
 	// UserClaim names the claim that holds the user id; default "sub".
 	UserClaim string
 	// Algorithms is the allow-list of JWS algorithms, names from
-	// DefaultAlgorithms and HMACAlgorithms (checkAlgorithm). Default:
+	// DefaultAlgorithms and HMACAlgorithms (Validate). Default:
 	// DefaultAlgorithms, plus HMACAlgorithms when HMACSecret is set. "none"
 	// is never allowed, and an HS* algorithm only together with HMACSecret.
 	Algorithms []string

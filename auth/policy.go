@@ -17,7 +17,7 @@ type Rule struct {
 	// Scope grants the rule to a token holding this scope. Exactly one of
 	// Scope and Claim is set.
 	Scope string
-	// Claim is a claim path (checkClaimPath): realm_access.roles,
+	// Claim is a claim path (Options.Validate): realm_access.roles,
 	// resource_access.<client>.roles, groups, or another top-level claim
 	// holding a string or an array of strings. The rule applies when the
 	// claim holds one of Values.

@@ -26,9 +26,11 @@ const (
 // (CheckURL), scope syntax and the roles of scopes (a scope is required,
 // write or extra, never two), policy claim paths, the algorithm allow-list
 // against HMACSecret, and the ranges of the numbers. Zero values stand for
-// the defaults. Resource is checked when set. It is the whole of what
-// configuration checks about tokens; New applies the same rules to what
-// it is given.
+// the defaults. Resource is checked when set. New applies the syntax
+// rules too (URLs, scopes, claim paths, algorithms, the secret's length);
+// the ranges and the roles of scopes are Validate's alone, so that a
+// program embedding the Authenticator (a test with a tiny cache, say) is
+// not held to what an operator may configure.
 func (o Options) Validate() error {
 	var p options.Problems
 	if o.Issuer == "" {
