@@ -49,7 +49,7 @@ type Options struct {
 	// UserClaim names the claim that holds the user id; default "sub".
 	UserClaim string
 	// Algorithms is the allow-list of JWS algorithms, names from
-	// DefaultAlgorithms and HMACAlgorithms (CheckAlgorithm). Default:
+	// DefaultAlgorithms and HMACAlgorithms (Validate). Default:
 	// DefaultAlgorithms, plus HMACAlgorithms when HMACSecret is set. "none"
 	// is never allowed, and an HS* algorithm only together with HMACSecret.
 	Algorithms []string
@@ -100,6 +100,11 @@ const (
 	DefaultMaxTokenBytes      = 16 << 10
 	DefaultMinRefetchInterval = 30 * time.Second
 	DefaultRetryInterval      = 30 * time.Second
+	// DefaultHTTPTimeout bounds a request to the issuer with the default
+	// HTTPClient.
+	DefaultHTTPTimeout = 10 * time.Second
+	// DefaultUserClaim names the claim that holds the user id.
+	DefaultUserClaim = "sub"
 )
 
 // normalize validates o and fills in defaults, reporting every problem at once.
@@ -114,7 +119,7 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.Resource == "" {
 		bad("resource is required: the canonical URI of this server's /mcp endpoint, e.g. https://mcp.example/mcp (RFC 8707: tokens are checked to name it in aud)")
-	} else if err := CheckResource(o.Resource); err != nil {
+	} else if err := checkResource(o.Resource); err != nil {
 		bad("resource: %v", err)
 	}
 	if len(o.AuthorizationServers) == 0 && o.Issuer != "" {
@@ -126,12 +131,12 @@ func (o Options) normalize() (Options, error) {
 		}
 	}
 	for _, s := range slices.Concat(o.RequiredScopes, o.ExtraScopes) {
-		if err := CheckScope(s); err != nil {
+		if err := checkScope(s); err != nil {
 			bad("scope: %v", err)
 		}
 	}
 	if o.WriteScope != "" {
-		if err := CheckScope(o.WriteScope); err != nil {
+		if err := checkScope(o.WriteScope); err != nil {
 			bad("write scope: %v", err)
 		}
 	}
@@ -146,10 +151,10 @@ func (o Options) normalize() (Options, error) {
 		}
 	}
 	if o.UserClaim == "" {
-		o.UserClaim = "sub"
+		o.UserClaim = DefaultUserClaim
 	}
 	if len(o.HMACSecret) > 0 {
-		if err := CheckHMACSecret(o.HMACSecret); err != nil {
+		if err := checkHMACSecret(o.HMACSecret); err != nil {
 			bad("hmac secret %v", err)
 		}
 	}
@@ -160,7 +165,7 @@ func (o Options) normalize() (Options, error) {
 		}
 	}
 	for _, a := range o.Algorithms {
-		if err := CheckAlgorithm(a, len(o.HMACSecret) > 0); err != nil {
+		if err := checkAlgorithm(a, len(o.HMACSecret) > 0); err != nil {
 			bad("algorithm %v", err)
 		}
 	}
@@ -177,7 +182,7 @@ func (o Options) normalize() (Options, error) {
 		bad("max token bytes %d is negative", o.MaxTokenBytes)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		o.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
 	if o.MinRefetchInterval == 0 {
 		o.MinRefetchInterval = DefaultMinRefetchInterval

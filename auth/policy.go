@@ -17,7 +17,7 @@ type Rule struct {
 	// Scope grants the rule to a token holding this scope. Exactly one of
 	// Scope and Claim is set.
 	Scope string
-	// Claim is a claim path (CheckClaimPath): realm_access.roles,
+	// Claim is a claim path (Options.Validate): realm_access.roles,
 	// resource_access.<client>.roles, groups, or another top-level claim
 	// holding a string or an array of strings. The rule applies when the
 	// claim holds one of Values.
@@ -40,11 +40,11 @@ func (r Rule) who() string {
 // (scope has its own form, Rule.Scope).
 var registeredClaims = []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "azp", "client_id", "scope", "scp", "cnf", "typ", "auth_time", "acr", "amr", "sid"}
 
-// CheckClaimPath checks a policy's claim path: Keycloak's realm roles
+// checkClaimPath checks a policy's claim path: Keycloak's realm roles
 // (realm_access.roles), a client's roles (resource_access.<client>.roles),
 // or a top-level claim (groups, roles, …) that is not a registered claim.
 // Any other dotted path cannot exist in a Keycloak or RFC 9068 token.
-func CheckClaimPath(path string) error {
+func checkClaimPath(path string) error {
 	parts := strings.Split(path, ".")
 	switch {
 	case path == "realm_access.roles":
@@ -72,14 +72,14 @@ func checkRules(rules []Rule) []error {
 		case (r.Scope == "") == (r.Claim == ""):
 			bad("names who it applies to with exactly one of scope and claim")
 		case r.Scope != "":
-			if err := CheckScope(r.Scope); err != nil {
+			if err := checkScope(r.Scope); err != nil {
 				bad("%v", err)
 			}
 			if len(r.Values) > 0 {
 				bad("values go with claim, not with scope")
 			}
 		default:
-			if err := CheckClaimPath(r.Claim); err != nil {
+			if err := checkClaimPath(r.Claim); err != nil {
 				bad("claim: %v", err)
 			}
 			if len(r.Values) == 0 || slices.Contains(r.Values, "") {
@@ -134,7 +134,7 @@ func (a *Authenticator) grant(p *Principal, top map[string]json.RawMessage) {
 	p.Tools = slices.Compact(tools)
 }
 
-// claimValues reads a claim path of CheckClaimPath's forms as strings: a
+// claimValues reads a claim path of checkClaimPath's forms as strings: a
 // string claim is one value, an array keeps its string members. Anything
 // else holds nothing.
 func claimValues(top map[string]json.RawMessage, path string) []string {

@@ -64,11 +64,11 @@ func checkURL(raw string, query bool) error {
 	return nil
 }
 
-// CheckResource checks a canonical resource URI (the /mcp endpoint): a
+// checkResource checks a canonical resource URI (the /mcp endpoint): a
 // CheckURL URL in canonical form, because clients compare the metadata's
 // resource with the URL they used character for character (RFC 9728 §3.3):
 // lower-case scheme and host.
-func CheckResource(raw string) error {
+func checkResource(raw string) error {
 	if err := CheckURL(raw); err != nil {
 		return err
 	}
@@ -79,9 +79,9 @@ func CheckResource(raw string) error {
 	return nil
 }
 
-// CheckScope checks one scope token against RFC 6749 §3.3:
+// checkScope checks one scope token against RFC 6749 §3.3:
 // scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
-func CheckScope(s string) error {
+func checkScope(s string) error {
 	ok := s != ""
 	for i := 0; i < len(s) && ok; i++ {
 		b := s[i]
@@ -97,9 +97,9 @@ func CheckScope(s string) error {
 // (RFC 7518 §3.2: a key of the same size as the hash output or larger).
 const MinHMACSecret = 32
 
-// CheckHMACSecret checks a shared secret's length; the error gives the
+// checkHMACSecret checks a shared secret's length; the error gives the
 // length, never the secret.
-func CheckHMACSecret(secret []byte) error {
+func checkHMACSecret(secret []byte) error {
 	if len(secret) < MinHMACSecret {
 		return fmt.Errorf("holds %d bytes; an HMAC secret needs at least %d (RFC 7518 §3.2; e.g. openssl rand -base64 48 > FILE)", len(secret), MinHMACSecret)
 	}
@@ -116,22 +116,22 @@ func DefaultAlgorithms() []string {
 // default list gains them when there is one.
 func HMACAlgorithms() []string { return []string{"HS256", "HS384", "HS512"} }
 
-// ErrNeedsHMACSecret is wrapped by CheckAlgorithm's error for an HS*
+// errNeedsHMACSecret is wrapped by checkAlgorithm's error for an HS*
 // algorithm without a shared secret.
-var ErrNeedsHMACSecret = errors.New("needs a shared hmac secret; without one HMAC is never accepted")
+var errNeedsHMACSecret = errors.New("needs a shared hmac secret; without one HMAC is never accepted")
 
-// CheckAlgorithm checks one entry of an algorithm allow-list: a name from
+// checkAlgorithm checks one entry of an algorithm allow-list: a name from
 // DefaultAlgorithms or HMACAlgorithms, spelled exactly, never "none" (an
 // unsigned token proves nothing, RFC 8725 §3.1), and an HMAC one only with
-// a shared secret (errors.Is ErrNeedsHMACSecret), so a public key can never
+// a shared secret (errors.Is errNeedsHMACSecret), so a public key can never
 // serve as an HMAC secret (RFC 8725 §2.1).
-func CheckAlgorithm(alg string, haveHMACSecret bool) error {
+func checkAlgorithm(alg string, haveHMACSecret bool) error {
 	switch {
 	case strings.EqualFold(alg, "none"):
 		return fmt.Errorf(`%q is never accepted: an unsigned token proves nothing`, alg)
 	case slices.Contains(HMACAlgorithms(), alg):
 		if !haveHMACSecret {
-			return fmt.Errorf("%q %w", alg, ErrNeedsHMACSecret)
+			return fmt.Errorf("%q %w", alg, errNeedsHMACSecret)
 		}
 		return nil
 	case !slices.Contains(DefaultAlgorithms(), alg):

@@ -326,6 +326,14 @@ func (a *Authenticator) verify(ctx context.Context, token string, e *cachedToken
 // or an introspection answer, and fills e. all holds every member they
 // were decoded from, by exact name, for a user claim outside claims and
 // the policy's claims.
+//
+// These checks are not jwx's jwt.Parse options (WithIssuer, WithAudience,
+// WithAcceptableSkew, WithRequiredClaim) because they also judge RFC 7662
+// introspection answers, which never pass through jwx, and because jwx's
+// skew applies to exp as well (jwt/validate.go), where this server allows
+// none. Each check returns its own error (ErrIssuer, ErrExpired, …), which
+// the challenge, the log and the refusal metric name; jwx would give one
+// validation error to take apart.
 func (a *Authenticator) checkClaims(c *claims, all map[string]json.RawMessage, e *cachedToken) error {
 	p := &e.p
 	// The claims are authentic from here on, so the log line of a refusal

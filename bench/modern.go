@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // The stateless phase: MCP 2026-07-28 clients, with no session, each on its
@@ -56,10 +56,10 @@ func (p ProcFS) CensusUserWorkers(pids []int, users []string, logged map[int]str
 		u, ok := logged[pid]
 		if !ok {
 			env, err := p.Environ(pid)
-			if err != nil || env[worker.EnvScope] != worker.ScopeUser {
+			if err != nil || env[workerproto.EnvScope] != workerproto.ScopeUser {
 				continue
 			}
-			u = env[worker.EnvUser]
+			u = env[workerproto.EnvUser]
 		}
 		if !anyUser && !slices.Contains(users, u) {
 			continue

@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // The stateless phase against the go-sdk server in its stateless mode
@@ -114,7 +114,7 @@ func TestParseEnviron(t *testing.T) {
 func TestCensusUserWorkers(t *testing.T) {
 	start := func(scope, user string) int {
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "MCPBENCH_TEST_STDIO_SERVER=1", worker.EnvScope+"="+scope, worker.EnvUser+"="+user)
+		cmd.Env = append(os.Environ(), "MCPBENCH_TEST_STDIO_SERVER=1", workerproto.EnvScope+"="+scope, workerproto.EnvUser+"="+user)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +128,7 @@ func TestCensusUserWorkers(t *testing.T) {
 		})
 		return cmd.Process.Pid
 	}
-	pids := []int{start(worker.ScopeUser, "ann"), start(worker.ScopeUser, "bob"), start(worker.ScopeSession, "ann"), os.Getpid()}
+	pids := []int{start(workerproto.ScopeUser, "ann"), start(workerproto.ScopeUser, "bob"), start(workerproto.ScopeSession, "ann"), os.Getpid()}
 	p := ProcFS{Root: "/proc"}
 	for _, tc := range []struct {
 		users   []string
@@ -152,7 +152,7 @@ func TestCensusUserWorkers(t *testing.T) {
 func TestCensusLoggedUserWorkers(t *testing.T) {
 	start := func() int {
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "MCPBENCH_TEST_STDIO_SERVER=1", worker.EnvPrestarted+"=true")
+		cmd.Env = append(os.Environ(), "MCPBENCH_TEST_STDIO_SERVER=1", workerproto.EnvPrestarted+"=true")
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)

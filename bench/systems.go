@@ -406,7 +406,7 @@ func waitFile(ctx context.Context, p *proc, path string, timeout time.Duration) 
 }
 
 // sessionEnv is the environment of a worker started by the harness or by a
-// bridge: the harness's own plus the identity contract of worker.Identity.
+// bridge: the harness's own plus the identity contract of workerproto.Identity.
 func sessionEnv(base []string, extra []string) []string {
 	return append(append([]string(nil), base...), extra...)
 }

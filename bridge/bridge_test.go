@@ -225,3 +225,50 @@ func TestBridgeReauthorizes(t *testing.T) {
 		})
 	}
 }
+
+// A 403 is a step-up only when its Bearer challenge's error is
+// insufficient_scope: the words in a description, or in another scheme's
+// challenge, do not make the bridge log the user in again (a login asking
+// for the scope a hostile server named).
+func TestBridgeStepUpOnlyOnTheBearerError(t *testing.T) {
+	for name, challenge := range map[string][]string{
+		"in the description":     {`Bearer error="invalid_token", error_description="insufficient_scope", scope="admin"`},
+		"in another scheme":      {`Basic error="insufficient_scope", scope="admin", Bearer error="access_denied"`},
+		"in another header line": {`Basic realm="x", error="insufficient_scope"`, `Bearer error="access_denied"`},
+		"quoted inside a value":  {`Bearer error_description="x, error=insufficient_scope"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for _, c := range challenge {
+					w.Header().Add("WWW-Authenticate", c)
+				}
+				w.WriteHeader(http.StatusForbidden)
+			}))
+			defer ts.Close()
+			var mu sync.Mutex
+			logins := 0
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			go func() {
+				Run(context.Background(), inR, outW, Options{URL: ts.URL,
+					Token: func(context.Context) (string, error) { return "tok", nil },
+					Reauthorize: func(context.Context, string) (string, error) {
+						mu.Lock()
+						defer mu.Unlock()
+						logins++
+						return "tok2", nil
+					}})
+				outW.Close()
+			}()
+			io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+			out := bufio.NewScanner(outR)
+			require.True(t, out.Scan())
+			assert.Contains(t, out.Text(), `"id":1`)
+			assert.Contains(t, out.Text(), "403")
+			inW.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, 0, logins, "a 403 without the Bearer insufficient_scope error is no step-up")
+		})
+	}
+}

@@ -110,8 +110,8 @@ func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid,
 		if err != nil {
 			return nil, err
 		}
-		challenge := resp.Header.Get("WWW-Authenticate")
-		insufficient := resp.StatusCode == http.StatusForbidden && strings.Contains(challenge, "insufficient_scope")
+		challenge := strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")
+		insufficient := resp.StatusCode == http.StatusForbidden && oauthclient.ChallengeParam(challenge, "error") == "insufficient_scope"
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized && attempt == 0 && b.o.Refresh != nil:
 			drain(resp)
@@ -217,7 +217,7 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 		return
 	}
 	b.refuse(line, m, refusal{status: resp.StatusCode, statusText: resp.Status,
-		challenge: resp.Header.Get("WWW-Authenticate"), body: body, url: b.o.URL, only: pending})
+		challenge: strings.Join(resp.Header.Values("WWW-Authenticate"), ", "), body: body, url: b.o.URL, only: pending})
 }
 
 // requestIDs is the set of ids (by idKey) of the requests in what the

@@ -12,10 +12,11 @@
 package config
 
 import (
-	"time"
-
+	"github.com/mcpgate/mcpgate/audit"
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // Config is the whole configuration of `mcpgate serve`. The YAML names of the
@@ -131,70 +132,58 @@ type Tracing struct {
 // empty value means the default, as for every key).
 const MetricsOff = "off"
 
-// Defaults, exported so that callers and docs share one source.
+// Defaults, exported so that callers and docs share one source. A default
+// of a value a package uses is that package's own Default* (the bindings in
+// bind.go fill them in); config declares only those of its own keys.
 const (
-	DefaultListen         = "127.0.0.1:8000"
-	DefaultName           = "mcpgate"
-	DefaultMaxBodyBytes   = 8 << 20
-	DefaultMaxConnections = 4096
-	// DefaultConnectionsShare: one principal may hold at most
-	// max_connections divided by it, unless configured.
-	DefaultConnectionsShare   = 4
-	DefaultMaxStreamLifetime  = time.Hour
-	DefaultReadHeaderTimeout  = 10 * time.Second
-	DefaultReadTimeout        = 30 * time.Second
-	DefaultIdleTimeout        = 2 * time.Minute
-	DefaultMaxSessions        = 1024
-	DefaultMaxSessionsPerUser = 256
-	// DefaultMaxDBConnections fits PostgreSQL's default max_connections
-	// (100, 3 of them reserved) for one replica with room to spare; a
-	// cluster of N replicas needs N × max_db_connections ≤ max_connections
-	// − reserved connections (docs/deploy.md).
-	DefaultMaxDBConnections = 64
-	// DefaultMaxDBConnectionsPerUser lets one principal hold both its
-	// per-user workers (read-only and read-write: 2 × (max_transactions+1))
-	// or ten sessions.
-	DefaultMaxDBConnectionsPerUser = 10
-	DefaultSessionIdleTimeout      = 30 * time.Minute
-	DefaultWorkerStartTimeout      = 10 * time.Second
-	DefaultWorkerStopGrace         = 5 * time.Second
-	DefaultWriteTimeout            = 30 * time.Second
-	DefaultMaxStreamBuffer         = 32 << 20
-	DefaultMaxSessionBuffer        = 64 << 20
-	DefaultMaxUserBuffer           = 128 << 20
-	DefaultMaxUnauthPerAddr        = 64
-	DefaultUnauthIdleTimeout       = 10 * time.Second
-	DefaultDrainTimeout            = 30 * time.Second
-	DefaultDrainMin                = 6 * time.Second // deploy/haproxy: inter 2s × fall 3
-	DefaultMaxWorkerMessage        = 64 << 20
-	DefaultDriver                  = "sqlite"
-	DefaultDatabasePath            = "data/mcpgate.db"
-	DefaultStatementTimeout        = 30 * time.Second
-	DefaultLockTimeout             = 5 * time.Second
-	DefaultMaxRows                 = 500
-	DefaultChecksTimeout           = 2 * time.Minute
+	DefaultListen = "127.0.0.1:8000"
+	DefaultName   = worker.DefaultServerName
+
+	DefaultMaxBodyBytes            = gateway.DefaultMaxBodyBytes
+	DefaultMaxConnections          = gateway.DefaultMaxConnections
+	DefaultConnectionsShare        = gateway.DefaultConnectionsShare
+	DefaultMaxStreamLifetime       = gateway.DefaultMaxStreamLifetime
+	DefaultReadHeaderTimeout       = gateway.DefaultReadHeaderTimeout
+	DefaultReadTimeout             = gateway.DefaultBodyReadTimeout
+	DefaultIdleTimeout             = gateway.DefaultIdleTimeout
+	DefaultMaxSessions             = gateway.DefaultMaxSessions
+	DefaultMaxSessionsPerUser      = gateway.DefaultMaxSessionsPerUser
+	DefaultMaxDBConnections        = gateway.DefaultMaxDBConnections
+	DefaultMaxDBConnectionsPerUser = gateway.DefaultMaxDBConnectionsPerUser
+	DefaultSessionIdleTimeout      = gateway.DefaultSessionIdleTimeout
+	DefaultWorkerStartTimeout      = gateway.DefaultWorkerStartTimeout
+	DefaultWorkerStopGrace         = worker.DefaultStopGrace
+	DefaultWriteTimeout            = gateway.DefaultWriteTimeout
+	DefaultMaxStreamBuffer         = gateway.DefaultMaxStreamBufferBytes
+	DefaultMaxSessionBuffer        = gateway.DefaultMaxSessionBufferBytes
+	DefaultMaxUserBuffer           = gateway.DefaultMaxUserBufferBytes
+	DefaultMaxUnauthPerAddr        = gateway.DefaultMaxUnauthenticatedPerAddress
+	DefaultUnauthIdleTimeout       = gateway.DefaultUnauthenticatedIdleTimeout
+	DefaultDrainTimeout            = gateway.DefaultDrainTimeout
+	DefaultDrainMin                = gateway.DefaultDrainMin
+	DefaultMaxWorkerMessage        = worker.DefaultMaxLineBytes
+	DefaultDriver                  = db.SQLite
+	DefaultDatabasePath            = db.DefaultSQLitePath
+	DefaultStatementTimeout        = db.DefaultStatementTimeout
+	DefaultLockTimeout             = db.DefaultLockTimeout
+	DefaultMaxRows                 = db.DefaultMaxRows
+	DefaultChecksTimeout           = db.DefaultChecksTimeout
 	DefaultMaxTransactions         = db.DefaultMaxTransactions
 	DefaultIdleRelease             = db.DefaultIdleRelease
-	// DefaultPoolSize: sessions started one after another found a
-	// pre-started worker every time already at size 1 (BenchmarkSessionStart);
-	// four also cover a burst of four concurrent starts (a client
-	// reconnecting its sessions), for about 2 MiB of private memory each
-	// (docs/gateway.md, docs/benchmarks.md).
-	DefaultPoolSize = 4
-	// MaxPoolSize bounds worker.pool_size.
-	MaxPoolSize               = 256
-	DefaultUserClaim          = "sub"
-	DefaultLeeway             = 60 * time.Second
-	DefaultMaxTokenBytes      = 16 << 10
-	DefaultTokenCacheSize     = auth.DefaultTokenCacheSize
-	DefaultIntrospection      = IntrospectionOff
-	DefaultIntrospectionTTL   = auth.DefaultIntrospectionMaxCacheTTL
-	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
-	DefaultIntrospectionRate  = auth.DefaultIntrospectionPerAddressPerMinute
-	DefaultLogLevel           = "info"
-	DefaultLogFormat          = "text"
-	DefaultMaxArgumentBytes   = 256
-	DefaultMetricsListen      = "127.0.0.1:9464"
+	DefaultPoolSize                = worker.DefaultPoolSize
+	MaxPoolSize                    = worker.MaxPoolSize
+	DefaultUserClaim               = auth.DefaultUserClaim
+	DefaultLeeway                  = auth.DefaultLeeway
+	DefaultMaxTokenBytes           = auth.DefaultMaxTokenBytes
+	DefaultTokenCacheSize          = auth.DefaultTokenCacheSize
+	DefaultIntrospection           = IntrospectionOff
+	DefaultIntrospectionTTL        = auth.DefaultIntrospectionMaxCacheTTL
+	DefaultIntrospectionSlots      = auth.DefaultIntrospectionMaxConcurrent
+	DefaultIntrospectionRate       = auth.DefaultIntrospectionPerAddressPerMinute
+	DefaultLogLevel                = "info"
+	DefaultLogFormat               = "text"
+	DefaultMaxArgumentBytes        = audit.DefaultMaxArgumentBytes
+	DefaultMetricsListen           = "127.0.0.1:9464"
 )
 
 // Default returns a Config holding every default: the unauthenticated
@@ -212,47 +201,15 @@ func preset() *Config {
 	return &Config{Worker: Worker{PoolSize: DefaultPoolSize}}
 }
 
-// applyDefaults fills every zero field that has a default. It is idempotent.
+// applyDefaults fills every zero field that has a default: the packages'
+// (applyBoundDefaults), then those derived from other keys. It is
+// idempotent.
 func (c *Config) applyDefaults() {
-	setString(&c.Server.Listen, DefaultListen)
-	setString(&c.Server.Name, DefaultName)
-
+	c.applyBoundDefaults()
 	l := &c.Limits
-	setNumber(&l.MaxBodyBytes, DefaultMaxBodyBytes)
-	setNumber(&l.MaxConnections, DefaultMaxConnections)
 	setNumber(&l.MaxConnectionsPerPrincipal, l.MaxConnections/DefaultConnectionsShare)
-	setNumber(&l.MaxStreamLifetime, DefaultMaxStreamLifetime)
-	setNumber(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	setNumber(&l.ReadTimeout, DefaultReadTimeout)
-	setNumber(&l.IdleTimeout, DefaultIdleTimeout)
-	setNumber(&l.MaxSessions, DefaultMaxSessions)
-	setNumber(&l.MaxSessionsPerUser, DefaultMaxSessionsPerUser)
-	setNumber(&l.MaxDBConnections, DefaultMaxDBConnections)
-	setNumber(&l.MaxDBConnectionsPerUser, DefaultMaxDBConnectionsPerUser)
-	setNumber(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
-	setNumber(&l.WorkerStartTimeout, DefaultWorkerStartTimeout)
-	setNumber(&l.WorkerStopGrace, DefaultWorkerStopGrace)
-	setNumber(&l.WriteTimeout, DefaultWriteTimeout)
-	setNumber(&l.MaxStreamBufferBytes, DefaultMaxStreamBuffer)
-	setNumber(&l.MaxSessionBufferBytes, DefaultMaxSessionBuffer)
-	setNumber(&l.MaxUserBufferBytes, DefaultMaxUserBuffer)
-	setNumber(&l.MaxUnauthenticatedPerAddress, DefaultMaxUnauthPerAddr)
-	setNumber(&l.UnauthenticatedIdleTimeout, DefaultUnauthIdleTimeout)
-	setNumber(&l.DrainTimeout, DefaultDrainTimeout)
-	setNumber(&l.DrainMin, DefaultDrainMin)
-	setNumber(&l.MaxWorkerMessageBytes, DefaultMaxWorkerMessage)
-
-	setString(&c.Database.Driver, DefaultDriver)
-	setString(&c.Database.Path, DefaultDatabasePath)
-	setNumber(&c.Database.StatementTimeout, DefaultStatementTimeout)
-	setNumber(&c.Database.LockTimeout, DefaultLockTimeout)
-	setNumber(&c.Database.MaxRows, DefaultMaxRows)
-	setNumber(&c.Database.ChecksTimeout, DefaultChecksTimeout)
-	setNumber(&c.Database.MaxTransactions, DefaultMaxTransactions)
-	setNumber(&c.Database.IdleRelease, DefaultIdleRelease)
 	setNumber(&c.Database.TransactionIdleTimeout, l.SessionIdleTimeout)
 
-	setString(&c.Auth.UserClaim, DefaultUserClaim)
 	if len(c.Auth.Algorithms) == 0 {
 		c.Auth.Algorithms = auth.DefaultAlgorithms()
 		if c.Auth.HMACSecretFile != "" {
@@ -262,18 +219,9 @@ func (c *Config) applyDefaults() {
 	if len(c.Auth.AuthorizationServers) == 0 && c.Auth.Issuer != "" {
 		c.Auth.AuthorizationServers = []string{c.Auth.Issuer}
 	}
-	setNumber(&c.Auth.Leeway, DefaultLeeway)
-	setNumber(&c.Auth.MaxTokenBytes, DefaultMaxTokenBytes)
-	setNumber(&c.Auth.TokenCacheSize, DefaultTokenCacheSize)
 	setString(&c.Auth.Introspection, DefaultIntrospection)
-	setNumber(&c.Auth.IntrospectionMaxCacheTTL, DefaultIntrospectionTTL)
-	setNumber(&c.Auth.IntrospectionMaxConcurrent, DefaultIntrospectionSlots)
-	setNumber(&c.Auth.IntrospectionPerAddressPerMinute, DefaultIntrospectionRate)
-
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
-
-	setNumber(&c.Audit.MaxArgumentBytes, DefaultMaxArgumentBytes)
 	setString(&c.Metrics.Listen, DefaultMetricsListen)
 }
 

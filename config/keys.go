@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // EnvPrefix starts the environment name of every key: auth.issuer is read
@@ -161,7 +161,7 @@ func UnknownEnv(environ []string) []string {
 	var unknown []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix) || known[name] || worker.IsReservedEnv(name) {
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] || workerproto.IsReservedEnv(name) {
 			continue
 		}
 		unknown = append(unknown, name)

@@ -13,7 +13,6 @@ import (
 	"unicode"
 
 	"github.com/mcpgate/mcpgate/auth"
-	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // Problem is one thing wrong with a configuration: the key and what to do.
@@ -68,6 +67,7 @@ func (c *Config) Validate() error {
 	c = &eff
 	v := &validator{}
 	c.validateServer(v)
+	c.validateBound(v)
 	c.validateLimits(v)
 	c.validateWorkerLimits(v)
 	c.validateWorker(v)
@@ -111,9 +111,6 @@ func (c *Config) validateServer(v *validator) {
 		v.add("server.public_url", "%v", err)
 	} else if strings.HasSuffix(strings.TrimRight(s.PublicURL, "/"), "/mcp") {
 		v.add("server.public_url", "%q ends in /mcp; give the origin (and any proxy path prefix) only, the resource URI adds /mcp", s.PublicURL)
-	} else if err := auth.CheckResource(c.Resource()); err != nil && c.Authenticated() {
-		// auth.New would refuse the resource at start-up; say it now.
-		v.add("server.public_url", "gives the resource URI %v", err)
 	}
 
 	for i, o := range s.AllowedOrigins {
@@ -126,9 +123,6 @@ func (c *Config) validateServer(v *validator) {
 	}
 	if hasControl(s.Title) {
 		v.add("server.title", "must not contain control characters")
-	}
-	if err := gateway.CheckReplicaID(s.ReplicaID); err != nil {
-		v.add("server.replica_id", "%q is not a DNS label: use 1 to 63 of a-z 0-9 -, starting and ending with a letter or digit (a host or pod name such as mcpgate-0)", s.ReplicaID)
 	}
 	if !c.Authenticated() && s.LocalUser != "" {
 		if msg := checkUserID(s.LocalUser); msg != "" {

@@ -1,15 +1,18 @@
 package config
 
 import (
-	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
 )
 
+// validateAuth reports what only configuration can get wrong about tokens:
+// keys set without an issuer, files, introspection modes and what a policy
+// grants. The rules about the options themselves are auth's
+// (auth.Options.Validate, reported by validateAuthOptions).
 func (c *Config) validateAuth(v *validator) {
 	a := c.Auth
 	if !c.Authenticated() {
@@ -34,71 +37,74 @@ func (c *Config) validateAuth(v *validator) {
 		}
 		return
 	}
-
-	if err := auth.CheckURL(a.Issuer); err != nil {
-		v.add("auth.issuer", "%v", err)
-	}
-	for i, s := range a.AuthorizationServers {
-		if s == a.Issuer {
-			continue // reported as auth.issuer, once
-		}
-		if err := auth.CheckURL(s); err != nil {
-			v.add(fmt.Sprintf("auth.authorization_servers[%d]", i), "%v", err)
-		}
-	}
-
-	checkScopes(v, "auth.required_scopes", a.RequiredScopes)
-	checkScopes(v, "auth.extra_scopes", a.ExtraScopes)
-	if a.WriteScope != "" {
-		checkScopes(v, "auth.write_scope", []string{a.WriteScope})
-		if slices.Contains(a.RequiredScopes, a.WriteScope) {
-			v.add("auth.write_scope", "%q is also in auth.required_scopes, so no session could ever be read-only; remove it from required_scopes", a.WriteScope)
-		}
-		if slices.Contains(a.ExtraScopes, a.WriteScope) {
-			v.add("auth.extra_scopes", "%q is the auth.write_scope, which is advertised already; remove it from extra_scopes", a.WriteScope)
-		}
-	}
-	for _, s := range a.ExtraScopes {
-		if slices.Contains(a.RequiredScopes, s) {
-			v.add("auth.extra_scopes", "%q is also in auth.required_scopes, which are advertised already; remove it from extra_scopes", s)
-		}
-	}
-
 	c.validatePolicies(v)
-
-	if strings.TrimSpace(a.UserClaim) == "" {
-		v.add("auth.user_claim", "is empty; name the claim holding the user id, e.g. sub or preferred_username")
-	}
-
-	hasHMAC := false
-	for _, alg := range a.Algorithms {
-		hasHMAC = hasHMAC || slices.Contains(auth.HMACAlgorithms(), alg)
-		switch err := auth.CheckAlgorithm(alg, a.HMACSecretFile != ""); {
-		case errors.Is(err, auth.ErrNeedsHMACSecret):
-			v.add("auth.algorithms", "%s needs a shared secret in auth.hmac_secret_file; without one an attacker could sign with a public key, so remove it or set the file", alg)
-		case err != nil:
-			v.add("auth.algorithms", "%v; remove it", err)
-		}
-	}
-	if a.HMACSecretFile != "" {
-		if !hasHMAC {
-			v.add("auth.hmac_secret_file", "is set but auth.algorithms lists no HS256, HS384 or HS512; add the one your issuer signs with (or remove auth.algorithms: the default then includes them)")
-		}
-		if _, err := readSecret(a.HMACSecretFile); err != nil {
-			v.add("auth.hmac_secret_file", "%v", err)
-		}
-	}
-
-	if a.Leeway < 0 || a.Leeway > 5*time.Minute {
-		v.add("auth.leeway", "%v is outside 0 to 5m; a clock skew allowance that long accepts tokens before their time", a.Leeway)
-	}
-	if a.MaxTokenBytes < 0 || (a.MaxTokenBytes > 0 && a.MaxTokenBytes < 1<<10) || a.MaxTokenBytes > 1<<20 {
-		v.add("auth.max_token_bytes", "%d is outside 1KiB to 1MiB; use a size such as 16KiB", int64(a.MaxTokenBytes))
-	}
-	if a.TokenCacheSize < -1 || a.TokenCacheSize > 1_000_000 {
-		v.add("auth.token_cache_size", "%d is outside -1 (off) to 1000000", a.TokenCacheSize)
-	}
 	c.validateIntrospection(v)
+}
+
+// authOptions is the token checker's options as configured, without the
+// files' contents and with the policies' tools unresolved; validation
+// and AuthOptions start from it.
+func (c *Config) authOptions() auth.Options {
+	o := bind[auth.Options](c, authKeys)
+	o.Resource = ""
+	if u := c.Server.PublicURL; u != "" && auth.CheckURL(u) == nil && !strings.HasSuffix(strings.TrimRight(u, "/"), "/mcp") {
+		o.Resource = c.Resource() // server.public_url's own problems are validateServer's
+	}
+	for _, p := range c.Auth.Policies {
+		o.Policies = append(o.Policies, auth.Rule{Scope: p.Scope, Claim: p.Claim, Values: p.Values})
+	}
+	if c.Auth.Introspection != IntrospectionOpaque && c.Auth.Introspection != IntrospectionAll {
+		o.Introspection.ClientID = "" // set without introspection: reported by validateIntrospection
+	}
+	return o
+}
+
+// validateAuthOptions reports auth's problems with the options, under
+// their keys.
+func (c *Config) validateAuthOptions(v *validator) {
+	if !c.Authenticated() {
+		return
+	}
+	o := c.authOptions()
+	if f := c.Auth.HMACSecretFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			v.add("auth.hmac_secret_file", "%v", err)
+			// Judge the algorithms as if the file held a secret: its
+			// problem is reported once, here.
+			b = make([]byte, auth.MinHMACSecret)
+		}
+		o.HMACSecret = trimNewline(b)
+	}
+	report(v, authKeys, o.Validate())
+}
+
+// AuthOptions maps the configuration to the token checker's options,
+// reading the secret files it names and resolving the policies' tools.
+// The caller adds what is not configuration (HTTP client, logger, hooks).
+func (c *Config) AuthOptions() (auth.Options, error) {
+	o := c.authOptions()
+	o.Resource = c.Resource()
+	rules, err := c.PolicyRules()
+	if err != nil {
+		return o, err
+	}
+	o.Policies = rules
+	if c.Auth.HMACSecretFile != "" {
+		if o.HMACSecret, err = c.HMACSecret(); err != nil {
+			return o, err
+		}
+	}
+	switch c.Auth.Introspection {
+	case IntrospectionOpaque, IntrospectionAll:
+		if o.Introspection.ClientSecret, err = c.IntrospectionSecret(); err != nil {
+			return o, err
+		}
+		o.Introspection.All = c.Auth.Introspection == IntrospectionAll
+	default:
+		o.Introspection = nil
+	}
+	return o, nil
 }
 
 func (c *Config) validateIntrospection(v *validator) {
@@ -128,40 +134,21 @@ func (c *Config) validateIntrospection(v *validator) {
 	default:
 		v.add("auth.introspection", "%q is not a mode; use off, opaque or all", a.Introspection)
 	}
-	if ttl := a.IntrospectionMaxCacheTTL; (ttl != 0 && ttl < time.Second) || ttl > time.Hour {
-		v.add("auth.introspection_max_cache_ttl", "%v is outside 1s to 1h; it is how long a revoked token may keep working", a.IntrospectionMaxCacheTTL)
-	}
-	if a.IntrospectionMaxConcurrent < 0 || a.IntrospectionMaxConcurrent > 1024 {
-		v.add("auth.introspection_max_concurrent", "%d is outside 1 to 1024", a.IntrospectionMaxConcurrent)
-	}
-	if a.IntrospectionPerAddressPerMinute < 0 || a.IntrospectionPerAddressPerMinute > 100000 {
-		v.add("auth.introspection_per_address_per_minute", "%d is outside 1 to 100000", a.IntrospectionPerAddressPerMinute)
-	}
 }
 
-// validatePolicies reports every problem of auth.policies and
-// auth.initial_scopes, by key.
+// validatePolicies reports what auth.policies grant: the forms of a rule
+// and its toolsets and tools. Scopes and claim paths are auth's.
 func (c *Config) validatePolicies(v *validator) {
-	a := c.Auth
-	if len(a.Policies) > 0 && a.WriteScope != "" {
-		v.add("auth.write_scope", "is set together with auth.policies; only one may decide what a token reaches: express it as a rule (scope: %s, with the tools it grants)", a.WriteScope)
-	}
-	advertised := slices.Concat(a.RequiredScopes, []string{a.WriteScope}, a.ExtraScopes)
-	for i, p := range a.Policies {
+	for i, p := range c.Auth.Policies {
 		key := fmt.Sprintf("auth.policies[%d]", i)
 		switch {
 		case (p.Scope == "") == (p.Claim == ""):
 			v.add(key, "names who it applies to with exactly one of scope and claim")
 		case p.Scope != "":
-			checkScopes(v, key+".scope", []string{p.Scope})
-			advertised = append(advertised, p.Scope)
 			if len(p.Values) > 0 {
 				v.add(key+".values", "go with claim, not with scope; remove them")
 			}
 		default:
-			if err := auth.CheckClaimPath(p.Claim); err != nil {
-				v.add(key+".claim", "%v", err)
-			}
 			if len(p.Values) == 0 || slices.Contains(p.Values, "") {
 				v.add(key+".values", "must list the roles or groups the rule applies to")
 			}
@@ -173,22 +160,6 @@ func (c *Config) validatePolicies(v *validator) {
 			continue
 		}
 		if _, err := c.policyTools(p); err != nil {
-			v.add(key, "%v", err)
-		}
-	}
-	checkScopes(v, "auth.initial_scopes", a.InitialScopes)
-	for _, s := range a.InitialScopes {
-		if !slices.Contains(advertised, s) {
-			v.add("auth.initial_scopes", "%q is not advertised: list only required, policy or extra scopes", s)
-		}
-	}
-}
-
-// checkScopes reports each scope that is not an RFC 6749 scope token
-// (auth.CheckScope).
-func checkScopes(v *validator, key string, scopes []string) {
-	for _, s := range scopes {
-		if err := auth.CheckScope(s); err != nil {
 			v.add(key, "%v", err)
 		}
 	}

@@ -3,13 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net/url"
+	"github.com/mcpgate/mcpgate/tools/db"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 func (c *Config) validateWorker(v *validator) {
@@ -51,9 +50,6 @@ func (c *Config) validateWorker(v *validator) {
 		} else if !fi.IsDir() {
 			v.add("worker.dir", "%q is not a directory", w.Dir)
 		}
-	}
-	if w.PoolSize < 0 || w.PoolSize > MaxPoolSize {
-		v.add("worker.pool_size", "%d is outside 0 (off) to %d; each pre-started worker holds an idle process (about 2 MiB private memory)", w.PoolSize, MaxPoolSize)
 	}
 	if w.IdentityOnStdin && len(w.Command) == 0 {
 		v.add("worker.identity_on_stdin", "applies to an external worker.command only; the built-in worker always takes its identity on stdin when pre-started, so remove it")
@@ -108,67 +104,11 @@ func checkNames(v *validator, key string, names []string) {
 	}
 }
 
+// validateDatabase reports what only configuration can get wrong about
+// the database: a DSN beside SQLite, whose file is database.path. The
+// rest is db.Config.Validate's (validateBound).
 func (c *Config) validateDatabase(v *validator) {
-	d := c.Database
-	switch d.Driver {
-	case "sqlite":
-		if d.DSN != "" {
-			v.add("database.dsn", "is set but database.driver is sqlite; set driver: postgres or remove the dsn")
-		}
-		if d.SetRole {
-			v.add("database.set_role", "needs database.driver: postgres; SQLite has no roles")
-		}
-		if d.ConnectAsUser {
-			v.add("database.connect_as_user", "needs database.driver: postgres; SQLite has no roles")
-		}
-	case "postgres":
-		if d.DSN == "" {
-			v.add("database.dsn", "is required with driver postgres; e.g. postgres://mcpgate@db.example.com/mcp?sslmode=verify-full (or set %s)", EnvName("database.dsn"))
-		} else if !plausibleDSN(d.DSN) {
-			v.add("database.dsn", "is neither a postgres:// URL nor key=value pairs (its value is not shown)")
-		}
-	default:
-		v.add("database.driver", "%q is not a driver; use sqlite or postgres", d.Driver)
+	if c.Database.Driver == db.SQLite && c.Database.DSN != "" {
+		v.add("database.dsn", "is set but database.driver is sqlite; set driver: postgres or remove the dsn")
 	}
-	switch r := d.UserRoleMemberOf; {
-	case d.Driver == "postgres" && (d.SetRole || d.ConnectAsUser) && r == "":
-		v.add("database.user_role_member_of", "is required with database.set_role or database.connect_as_user: name the role every user's role is a member of (CREATE ROLE mcp_users NOLOGIN; GRANT mcp_users TO alice), so that a user id naming any other role (postgres, the login role) is refused")
-	case r != "" && d.Driver == "postgres" && !d.SetRole && !d.ConnectAsUser:
-		v.add("database.user_role_member_of", "is set but neither database.set_role nor database.connect_as_user is; remove it or turn one on")
-	case len(r) > 63 || strings.IndexFunc(r, unicode.IsControl) >= 0 || !utf8.ValidString(r):
-		v.add("database.user_role_member_of", "%q cannot be a PostgreSQL role name (at most 63 bytes, no control characters)", r)
-	}
-	if d.SetRole && d.ConnectAsUser {
-		v.add("database.connect_as_user", "and database.set_role are exclusive: a worker logged in as its user has no other role to set; keep connect_as_user")
-	}
-	if d.LockTimeout < 0 {
-		v.add("database.lock_timeout", "%v is negative; use a duration such as 5s", d.LockTimeout)
-	}
-	if d.MaxRows < 0 {
-		v.add("database.max_rows", "%d is negative; use a row count such as 500", d.MaxRows)
-	}
-	if d.StatementTimeout < 0 {
-		v.add("database.statement_timeout", "%v is negative; use a duration such as 30s", d.StatementTimeout)
-	}
-	if d.ChecksTimeout < 0 {
-		v.add("database.checks_timeout", "%v is negative; use a duration such as 2m", d.ChecksTimeout)
-	}
-	if d.MaxTransactions < 0 {
-		v.add("database.max_transactions", "%d is negative; use a handle count such as 4", d.MaxTransactions)
-	}
-	if d.IdleRelease < 0 {
-		v.add("database.idle_release", "%v is negative; use a duration such as 10s", d.IdleRelease)
-	}
-	if d.TransactionIdleTimeout < 0 {
-		v.add("database.transaction_idle_timeout", "%v is negative; use a duration such as 30m", d.TransactionIdleTimeout)
-	}
-}
-
-// plausibleDSN accepts the two forms pgx parses: a URL and key=value pairs.
-func plausibleDSN(dsn string) bool {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		_, err := url.Parse(dsn)
-		return err == nil
-	}
-	return strings.Contains(dsn, "=")
 }

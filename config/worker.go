@@ -14,7 +14,7 @@ type Worker struct {
 	// Env holds NAME=value pairs added to the worker's environment. The
 	// YAML may give a list of NAME=value strings or a mapping; names keep
 	// their case. Names starting MCPGATE_WORKER_ are reserved for the
-	// identity the gateway hands the worker (worker.Environ) and refused.
+	// identity the gateway hands the worker (workerproto.Identity.Environ) and refused.
 	Env []string `mapstructure:"env"`
 	// Dir is the worker's working directory; empty means the gateway's.
 	Dir string `mapstructure:"dir"`

@@ -68,10 +68,11 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		tlsFindings(r, state, o.Now())
 	}
 	var scopes []string
+	bearer, isBearer := oauthclient.BearerChallenge(challenge)
 	switch {
-	case status == http.StatusUnauthorized && strings.HasPrefix(strings.ToLower(challenge), "bearer"):
-		rm := oauthclient.ChallengeParam(challenge, "resource_metadata")
-		scopes = strings.Fields(oauthclient.ChallengeParam(challenge, "scope"))
+	case status == http.StatusUnauthorized && isBearer:
+		rm := bearer["resource_metadata"]
+		scopes = strings.Fields(bearer["scope"])
 		if rm == "" {
 			r.warn("challenge", "401 without resource_metadata", "clients then guess the well-known path; set server.public_url so the gateway can name it")
 		} else {
@@ -315,7 +316,7 @@ func send(ctx context.Context, hc *http.Client, u, token string) (int, string, *
 		return 0, "", nil, err
 	}
 	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.TLS, nil
+	return resp.StatusCode, strings.Join(resp.Header.Values("WWW-Authenticate"), ", "), resp.TLS, nil
 }
 
 // reachFix says what to do about a failed connection.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/options"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -157,6 +158,124 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Defaults for the zero Options, and for the http.Server and listener a
+// Gateway runs on (mcpgate serve); config takes its defaults from these.
+const (
+	DefaultMaxBodyBytes          = 8 << 20
+	DefaultBodyReadTimeout       = 30 * time.Second
+	DefaultSessionIdleTimeout    = 30 * time.Minute
+	DefaultWorkerStartTimeout    = 10 * time.Second
+	DefaultMaxSessions           = 1024
+	DefaultMaxSessionsPerUser    = 256
+	DefaultMaxStreamLifetime     = time.Hour
+	DefaultKeepAliveInterval     = 25 * time.Second
+	DefaultWriteTimeout          = 30 * time.Second
+	DefaultMaxStreamBufferBytes  = 32 << 20
+	DefaultMaxSessionBufferBytes = 64 << 20
+	DefaultMaxUserBufferBytes    = 128 << 20
+	// DefaultDrainMin is deploy/haproxy's health check: inter 2s × fall 3.
+	// Options.DrainMin's zero value is no minimum; mcpgate serve uses this.
+	DefaultDrainMin = 6 * time.Second
+	// DefaultMaxDBConnections fits PostgreSQL's default max_connections
+	// (100, 3 of them reserved) for one replica with room to spare; a
+	// cluster of N replicas needs N × it ≤ max_connections − reserved
+	// connections (docs/deploy.md). DBBudget's zero value is no budget.
+	DefaultMaxDBConnections = 64
+	// DefaultMaxDBConnectionsPerUser lets one principal hold both its
+	// per-user workers (read-only and read-write: 2 × (max_transactions+1))
+	// or ten sessions.
+	DefaultMaxDBConnectionsPerUser = 10
+
+	// The http.Server around the gateway: its head, keep-alive and drain.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultDrainTimeout      = 30 * time.Second
+
+	// The listener (ListenerOptions, whose zero value limits nothing).
+	DefaultMaxConnections = 4096
+	// DefaultConnectionsShare: one principal may hold at most
+	// MaxConnections divided by it.
+	DefaultConnectionsShare             = 4
+	DefaultMaxUnauthenticatedPerAddress = 64
+	DefaultUnauthenticatedIdleTimeout   = 10 * time.Second
+)
+
+// Bounds of the sizes Validate accepts.
+const (
+	maxBodyBytesLimit   = 1 << 30
+	maxBufferBytesLimit = 1 << 40
+)
+
+// Validate reports every option that New would refuse or that cannot work,
+// each as an *options.Error naming its field. Zero values stand for the
+// defaults and are valid.
+func (o Options) Validate() error {
+	var p options.Problems
+	for _, d := range []struct {
+		field string
+		val   time.Duration
+	}{
+		{"BodyReadTimeout", o.BodyReadTimeout},
+		{"SessionIdleTimeout", o.SessionIdleTimeout},
+		{"WorkerStartTimeout", o.WorkerStartTimeout},
+		{"WriteTimeout", o.WriteTimeout},
+		{"DrainMin", o.DrainMin},
+		{"MaxStreamLifetime", o.MaxStreamLifetime},
+	} {
+		if d.val < 0 {
+			p.Add(d.field, "%v is negative; use a positive duration such as 30s (0 means the default)", d.val)
+		}
+	}
+	for _, n := range []struct {
+		field string
+		val   int
+	}{
+		{"MaxSessions", o.MaxSessions},
+		{"MaxSessionsPerUser", o.MaxSessionsPerUser},
+		{"DB.Max", o.DB.Max},
+		{"DB.MaxPerUser", o.DB.MaxPerUser},
+	} {
+		if n.val < 0 {
+			p.Add(n.field, "%d is negative; use a positive number (0 means the default)", n.val)
+		}
+	}
+	if o.MaxBodyBytes < 0 || o.MaxBodyBytes > maxBodyBytesLimit {
+		p.Add("MaxBodyBytes", "%d is outside 1 byte to 1GiB; use a size such as 8MiB (0 means the default)", o.MaxBodyBytes)
+	}
+	bufs := []struct {
+		field string
+		val   int64
+	}{
+		{"MaxStreamBufferBytes", o.MaxStreamBufferBytes},
+		{"MaxSessionBufferBytes", o.MaxSessionBufferBytes},
+		{"MaxUserBufferBytes", o.MaxUserBufferBytes},
+	}
+	for i, b := range bufs {
+		switch {
+		case b.val < 0 || b.val > maxBufferBytesLimit:
+			p.Add(b.field, "%d is outside 1 byte to 1TiB; use a size such as 64MiB (0 means the default)", b.val)
+		case i > 0 && b.val > 0 && bufs[i-1].val > b.val:
+			p.Add(bufs[i-1].field, "%d is more than %s %d; a smaller share cannot hold more than the larger one", bufs[i-1].val, b.field, b.val)
+		}
+	}
+	if o.MaxStreamLifetime > 0 && o.MaxStreamLifetime < time.Second {
+		p.Add("MaxStreamLifetime", "%v is below 1s; clients would reopen their streams without pause; use a duration such as 1h", o.MaxStreamLifetime)
+	}
+	if o.MaxSessionsPerUser > 0 && o.MaxSessions > 0 && o.MaxSessionsPerUser > o.MaxSessions {
+		p.Add("MaxSessionsPerUser", "%d is more than MaxSessions %d; lower it or raise MaxSessions", o.MaxSessionsPerUser, o.MaxSessions)
+	}
+	if o.DB.MaxPerUser > 0 && o.DB.Max > 0 && o.DB.MaxPerUser > o.DB.Max {
+		p.Add("DB.MaxPerUser", "%d is more than DB.Max %d; lower it or raise DB.Max", o.DB.MaxPerUser, o.DB.Max)
+	}
+	if err := CheckReplicaID(o.ReplicaID); err != nil {
+		p.Add("ReplicaID", "%q is not a DNS label: use 1 to 63 of a-z 0-9 -, starting and ending with a letter or digit (a host or pod name such as mcpgate-0)", o.ReplicaID)
+	}
+	return p.Err("gateway")
+}
+
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options { return o.withDefaults() }
+
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	if o.LocalUser == "" {
@@ -166,43 +285,19 @@ func (o Options) withDefaults() Options {
 			o.LocalUser = "local"
 		}
 	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 8 << 20
-	}
-	if o.BodyReadTimeout <= 0 {
-		o.BodyReadTimeout = 30 * time.Second
-	}
-	if o.SessionIdleTimeout <= 0 {
-		o.SessionIdleTimeout = 30 * time.Minute
-	}
-	if o.WorkerStartTimeout <= 0 {
-		o.WorkerStartTimeout = 10 * time.Second
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 1024
-	}
-	if o.MaxSessionsPerUser <= 0 {
-		o.MaxSessionsPerUser = 256
-	}
+	setDefault(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&o.BodyReadTimeout, DefaultBodyReadTimeout)
+	setDefault(&o.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	setDefault(&o.WorkerStartTimeout, DefaultWorkerStartTimeout)
+	setDefault(&o.MaxSessions, DefaultMaxSessions)
+	setDefault(&o.MaxSessionsPerUser, DefaultMaxSessionsPerUser)
 	o.DB = o.DB.withDefaults()
-	if o.MaxStreamLifetime <= 0 {
-		o.MaxStreamLifetime = time.Hour
-	}
-	if o.KeepAliveInterval <= 0 {
-		o.KeepAliveInterval = 25 * time.Second
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 30 * time.Second
-	}
-	if o.MaxStreamBufferBytes <= 0 {
-		o.MaxStreamBufferBytes = 32 << 20
-	}
-	if o.MaxSessionBufferBytes <= 0 {
-		o.MaxSessionBufferBytes = 64 << 20
-	}
-	if o.MaxUserBufferBytes <= 0 {
-		o.MaxUserBufferBytes = 128 << 20
-	}
+	setDefault(&o.MaxStreamLifetime, DefaultMaxStreamLifetime)
+	setDefault(&o.KeepAliveInterval, DefaultKeepAliveInterval)
+	setDefault(&o.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&o.MaxStreamBufferBytes, DefaultMaxStreamBufferBytes)
+	setDefault(&o.MaxSessionBufferBytes, DefaultMaxSessionBufferBytes)
+	setDefault(&o.MaxUserBufferBytes, DefaultMaxUserBufferBytes)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -210,4 +305,47 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	return o
+}
+
+// setDefault sets *p to def when it is zero or negative.
+func setDefault[T ~int | ~int64](p *T, def T) {
+	if *p <= 0 {
+		*p = def
+	}
+}
+
+// DefaultListenerOptions are the limits mcpgate serve puts on its listener
+// unless configured; LimitListener's zero ListenerOptions limit nothing.
+func DefaultListenerOptions() ListenerOptions {
+	return ListenerOptions{
+		MaxConnections:               DefaultMaxConnections,
+		MaxConnectionsPerPrincipal:   DefaultMaxConnections / DefaultConnectionsShare,
+		MaxUnauthenticatedPerAddress: DefaultMaxUnauthenticatedPerAddress,
+		UnauthenticatedIdleTimeout:   DefaultUnauthenticatedIdleTimeout,
+	}
+}
+
+// Validate reports every option that cannot work, each as an
+// *options.Error naming its field.
+func (lo ListenerOptions) Validate() error {
+	var p options.Problems
+	for _, n := range []struct {
+		field string
+		val   int
+	}{
+		{"MaxConnections", lo.MaxConnections},
+		{"MaxConnectionsPerPrincipal", lo.MaxConnectionsPerPrincipal},
+		{"MaxUnauthenticatedPerAddress", lo.MaxUnauthenticatedPerAddress},
+	} {
+		if n.val < 0 {
+			p.Add(n.field, "%d is negative; use a positive number (0 means the default)", n.val)
+		}
+	}
+	if lo.UnauthenticatedIdleTimeout < 0 {
+		p.Add("UnauthenticatedIdleTimeout", "%v is negative; use a positive duration such as 30s (0 means the default)", lo.UnauthenticatedIdleTimeout)
+	}
+	if lo.MaxConnectionsPerPrincipal > 0 && lo.MaxConnections > 0 && lo.MaxConnectionsPerPrincipal >= lo.MaxConnections {
+		p.Add("MaxConnectionsPerPrincipal", "%d is not below MaxConnections %d, so one user could hold every connection; lower it (the default is a quarter of MaxConnections)", lo.MaxConnectionsPerPrincipal, lo.MaxConnections)
+	}
+	return p.Err("gateway")
 }

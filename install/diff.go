@@ -32,6 +32,15 @@ func splitLines(s string) []string {
 // unified is a line diff with three lines of context. The common head and
 // tail are cut first, so the quadratic part only sees the changed middle
 // (an entry), even in a large ~/.claude.json.
+//
+// It is written here rather than taken from a library because the Go
+// packages that write a unified line diff are unmaintained
+// (github.com/pmezard/go-difflib, last released in 2016 and in the module
+// graph only as testify's; github.com/hexops/gotextdiff), internal to
+// x/tools (golang.org/x/tools/internal/diff), or diff characters rather
+// than lines (github.com/sergi/go-diff). The output is only shown to a
+// person (install --dry-run), so a dependency would buy nothing this
+// hundred lines do not.
 func unified(nameA, nameB, a, b string) string {
 	la, lb := splitLines(a), splitLines(b)
 	pre := 0

@@ -129,46 +129,7 @@ func Probe(ctx context.Context, hc *http.Client, resource string) (int, string, 
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocBytes))
 	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), nil
-}
-
-// ChallengeParam reads one auth-param of a Bearer challenge (RFC 6750 §3).
-func ChallengeParam(header, name string) string {
-	rest := header
-	if i := strings.IndexByte(rest, ' '); i >= 0 && strings.EqualFold(rest[:i], "Bearer") {
-		rest = rest[i+1:]
-	}
-	for rest != "" {
-		rest = strings.TrimLeft(rest, " ,")
-		eq := strings.IndexByte(rest, '=')
-		if eq < 0 {
-			return ""
-		}
-		key := strings.TrimSpace(rest[:eq])
-		rest = rest[eq+1:]
-		var val string
-		if strings.HasPrefix(rest, `"`) {
-			var b strings.Builder
-			i := 1
-			for ; i < len(rest) && rest[i] != '"'; i++ {
-				if rest[i] == '\\' && i+1 < len(rest) {
-					i++
-				}
-				b.WriteByte(rest[i])
-			}
-			val, rest = b.String(), rest[min(i+1, len(rest)):]
-		} else {
-			end := strings.IndexByte(rest, ',')
-			if end < 0 {
-				end = len(rest)
-			}
-			val, rest = strings.TrimSpace(rest[:end]), rest[end:]
-		}
-		if strings.EqualFold(key, name) {
-			return val
-		}
-	}
-	return ""
+	return resp.StatusCode, strings.Join(resp.Header.Values("WWW-Authenticate"), ", "), nil
 }
 
 // Discover finds the protected resource metadata of resource (from the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/tools/db"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // Transaction handle kinds: a handle that names no open transaction of this
@@ -298,7 +298,7 @@ func (x *Transactions) handleError(h string) error {
 	if len(parts) != 3 || parts[0] != handlePrefix || !instancePattern.MatchString(parts[1]) || !secretPattern.MatchString(parts[2]) {
 		return Errorf(KindHandleUnknown, "%q is not a transaction handle: pass the transaction value begin returned, or %s", clip(h, 64), again)
 	}
-	if from, here := worker.ReplicaOf(parts[1]), worker.ReplicaOf(x.opts.Instance); from != here {
+	if from, here := workerproto.ReplicaOf(parts[1]), workerproto.ReplicaOf(x.opts.Instance); from != here {
 		// A request the load balancer should have sent to the replica in
 		// the handle's Mcp-Param-Transaction header (x-mcp-header).
 		return Errorf(KindHandleForeign, "the transaction handle was minted on gateway replica %q and this is replica %q: send the handle's calls with the Mcp-Param-Transaction header so the load balancer routes them to its replica (if that replica has stopped, its transaction and uncommitted changes are gone): %s", clip(from, 64), here, again)

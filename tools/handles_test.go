@@ -15,7 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
 	"github.com/mcpgate/mcpgate/tools/db/postgres"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -422,7 +422,7 @@ func TestPerUserToolList(t *testing.T) {
 func TestPerUserWorkerProcess(t *testing.T) {
 	cfg := dbtest.Config(t, db.SQLite)
 	cfg.MaxTransactions = 1
-	id := worker.Identity{User: "ada", SessionID: "u-5eed"}
+	id := workerproto.Identity{User: "ada", SessionID: "u-5eed"}
 	cmd := exec.Command(mcpgateBinary(t), "worker")
 	cmd.Env = append(append(append(os.Environ(), id.Environ()...), cfg.Environ()...), "MCPGATE_WORKER_SCOPE=user")
 	cmd.Stderr = &testWriter{t: t}

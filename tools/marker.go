@@ -9,14 +9,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // Over stdio nothing ties a request or notification the worker sends
 // during a call to that call (the gateway may have several of one user's
 // calls in flight on this worker). The worker therefore marks what it sends
 // during a call with the call's JSON-RPC id, in params._meta under
-// worker.MetaRequest; the gateway routes by it and removes it.
+// workerproto.MetaRequest; the gateway routes by it and removes it.
 //
 // The go-sdk does not hand a handler its request's id, so the frame filter
 // writes the id into the request's own _meta on the way in (markRequest),
@@ -28,7 +28,7 @@ import (
 var markedMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true, "completion/complete": true}
 
 // markRequest returns the JSON-RPC line with its id written into
-// params._meta[worker.MetaRequest], for a request of markedMethods; any
+// params._meta[workerproto.MetaRequest], for a request of markedMethods; any
 // other line as it is. A client's own value under that key is replaced, so
 // that no client can make the worker name another call.
 func markRequest(line []byte) []byte {
@@ -54,12 +54,12 @@ func validMarkerID(id json.RawMessage) bool {
 	return err == nil && n > 0
 }
 
-// withMarker returns params with _meta[worker.MetaRequest] set to id.
+// withMarker returns params with _meta[workerproto.MetaRequest] set to id.
 // Params with no _meta, or a plain _meta without the key (what the gateway
 // sends), get it spliced in without decoding the arguments; anything else
 // is decoded and encoded again.
 func withMarker(params json.RawMessage, id json.RawMessage) (json.RawMessage, bool) {
-	member := `"` + worker.MetaRequest + `":` + string(id)
+	member := `"` + workerproto.MetaRequest + `":` + string(id)
 	if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
 		return json.RawMessage(`{"_meta":{` + member + `}}`), true
 	}
@@ -77,7 +77,7 @@ func withMarker(params json.RawMessage, id json.RawMessage) (json.RawMessage, bo
 		return concat(params[:i+1], `"_meta":{`+member+`}`+sep, params[i+1:]), true
 	}
 	if plain && len(meta) > 0 && meta[0] == '{' {
-		if v, ok := jsonrpc.PlainMember(meta, worker.MetaRequest, nil); ok && v == nil {
+		if v, ok := jsonrpc.PlainMember(meta, workerproto.MetaRequest, nil); ok && v == nil {
 			// meta is a subslice of params: its '{' sits at this offset.
 			at := cap(params) - cap(meta)
 			if at >= 0 && at < len(params) && params[at] == '{' {
@@ -100,7 +100,7 @@ func withMarker(params json.RawMessage, id json.RawMessage) (json.RawMessage, bo
 	if mm == nil {
 		mm = map[string]json.RawMessage{}
 	}
-	mm[worker.MetaRequest] = id
+	mm[workerproto.MetaRequest] = id
 	var err error
 	if p["_meta"], err = jsonrpc.Marshal(mm); err != nil {
 		return nil, false
@@ -132,8 +132,8 @@ func takeMarkerMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if markedMethods[method] {
 			if p := req.GetParams(); p != nil {
 				if meta := p.GetMeta(); meta != nil {
-					if id, ok := meta[worker.MetaRequest]; ok {
-						delete(meta, worker.MetaRequest)
+					if id, ok := meta[workerproto.MetaRequest]; ok {
+						delete(meta, workerproto.MetaRequest)
 						ctx = context.WithValue(ctx, callKey{}, id)
 					}
 				}
@@ -153,7 +153,7 @@ func putMarkerMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if meta == nil {
 					meta = map[string]any{}
 				}
-				meta[worker.MetaRequest] = id
+				meta[workerproto.MetaRequest] = id
 				p.SetMeta(meta)
 			}
 		}

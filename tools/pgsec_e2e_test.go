@@ -9,7 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -191,7 +191,7 @@ func TestUncancellableStatementPostgres(t *testing.T) {
 		// gone (client_connection_check_interval) and ends by itself.
 		cfg := cfg
 		cfg.StatementTimeout = time.Hour
-		cs, cmd := startWorkerCmd(t, worker.Identity{User: "cy", SessionID: "s-cy"}, &cfg)
+		cs, cmd := startWorkerCmd(t, workerproto.Identity{User: "cy", SessionID: "s-cy"}, &cfg)
 		ended := make(chan *mcp.CallToolResult, 1)
 		go func() {
 			res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": uncancellable + " /* mcpgate-stuck */"}}) // the worker is killed under it
@@ -298,7 +298,7 @@ GRANT mcp_ur_ok TO mcp_ur_login`)
 			for user, why := range refused {
 				t.Run(user, func(t *testing.T) {
 					cmd := exec.Command(mcpgateBinary(t), "worker")
-					cmd.Env = append(append(os.Environ(), worker.Identity{User: user}.Environ()...), as.Environ()...)
+					cmd.Env = append(append(os.Environ(), workerproto.Identity{User: user}.Environ()...), as.Environ()...)
 					out, err := cmd.CombinedOutput()
 					require.Error(t, err, "the worker started as %q", user)
 					assert.Contains(t, string(out), `user "`+user+`" cannot run as a database role of that name: `+why)

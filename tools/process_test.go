@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/tools/db"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 
 // startWorker runs `mcpgate worker` with the identity and database settings
 // and returns a go-sdk client connected to it over stdio.
-func startWorker(t *testing.T, id worker.Identity, cfg *db.Config) *mcp.ClientSession {
+func startWorker(t *testing.T, id workerproto.Identity, cfg *db.Config) *mcp.ClientSession {
 	t.Helper()
 	cs, _ := startWorkerCmd(t, id, cfg)
 	return cs
@@ -67,7 +67,7 @@ func startWorker(t *testing.T, id worker.Identity, cfg *db.Config) *mcp.ClientSe
 
 // startWorkerCmd is startWorker that also returns the worker's command, for
 // a test that looks at the process.
-func startWorkerCmd(t *testing.T, id worker.Identity, cfg *db.Config) (*mcp.ClientSession, *exec.Cmd) {
+func startWorkerCmd(t *testing.T, id workerproto.Identity, cfg *db.Config) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(mcpgateBinary(t), "worker")
 	cmd.Env = append(os.Environ(), id.Environ()...)
@@ -98,7 +98,7 @@ func (w *testWriter) Write(p []byte) (int, error) {
 func TestWorkerProcess(t *testing.T) {
 	dir := t.TempDir()
 	cfg := &db.Config{Driver: db.SQLite, DSN: filepath.Join(dir, "data", "demo.db")}
-	cs := startWorker(t, worker.Identity{User: "ada", SessionID: "sess-1", ServerTitle: "test box"}, cfg)
+	cs := startWorker(t, workerproto.Identity{User: "ada", SessionID: "sess-1", ServerTitle: "test box"}, cfg)
 
 	info := cs.InitializeResult().ServerInfo
 	assert.Equal(t, "mcpgate", info.Name)
@@ -123,11 +123,11 @@ func TestWorkerRefusesBadSettings(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"no identity", nil, worker.EnvReadOnly},
-		{"unknown toolset", append(worker.Identity{User: "ada", Toolsets: []string{"bogus"}}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db")), `unknown toolset "bogus"`},
-		{"bad driver", append(worker.Identity{User: "ada"}.Environ(), db.EnvDriver+"=oracle", db.EnvDSN+"=x"), db.EnvDriver},
-		{"bad scope", append(worker.Identity{User: "ada"}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db"), "MCPGATE_WORKER_SCOPE=everyone"), "MCPGATE_WORKER_SCOPE"},
-		{"user scope without an instance id", append(worker.Identity{User: "ada"}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db"), "MCPGATE_WORKER_SCOPE=user"), "instance id"},
+		{"no identity", nil, workerproto.EnvReadOnly},
+		{"unknown toolset", append(workerproto.Identity{User: "ada", Toolsets: []string{"bogus"}}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db")), `unknown toolset "bogus"`},
+		{"bad driver", append(workerproto.Identity{User: "ada"}.Environ(), db.EnvDriver+"=oracle", db.EnvDSN+"=x"), db.EnvDriver},
+		{"bad scope", append(workerproto.Identity{User: "ada"}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db"), "MCPGATE_WORKER_SCOPE=everyone"), "MCPGATE_WORKER_SCOPE"},
+		{"user scope without an instance id", append(workerproto.Identity{User: "ada"}.Environ(), db.EnvDSN+"="+filepath.Join(t.TempDir(), "x.db"), "MCPGATE_WORKER_SCOPE=user"), "instance id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestWorkerRefusesBadSettings(t *testing.T) {
 // for an unknown tool, and a tool error's structured kind.
 func TestWorkerWire(t *testing.T) {
 	cmd := exec.Command(mcpgateBinary(t), "worker")
-	cmd.Env = append(append(os.Environ(), worker.Identity{User: "ada"}.Environ()...),
+	cmd.Env = append(append(os.Environ(), workerproto.Identity{User: "ada"}.Environ()...),
 		(&db.Config{DSN: filepath.Join(t.TempDir(), "w.db")}).Environ()...)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)

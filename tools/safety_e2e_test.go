@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -579,7 +579,7 @@ SELECT set_config('role', 'mcp_alice', false)`})
 			{Driver: db.Postgres, DSN: dsn, ConnectAsUser: true, UserRoleMemberOf: dbtest.UserGroup},
 		} {
 			cmd := exec.Command(mcpgateBinary(t), "worker")
-			cmd.Env = append(append(os.Environ(), worker.Identity{User: "mcp_nobody"}.Environ()...), cfg.Environ()...)
+			cmd.Env = append(append(os.Environ(), workerproto.Identity{User: "mcp_nobody"}.Environ()...), cfg.Environ()...)
 			out, err := cmd.CombinedOutput()
 			require.Error(t, err)
 			if cfg.SetRole {

@@ -37,7 +37,7 @@ type Options struct {
 	// Toolsets names the built-in toolsets to serve; empty means every one.
 	Toolsets []string
 	// Tools, when not nil, is the only tools to register (the caller's
-	// policy grant, worker.Identity.Tools); empty registers none.
+	// policy grant, workerproto.Identity.Tools); empty registers none.
 	Tools []string
 
 	// Server identity (MCP 2025-11-25 serverInfo). Name and Version default

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/dbtest"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +20,7 @@ import (
 // session starts a worker for user on cfg.
 func session(t *testing.T, cfg db.Config, user string, readOnly bool) *mcp.ClientSession {
 	t.Helper()
-	return startWorker(t, worker.Identity{User: user, SessionID: "s-" + user, ReadOnly: readOnly}, &cfg)
+	return startWorker(t, workerproto.Identity{User: user, SessionID: "s-" + user, ReadOnly: readOnly}, &cfg)
 }
 
 // pgOnly are the tools registered only on PostgreSQL.
@@ -421,7 +421,7 @@ func TestSQLiteValueCaps(t *testing.T) {
 	rw := session(t, cfg, "ada", false)
 	callOK(t, rw, "execute_sql", map[string]any{"sql": "CREATE TABLE big (id INTEGER PRIMARY KEY, v BLOB); INSERT INTO big VALUES (1, randomblob(8 << 20)), (2, X'0102'), (3, randomblob(600000))"})
 	callOK(t, rw, "commit", nil)
-	ro, cmd := startWorkerCmd(t, worker.Identity{User: "ro", SessionID: "s-ro", ReadOnly: true}, &cfg)
+	ro, cmd := startWorkerCmd(t, workerproto.Identity{User: "ro", SessionID: "s-ro", ReadOnly: true}, &cfg)
 	t.Run("export_table", func(t *testing.T) {
 		text, sc := callOK(t, ro, "export_table", map[string]any{"table": "big"})
 		b, err := json.Marshal(sc["inserts"])

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // baseEnv names the only variables a worker inherits from the gateway; the
@@ -16,7 +18,7 @@ import (
 var baseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
 // ErrIdentityEnv is returned by NewLauncher when the environment it is given
-// sets a variable of the identity contract (EnvUser and the rest): a
+// sets a variable of the identity contract (workerproto.EnvUser and the rest): a
 // worker's identity comes from the gateway alone, so that, say, an
 // operator's MCPGATE_WORKER_READ_ONLY=false cannot turn a read-only session
 // read-write.
@@ -58,7 +60,7 @@ type LauncherOptions struct {
 	LookupEnv func(string) (string, bool)
 
 	// IdentityOnStdin says that the command takes its identity as the
-	// first line on stdin when started with EnvPrestarted (the
+	// first line on stdin when started with workerproto.EnvPrestarted (the
 	// built-in worker does; an external one must say so,
 	// worker.identity_on_stdin). Without it PoolSize is ignored.
 	IdentityOnStdin bool
@@ -88,18 +90,18 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 		return nil, errors.New("worker: no command to start")
 	}
 	for _, kv := range opts.Env {
-		if name, _, _ := strings.Cut(kv, "="); IsReservedEnv(name) {
+		if name, _, _ := strings.Cut(kv, "="); workerproto.IsReservedEnv(name) {
 			return nil, fmt.Errorf("%w: %s (the gateway sets it for each session)", ErrIdentityEnv, name)
 		}
 	}
 	if opts.ServerName == "" {
-		opts.ServerName = "mcpgate"
+		opts.ServerName = DefaultServerName
 	}
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = "dev"
 	}
 	if opts.StopGrace <= 0 {
-		opts.StopGrace = 5 * time.Second
+		opts.StopGrace = DefaultStopGrace
 	}
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
@@ -128,9 +130,9 @@ type Session struct {
 	ID       string // the MCP session id
 	ReadOnly bool   // the session may not change anything
 	// Tools limits the worker to these tools (the caller's policy grant);
-	// nil means every tool. See Identity.Tools.
+	// nil means every tool. See workerproto.Identity.Tools.
 	Tools []string
-	Scope string // ScopeSession (the default) or ScopeUser: what the worker serves
+	Scope string // workerproto.ScopeSession (the default) or ScopeUser: what the worker serves
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -146,7 +148,7 @@ func (l *Launcher) StopGrace() time.Duration { return l.opts.StopGrace }
 // message of the session can come before it; with none ready, it starts
 // one with the identity in its environment, as without a pool.
 func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
-	id := Identity{
+	id := workerproto.Identity{
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets, Tools: s.Tools,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
 		Scope: s.Scope,
@@ -165,12 +167,12 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 }
 
 // claim returns a pooled worker that has been handed id, or nil.
-func (l *Launcher) claim(id Identity, log *slog.Logger) *Process {
+func (l *Launcher) claim(id workerproto.Identity, log *slog.Logger) *Process {
 	if l.pool == nil {
 		return nil
 	}
 	line := id.Line()
-	if len(line) >= MaxIdentityLine {
+	if len(line) >= workerproto.MaxIdentityLine {
 		// A pre-started worker refuses a longer line (an identity from a
 		// very large token claim): the session starts its own worker, with
 		// the identity in its environment.
@@ -242,13 +244,13 @@ func (l *Launcher) processConfig(env []string, log *slog.Logger) ProcessConfig {
 // Env, and the marker in place of the identity.
 func (l *Launcher) pooledEnv() []string {
 	env := make([]string, 0, len(l.base)+len(l.opts.Env)+1)
-	return append(append(append(env, l.base...), l.opts.Env...), EnvPrestarted+"=true")
+	return append(append(append(env, l.base...), l.opts.Env...), workerproto.EnvPrestarted+"=true")
 }
 
 // environ is a worker's whole environment: the base variables, Env, then the
 // identity, last, so that it would win over any earlier entry of the same
 // name even if NewLauncher had not refused one (os/exec keeps the last).
-func (l *Launcher) environ(id Identity) []string {
+func (l *Launcher) environ(id workerproto.Identity) []string {
 	idEnv := id.Environ()
 	env := make([]string, 0, len(l.base)+len(l.opts.Env)+len(idEnv))
 	env = append(append(append(env, l.base...), l.opts.Env...), idEnv...)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // TestLauncherRefusesIdentityEnv: an operator's environment cannot set a
@@ -16,10 +17,10 @@ import (
 // cannot make a read-only session read-write (before the Launcher, only
 // config validation stood in the way).
 func TestLauncherRefusesIdentityEnv(t *testing.T) {
-	// EnvPrestarted too: an operator who set it would make every cold
+	// workerproto.EnvPrestarted too: an operator who set it would make every cold
 	// worker wait for an identity line no one writes, or, with a command
 	// that reads one, take a client's first message for it.
-	for _, name := range []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope, EnvPrestarted} {
+	for _, name := range []string{workerproto.EnvUser, workerproto.EnvSessionID, workerproto.EnvReadOnly, workerproto.EnvToolsets, workerproto.EnvTools, workerproto.EnvServerName, workerproto.EnvServerVersion, workerproto.EnvServerTitle, workerproto.EnvScope, workerproto.EnvPrestarted} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewLauncher([]string{"/bin/true"}, LauncherOptions{Env: []string{"DB=x", name + "=false"}})
 			if !errors.Is(err, ErrIdentityEnv) || !strings.Contains(err.Error(), name) {
@@ -48,7 +49,7 @@ func TestLauncherEnviron(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := Identity{User: "ada", SessionID: "s", ReadOnly: true, ServerName: "mcpgate", ServerVersion: "dev"}
+	id := workerproto.Identity{User: "ada", SessionID: "s", ReadOnly: true, ServerName: "mcpgate", ServerVersion: "dev"}
 	want := append([]string{"PATH=/PATH", "HOME=/HOME", "LANG=/LANG", "DB=x"}, id.Environ()...)
 	if got := l.environ(id); !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)

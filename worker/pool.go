@@ -11,7 +11,7 @@ import (
 )
 
 // A pool keeps LauncherOptions.PoolSize workers started ahead of need, each
-// waiting for its identity on stdin (EnvPrestarted), so that a session
+// waiting for its identity on stdin (workerproto.EnvPrestarted), so that a session
 // pays for a pipe write rather than for a worker's exec and start. A
 // claimed worker is the session's alone and never comes back; the pool
 // starts another in the background.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // lineLog is a slog handler's writer that hands each record to a channel,
@@ -99,7 +101,7 @@ func TestPoolHandsIdentityFirst(t *testing.T) {
 	var pids []int
 	for _, s := range []Session{
 		{User: "alice", ID: "s-alice", ReadOnly: true, Tools: []string{"query"}},
-		{User: "bob", ID: "s-bob", ReadOnly: false, Tools: nil, Scope: ScopeUser},
+		{User: "bob", ID: "s-bob", ReadOnly: false, Tools: nil, Scope: workerproto.ScopeUser},
 	} {
 		c, err := l.Start(s, ConnConfig{Logger: slog.New(slog.NewTextHandler(log, nil))})
 		require.NoError(t, err)
@@ -110,19 +112,19 @@ func TestPoolHandsIdentityFirst(t *testing.T) {
 		line := rec[strings.Index(rec, "FIRST ")+len("FIRST "):]
 		line = strings.TrimSuffix(strings.TrimSpace(line), `"`)
 		line = strings.ReplaceAll(line, `\"`, `"`)
-		id, err := ParseIdentityLine([]byte(line))
+		id, err := workerproto.ParseIdentityLine([]byte(line))
 		require.NoError(t, err, "first line %q", line)
 		assert.Equal(t, s.User, id.User)
 		assert.Equal(t, s.ID, id.SessionID)
 		assert.Equal(t, s.ReadOnly, id.ReadOnly)
 		assert.Equal(t, s.Tools, id.Tools)
 		env := envOf(t, log)
-		assert.Contains(t, env, EnvPrestarted+"=true")
+		assert.Contains(t, env, workerproto.EnvPrestarted+"=true")
 		assert.Contains(t, env, "DB_SETTING=x")
 		assert.Contains(t, env, "PATH=/usr/bin:/bin")
 		for _, kv := range env {
 			name, _, _ := strings.Cut(kv, "=")
-			assert.False(t, IsIdentityEnv(name), "a pre-started worker has %s", name)
+			assert.False(t, workerproto.IsIdentityEnv(name), "a pre-started worker has %s", name)
 		}
 		select {
 		case <-c.Done():
@@ -145,7 +147,7 @@ func TestPoolLongIdentityStartsCold(t *testing.T) {
 	l := poolLauncher(t, echoFirst, 1, log)
 	l.StartPool()
 	require.True(t, l.WaitPool(t.Context(), 1))
-	user := strings.Repeat("u", MaxIdentityLine+1)
+	user := strings.Repeat("u", workerproto.MaxIdentityLine+1)
 	c, err := l.Start(Session{User: user, ID: "s-long"}, ConnConfig{Logger: slog.New(slog.NewTextHandler(log, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { stopConn(t, c) })
@@ -168,7 +170,7 @@ func TestPoolNotForUndeclaredCommand(t *testing.T) {
 	require.NoError(t, err)
 	defer stopConn(t, c)
 	assert.False(t, c.Pooled())
-	assert.Contains(t, envOf(t, log), EnvUser+"=alice")
+	assert.Contains(t, envOf(t, log), workerproto.EnvUser+"=alice")
 }
 
 // TestPoolBacksOff: a worker that dies at once does not turn the pool

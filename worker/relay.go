@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // run reads the worker's messages until its stdout ends, then settles every
@@ -216,7 +217,7 @@ func internalError(id json.RawMessage, msg, kind string) []byte {
 // routeLocked picks the one stream for a message of the worker's own
 // (docs/design.md, Routing worker messages), by what ties it to a request: the progress
 // token it carries (token), or the marker of the call it names (marked, a
-// gateway id; see MetaRequest). A message that names a request no longer
+// gateway id; see workerproto.MetaRequest). A message that names a request no longer
 // in flight belongs to none. One that names none goes to the only request
 // in flight, when there is exactly one (a call waiting for its client's
 // MRTR retry counts only when no other runs), else to the standalone GET stream
@@ -268,17 +269,10 @@ func (c *Conn) routeLocked(token string, marked int64) *Stream {
 	return nil
 }
 
-// MetaRequest is the params._meta key by which a worker ties a request or
-// notification it sends during a client request to that request: its
-// value is the request's JSON-RPC id as the worker received it. The
-// built-in worker adds it to everything it sends during a call; the gateway
-// routes by it and removes it before the message reaches a client.
-const MetaRequest = "io.mcpgate/requestId"
-
-// takeMarker returns m without its MetaRequest marker, and the gateway id
+// takeMarker returns m without its workerproto.MetaRequest marker, and the gateway id
 // the marker names (0 when m has none, or one that names no gateway id).
 func takeMarker(m *jsonrpc.Message) (*jsonrpc.Message, int64) {
-	if len(m.Params) == 0 || !bytes.Contains(m.Params, []byte(MetaRequest)) {
+	if len(m.Params) == 0 || !bytes.Contains(m.Params, []byte(workerproto.MetaRequest)) {
 		return m, 0 // the common case, without decoding
 	}
 	var params map[string]json.RawMessage
@@ -286,14 +280,14 @@ func takeMarker(m *jsonrpc.Message) (*jsonrpc.Message, int64) {
 		return m, 0
 	}
 	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil || meta[MetaRequest] == nil {
+	if json.Unmarshal(params["_meta"], &meta) != nil || meta[workerproto.MetaRequest] == nil {
 		return m, 0
 	}
-	gid, err := strconv.ParseInt(string(bytes.TrimSpace(meta[MetaRequest])), 10, 64)
+	gid, err := strconv.ParseInt(string(bytes.TrimSpace(meta[workerproto.MetaRequest])), 10, 64)
 	if err != nil || gid <= 0 {
 		gid = -1 // a marker the gateway did not give: names no request
 	}
-	delete(meta, MetaRequest)
+	delete(meta, workerproto.MetaRequest)
 	if len(meta) == 0 {
 		delete(params, "_meta")
 	} else if params["_meta"], err = jsonrpc.Marshal(meta); err != nil {

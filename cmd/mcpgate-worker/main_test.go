@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/tools/builtin"
 	"github.com/mcpgate/mcpgate/tools/db"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // TestWorkerBinaryLinksNoGateway: the worker-only binary exists to be
@@ -73,7 +73,7 @@ func TestWorkerOverPipe(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command(exe)
-	id := worker.Identity{User: "alice", SessionID: "s1"}
+	id := workerproto.Identity{User: "alice", SessionID: "s1"}
 	cfg := db.Config{Driver: db.SQLite, DSN: filepath.Join(t.TempDir(), "demo.db")}
 	cmd.Env = slices.Concat([]string{asMain + "=1", "PATH=" + os.Getenv("PATH")}, cfg.Environ(), builtin.Environ(), id.Environ())
 	var stderr strings.Builder

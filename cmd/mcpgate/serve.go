@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,46 +83,11 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // database: the SQLite file (with the demo schema) is created here, once, so
 // that every worker, read-only ones included, finds it.
 func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (*worker.Launcher, gateway.Options, error) {
-	l := cfg.Limits
-	opts := gateway.Options{
-		SafeTools:          cfg.Worker.SafeTools,
-		SafeMethods:        cfg.Worker.SafeMethods,
-		ReadOnly:           cfg.Server.ReadOnly,
-		LocalUser:          cfg.Server.LocalUser,
-		ReplicaID:          cfg.Server.ReplicaID,
-		AllowedOrigins:     cfg.Server.AllowedOrigins,
-		LoopbackHostCheck:  cfg.Loopback(),
-		AllowedHosts:       publicHost(cfg),
-		MaxBodyBytes:       int64(l.MaxBodyBytes),
-		BodyReadTimeout:    l.ReadTimeout,
-		SessionIdleTimeout: l.SessionIdleTimeout,
-		MaxStreamLifetime:  l.MaxStreamLifetime,
-		WorkerStartTimeout: l.WorkerStartTimeout,
-		MaxSessions:        l.MaxSessions,
-		MaxSessionsPerUser: l.MaxSessionsPerUser,
-		WriteTimeout:       l.WriteTimeout,
-		DrainMin:           l.DrainMin,
-		Logger:             log,
-
-		MaxStreamBufferBytes:  int64(l.MaxStreamBufferBytes),
-		MaxSessionBufferBytes: int64(l.MaxSessionBufferBytes),
-		MaxUserBufferBytes:    int64(l.MaxUserBufferBytes),
-	}
-	wopts := worker.LauncherOptions{
-		Env:             cfg.Worker.Env,
-		Dir:             cfg.Worker.Dir,
-		Toolsets:        cfg.Worker.Toolsets,
-		ServerName:      cfg.Server.Name,
-		ServerVersion:   Version,
-		ServerTitle:     cfg.Server.Title,
-		StopGrace:       l.WorkerStopGrace,
-		MaxMessageBytes: int(l.MaxWorkerMessageBytes),
-		// Pre-started workers only for a command that takes its identity
-		// on stdin: the built-in one, or an external one that says so.
-		PoolSize:        cfg.Worker.PoolSize,
-		IdentityOnStdin: cfg.Worker.IdentityOnStdin,
-		Logger:          log,
-	}
+	opts := cfg.GatewayOptions()
+	opts.Logger = log
+	wopts := cfg.LauncherOptions()
+	wopts.ServerVersion = Version
+	wopts.Logger = log
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
 	// An external worker's database, if any, is its own business.
 	dbReady := readyCheck(func(context.Context) error { return nil })
@@ -141,7 +105,6 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		opts.SafeTools, opts.UndoTools = safe, undo
 		wopts.Env = builtinEnv(d, wopts.Env)
 		dbReady = databaseAnswers(d.WithDefaults())
-		opts.DB, _ = cfg.DBBudget()
 	}
 	if wopts.PoolSize > 0 && wopts.PoolSize != config.DefaultPoolSize && !wopts.IdentityOnStdin {
 		// Said only for a size the operator chose: the default applies to
@@ -171,21 +134,7 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 	if err != nil {
 		return nil, nil, d, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 	}
-	d = db.Config{
-		Driver:           cfg.Database.Driver,
-		DSN:              cfg.Database.DSN,
-		SetRole:          cfg.Database.SetRole,
-		ConnectAsUser:    cfg.Database.ConnectAsUser,
-		UserRoleMemberOf: cfg.Database.UserRoleMemberOf,
-		StatementTimeout: cfg.Database.StatementTimeout,
-		LockTimeout:      cfg.Database.LockTimeout,
-		ChecksTimeout:    cfg.Database.ChecksTimeout,
-		MaxRows:          cfg.Database.MaxRows,
-
-		MaxTransactions:        cfg.Database.MaxTransactions,
-		TransactionIdleTimeout: cfg.Database.TransactionIdleTimeout,
-		IdleRelease:            cfg.Database.IdleRelease,
-	}
+	d = cfg.DatabaseConfig()
 	if d.Driver == "" || d.Driver == db.SQLite {
 		d.Driver = db.SQLite
 		path, err := filepath.Abs(cfg.Database.Path)
@@ -272,14 +221,9 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		defer cancel()
 		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), g.Close(sctx))
 	}
-	ln = gateway.LimitListener(ln, gateway.ListenerOptions{
-		MaxConnections:               cfg.Limits.MaxConnections,
-		MaxUnauthenticatedPerAddress: cfg.Limits.MaxUnauthenticatedPerAddress,
-		MaxConnectionsPerPrincipal:   cfg.Limits.MaxConnectionsPerPrincipal,
-		UnauthenticatedIdleTimeout:   cfg.Limits.UnauthenticatedIdleTimeout,
-		TLS:                          cfg.TLSEnabled(),
-		OnRefused:                    obs.metrics.ConnectionRefused,
-	})
+	lopts := cfg.ListenerOptions()
+	lopts.OnRefused = obs.metrics.ConnectionRefused
+	ln = gateway.LimitListener(ln, lopts)
 	scheme := "http"
 	srv := &http.Server{
 		Handler:           obs.handler(mux),
@@ -391,51 +335,12 @@ func drain(g *gateway.Gateway, timeout time.Duration, hurry <-chan struct{}, log
 // newAuthenticator maps the configuration to the token checker.
 func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*auth.Authenticator, error) {
 	a := cfg.Auth
-	opts := auth.Options{
-		Issuer:               a.Issuer,
-		Resource:             cfg.Resource(),
-		AuthorizationServers: a.AuthorizationServers,
-		RequiredScopes:       a.RequiredScopes,
-		WriteScope:           a.WriteScope,
-		ExtraScopes:          a.ExtraScopes,
-		InitialScopes:        a.InitialScopes,
-		UserClaim:            a.UserClaim,
-		Algorithms:           a.Algorithms,
-		RequireATJWT:         a.RequireATJWT,
-		Leeway:               a.Leeway,
-		MaxTokenBytes:        int(a.MaxTokenBytes),
-		TokenCacheSize:       a.TokenCacheSize,
-		ResourceName:         cfg.Server.Title,
-		Logger:               log,
-		OnRefused:            m.AuthRefused,
-	}
-	rules, err := cfg.PolicyRules()
+	opts, err := cfg.AuthOptions()
 	if err != nil {
 		return nil, err
 	}
-	opts.Policies = rules
-	if a.HMACSecretFile != "" {
-		secret, err := cfg.HMACSecret()
-		if err != nil {
-			return nil, err
-		}
-		opts.HMACSecret = secret
-	}
-	if a.Introspection == config.IntrospectionOpaque || a.Introspection == config.IntrospectionAll {
-		secret, err := cfg.IntrospectionSecret()
-		if err != nil {
-			return nil, err
-		}
-		opts.Introspection = &auth.Introspection{
-			All:           a.Introspection == config.IntrospectionAll,
-			ClientID:      a.IntrospectionClientID,
-			ClientSecret:  secret,
-			MaxCacheTTL:   a.IntrospectionMaxCacheTTL,
-			MaxConcurrent: a.IntrospectionMaxConcurrent,
-
-			PerAddressPerMinute: a.IntrospectionPerAddressPerMinute,
-		}
-	}
+	opts.Logger = log
+	opts.OnRefused = m.AuthRefused
 	if a.IssuerCAFile != "" {
 		c, err := certs.ClientTrusting(a.IssuerCAFile)
 		if err != nil {
@@ -444,18 +349,8 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 		opts.HTTPClient = c
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		opts.HTTPClient = &http.Client{Timeout: auth.DefaultHTTPTimeout}
 	}
 	opts.HTTPClient.Transport = m.IssuerTransport(opts.HTTPClient.Transport)
 	return auth.New(ctx, opts)
-}
-
-// publicHost is the host of server.public_url, which a reverse proxy on the
-// same machine forwards as Host to a loopback listener.
-func publicHost(cfg *config.Config) []string {
-	u, err := url.Parse(cfg.Server.PublicURL)
-	if err != nil || u.Host == "" {
-		return nil
-	}
-	return []string{u.Host}
 }

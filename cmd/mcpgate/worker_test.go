@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/tools/db"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // runWorkerInProcess runs `mcpgate worker` through Main with pipes for
@@ -37,7 +37,7 @@ func runWorkerInProcess(t *testing.T, ctx context.Context, env map[string]string
 
 func workerEnv(t *testing.T) map[string]string {
 	env := map[string]string{}
-	id := worker.Identity{User: "ada", SessionID: "s1"}
+	id := workerproto.Identity{User: "ada", SessionID: "s1"}
 	cfg := db.Config{DSN: filepath.Join(t.TempDir(), "data", "w.db")}
 	for _, kv := range append(id.Environ(), cfg.Environ()...) {
 		k, v, _ := strings.Cut(kv, "=")

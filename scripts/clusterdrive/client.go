@@ -12,7 +12,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // client is one go-sdk client and what it has seen.
@@ -58,7 +58,7 @@ func (d *driver) connect(name, user, version string) (*client, error) {
 	}
 	cl := &client{name: name, user: user, version: version, cs: cs}
 	if version != "" {
-		cl.replica = worker.ReplicaOf(cs.ID())
+		cl.replica = workerproto.ReplicaOf(cs.ID())
 	}
 	return cl, nil
 }
@@ -89,7 +89,7 @@ func (c *client) status(ctx context.Context) (string, error) {
 	if c.version != "" && id != c.cs.ID() {
 		return "", fmt.Errorf("status: session %q answered for session %q", id, c.cs.ID())
 	}
-	return worker.ReplicaOf(id), nil
+	return workerproto.ReplicaOf(id), nil
 }
 
 // insert writes one row, recording it as acknowledged when the gateway

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // legacySessions opens 2025-11-25 sessions for three users until every
@@ -120,7 +120,7 @@ func (d *driver) handles(modern []*client) {
 				continue
 			}
 			h, _ := sc["transaction"].(string)
-			r := worker.ReplicaOf(strings.TrimPrefix(h, "txn."))
+			r := workerproto.ReplicaOf(strings.TrimPrefix(h, "txn."))
 			minted[r]++
 			first := c.seq + 1
 			for range 3 {

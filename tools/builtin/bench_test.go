@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // firstRead closes ready on its reader's first Read: a pre-started worker
@@ -32,7 +32,7 @@ func (r *firstRead) Read(p []byte) (int, error) {
 // outside the timing; a new worker per iteration.
 func BenchmarkPooledStart(b *testing.B) {
 	env := prestartedEnv(b)
-	id := worker.Identity{User: "alice", SessionID: "s1", ServerName: "gw", ServerVersion: "9", Scope: worker.ScopeSession}
+	id := workerproto.Identity{User: "alice", SessionID: "s1", ServerName: "gw", ServerVersion: "9", Scope: workerproto.ScopeSession}
 	msgs := append(id.Line(), '\n')
 	msgs = append(msgs, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`+"\n"+
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+

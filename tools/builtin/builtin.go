@@ -22,7 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/postgres"
 	"github.com/mcpgate/mcpgate/tools/db/sqlite"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // Program is what the worker reads and writes.
@@ -48,9 +48,9 @@ func Engine(driver string) (db.Engine, bool) {
 
 // Run is the built-in worker. The gateway starts it with the session's
 // identity (package worker's variables) and database settings (package
-// db's), or, pre-started (worker.EnvPrestarted), with the database
+// db's), or, pre-started (workerproto.EnvPrestarted), with the database
 // settings alone, the identity then coming as the first line on stdin
-// (worker.ReadIdentityLine); it serves until stdin closes or ctx ends. Its log goes to stderr
+// (workerproto.ReadIdentityLine); it serves until stdin closes or ctx ends. Its log goes to stderr
 // only: stdout carries the protocol.
 func Run(ctx context.Context, p Program) error {
 	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -98,7 +98,7 @@ func Run(ctx context.Context, p Program) error {
 		cfg = &c
 	}
 	switch scope := id.Scope; scope {
-	case worker.ScopeUser:
+	case workerproto.ScopeUser:
 		txs, err := tools.NewTransactions(ctx, tools.TransactionOptions{
 			Instance: id.SessionID,
 			Open: func(ctx context.Context) (*db.Session, error) {
@@ -113,7 +113,7 @@ func Run(ctx context.Context, p Program) error {
 		defer txs.Close()
 		opts.Transactions = txs
 		raiseProcs(id.Scope, p.Getenv)
-	case "", worker.ScopeSession:
+	case "", workerproto.ScopeSession:
 		session, err := db.Open(ctx, engines[cfg.Driver], *cfg, id.User, id.ReadOnly)
 		if err != nil {
 			return err
@@ -121,7 +121,7 @@ func Run(ctx context.Context, p Program) error {
 		defer session.Close()
 		opts.DB = session
 	default:
-		return fmt.Errorf("mcpgate worker: %s=%q: want %s or %s (the gateway sets it)", worker.EnvScope, scope, worker.ScopeSession, worker.ScopeUser)
+		return fmt.Errorf("mcpgate worker: %s=%q: want %s or %s (the gateway sets it)", workerproto.EnvScope, scope, workerproto.ScopeSession, workerproto.ScopeUser)
 	}
 	var srv *mcp.Server
 	if prepared != nil {
@@ -155,25 +155,25 @@ func Run(ctx context.Context, p Program) error {
 // identity returns the worker's identity, the input to serve from, the
 // database settings and a server prepared for them. A worker started with
 // the session's identity in its environment reads it there. A pre-started
-// one (worker.EnvPrestarted) first does what depends on no identity (the
+// one (workerproto.EnvPrestarted) first does what depends on no identity (the
 // database settings, SQLite's file, the server of every tool the engine
 // serves) and then waits for its identity, the first line on stdin; stdin
 // closed before it is a clean stop, an empty identity and no error.
-func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Identity, io.Reader, *db.Config, *tools.Prepared, error) {
-	switch v := p.Getenv(worker.EnvPrestarted); v {
+func identity(ctx context.Context, p Program, logger *slog.Logger) (workerproto.Identity, io.Reader, *db.Config, *tools.Prepared, error) {
+	switch v := p.Getenv(workerproto.EnvPrestarted); v {
 	case "":
-		id, err := worker.IdentityFromEnv(p.Getenv)
+		id, err := workerproto.IdentityFromEnv(p.Getenv)
 		return id, p.Stdin, nil, nil, err // the database settings once the toolsets are known
 	case "true":
 	default:
-		return worker.Identity{}, nil, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", worker.EnvPrestarted, v)
+		return workerproto.Identity{}, nil, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", workerproto.EnvPrestarted, v)
 	}
-	if err := worker.CheckPooledEnv(p.Getenv); err != nil {
-		return worker.Identity{}, nil, nil, nil, err
+	if err := workerproto.CheckPooledEnv(p.Getenv); err != nil {
+		return workerproto.Identity{}, nil, nil, nil, err
 	}
 	cfg, err := dbConfig(ctx, p.Getenv)
 	if err != nil {
-		return worker.Identity{}, nil, nil, nil, err
+		return workerproto.Identity{}, nil, nil, nil, err
 	}
 	// What a session would otherwise wait for and needs no identity: the
 	// server with every tool the engine serves registered (Run narrows it
@@ -184,21 +184,21 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Ident
 	// Run).
 	prepared, err := tools.Prepare(engines[cfg.Driver].Name(), logger)
 	if err != nil {
-		return worker.Identity{}, nil, nil, nil, err
+		return workerproto.Identity{}, nil, nil, nil, err
 	}
 	if err := tools.Warm(ctx); err != nil {
-		return worker.Identity{}, nil, nil, nil, err
+		return workerproto.Identity{}, nil, nil, nil, err
 	}
 	if cfg.Driver == db.SQLite {
 		if err := sqlite.Warm(ctx); err != nil {
-			return worker.Identity{}, nil, nil, nil, err
+			return workerproto.Identity{}, nil, nil, nil, err
 		}
 	}
 	debug.FreeOSMemory()
-	in := bufio.NewReaderSize(p.Stdin, worker.MaxIdentityLine)
-	id, err := worker.ReadIdentityLine(in)
+	in := bufio.NewReaderSize(p.Stdin, workerproto.MaxIdentityLine)
+	id, err := workerproto.ReadIdentityLine(in)
 	if errors.Is(err, io.EOF) {
-		return worker.Identity{}, nil, nil, nil, nil
+		return workerproto.Identity{}, nil, nil, nil, nil
 	}
 	if err != nil {
 		return id, nil, nil, nil, fmt.Errorf("mcpgate worker: %w", err)

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/tools/db"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // prestartedEnv is a pre-started worker's environment: the database
 // settings and the marker, no identity.
 func prestartedEnv(t testing.TB) map[string]string {
-	env := map[string]string{worker.EnvPrestarted: "true"}
+	env := map[string]string{workerproto.EnvPrestarted: "true"}
 	for _, kv := range (db.Config{DSN: filepath.Join(t.TempDir(), "data", "w.db")}).Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
@@ -40,7 +40,7 @@ func run(env map[string]string, stdin string) (stdout string, err error) {
 // exits with an error and answers nothing; so does one that has an
 // identity variable beside the marker, or a marker it does not know.
 func TestPrestartedRefusesAnythingButItsIdentity(t *testing.T) {
-	good := worker.Identity{User: "alice", SessionID: "s", ReadOnly: true, ServerName: "n", ServerVersion: "v"}.Line()
+	good := workerproto.Identity{User: "alice", SessionID: "s", ReadOnly: true, ServerName: "n", ServerVersion: "v"}.Line()
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, tt := range []struct {
 		name, stdin string
@@ -51,9 +51,9 @@ func TestPrestartedRefusesAnythingButItsIdentity(t *testing.T) {
 		{"an extra member", strings.Replace(string(good), `"user"`, `"admin":true,"user"`, 1) + "\n" + initialize + "\n", nil, "unknown field"},
 		{"read-only as a string", strings.Replace(string(good), `"readOnly":true`, `"readOnly":"true"`, 1) + "\n", nil, "readOnly"},
 		{"no user", strings.Replace(string(good), `"user":"alice",`, "", 1) + "\n", nil, "params.user"},
-		{"an identity variable beside the marker", string(good) + "\n", map[string]string{worker.EnvUser: "mallory"}, worker.EnvUser},
-		{"a read-only variable beside the marker", string(good) + "\n", map[string]string{worker.EnvReadOnly: "false"}, worker.EnvReadOnly},
-		{"an unknown marker value", string(good) + "\n", map[string]string{worker.EnvPrestarted: "1"}, "want true"},
+		{"an identity variable beside the marker", string(good) + "\n", map[string]string{workerproto.EnvUser: "mallory"}, workerproto.EnvUser},
+		{"a read-only variable beside the marker", string(good) + "\n", map[string]string{workerproto.EnvReadOnly: "false"}, workerproto.EnvReadOnly},
+		{"an unknown marker value", string(good) + "\n", map[string]string{workerproto.EnvPrestarted: "1"}, "want true"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := prestartedEnv(t)
@@ -90,7 +90,7 @@ func TestPrestartedServesItsIdentity(t *testing.T) {
 		done <- Run(t.Context(), Program{Stdin: inR, Stdout: outW, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }, Version: "test"})
 		outW.Close()
 	}()
-	id := worker.Identity{User: "alice", SessionID: "s1", Tools: []string{"query", "status"}, ServerName: "gw", ServerVersion: "9", Scope: worker.ScopeSession}
+	id := workerproto.Identity{User: "alice", SessionID: "s1", Tools: []string{"query", "status"}, ServerName: "gw", ServerVersion: "9", Scope: workerproto.ScopeSession}
 	_, err := inW.Write(append(id.Line(), '\n'))
 	require.NoError(t, err)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
@@ -99,7 +99,7 @@ func TestPrestartedServesItsIdentity(t *testing.T) {
 	assert.Equal(t, "gw", cs.InitializeResult().ServerInfo.Name)
 
 	// A later identity line, as a client could send it.
-	mallory := worker.Identity{User: "mallory", SessionID: "s9", ServerName: "x", ServerVersion: "1", Scope: worker.ScopeSession}
+	mallory := workerproto.Identity{User: "mallory", SessionID: "s9", ServerName: "x", ServerVersion: "1", Scope: workerproto.ScopeSession}
 	_, err = inW.Write(append(mallory.Line(), '\n'))
 	require.NoError(t, err)
 

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/tools/db"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // TestQuietWaitsForSilence: the start-up free runs once, only after its
@@ -73,7 +73,7 @@ func TestSessionWorkerFreesOnceQuiet(t *testing.T) {
 	t.Cleanup(func() { freeOSMemory = old })
 
 	env := map[string]string{}
-	id := worker.Identity{User: "ada", SessionID: "s1"}
+	id := workerproto.Identity{User: "ada", SessionID: "s1"}
 	for _, kv := range append(id.Environ(), (db.Config{DSN: filepath.Join(t.TempDir(), "data", "w.db")}).Environ()...) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // Environ is the environment the gateway gives every built-in worker
@@ -29,7 +29,7 @@ const sessionProcs = "1"
 // calls at once, so it takes one P per core again when it runs with
 // Environ's value.
 func perUserProcs(scope, gomaxprocs string, ncpu int) int {
-	if scope == worker.ScopeUser && gomaxprocs == sessionProcs && ncpu > 1 {
+	if scope == workerproto.ScopeUser && gomaxprocs == sessionProcs && ncpu > 1 {
 		return ncpu
 	}
 	return 0

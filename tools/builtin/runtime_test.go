@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // sharedFiles are never collected (see TestPollableStdin).
@@ -25,12 +25,12 @@ func TestPerUserProcs(t *testing.T) {
 		name, scope, gomaxprocs string
 		ncpu, want              int
 	}{
-		{"session worker keeps the gateway's 1", worker.ScopeSession, "1", 8, 0},
+		{"session worker keeps the gateway's 1", workerproto.ScopeSession, "1", 8, 0},
 		{"unnamed scope is a session", "", "1", 8, 0},
-		{"per-user worker takes every core", worker.ScopeUser, "1", 8, 8},
-		{"per-user worker on one core", worker.ScopeUser, "1", 1, 0},
-		{"operator's own setting stays", worker.ScopeUser, "3", 8, 0},
-		{"no setting: the runtime's default", worker.ScopeUser, "", 8, 0},
+		{"per-user worker takes every core", workerproto.ScopeUser, "1", 8, 8},
+		{"per-user worker on one core", workerproto.ScopeUser, "1", 1, 0},
+		{"operator's own setting stays", workerproto.ScopeUser, "3", 8, 0},
+		{"no setting: the runtime's default", workerproto.ScopeUser, "", 8, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

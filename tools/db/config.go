@@ -7,6 +7,7 @@ package db
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -159,33 +160,42 @@ func ConnectionsPerUserWorker(cfg Config) int {
 	return cfg.WithDefaults().MaxTransactions + 1
 }
 
+// envField is one worker variable and the Config field it carries.
+type envField struct {
+	name, field string
+	always      bool
+}
+
+// envFields ties each worker variable to the Config field it carries, in
+// the order Environ writes them. Driver, DSN and the role switches are
+// always written; the others only when set, so that the worker applies
+// its defaults.
+var envFields = []envField{
+	{EnvDriver, "Driver", true},
+	{EnvDSN, "DSN", true},
+	{EnvSetRole, "SetRole", true},
+	{EnvConnectAsUser, "ConnectAsUser", true},
+	{EnvUserRoleMemberOf, "UserRoleMemberOf", false},
+	{EnvStatementTimeout, "StatementTimeout", false},
+	{EnvLockTimeout, "LockTimeout", false},
+	{EnvMaxRows, "MaxRows", false},
+	{EnvChecksTimeout, "ChecksTimeout", false},
+	{EnvMaxTransactions, "MaxTransactions", false},
+	{EnvTransactionIdleTimeout, "TransactionIdleTimeout", false},
+	{EnvIdleRelease, "IdleRelease", false},
+}
+
 // Environ returns c as NAME=value pairs for a worker's environment. Zero
 // fields are left out, so the worker applies its defaults.
 func (c Config) Environ() []string {
-	env := []string{EnvDriver + "=" + c.Driver, EnvDSN + "=" + c.DSN, EnvSetRole + "=" + strconv.FormatBool(c.SetRole), EnvConnectAsUser + "=" + strconv.FormatBool(c.ConnectAsUser)}
-	if c.UserRoleMemberOf != "" {
-		env = append(env, EnvUserRoleMemberOf+"="+c.UserRoleMemberOf)
-	}
-	if c.StatementTimeout > 0 {
-		env = append(env, EnvStatementTimeout+"="+c.StatementTimeout.String())
-	}
-	if c.LockTimeout > 0 {
-		env = append(env, EnvLockTimeout+"="+c.LockTimeout.String())
-	}
-	if c.MaxRows > 0 {
-		env = append(env, EnvMaxRows+"="+strconv.Itoa(c.MaxRows))
-	}
-	if c.ChecksTimeout > 0 {
-		env = append(env, EnvChecksTimeout+"="+c.ChecksTimeout.String())
-	}
-	if c.MaxTransactions > 0 {
-		env = append(env, EnvMaxTransactions+"="+strconv.Itoa(c.MaxTransactions))
-	}
-	if c.TransactionIdleTimeout > 0 {
-		env = append(env, EnvTransactionIdleTimeout+"="+c.TransactionIdleTimeout.String())
-	}
-	if c.IdleRelease > 0 {
-		env = append(env, EnvIdleRelease+"="+c.IdleRelease.String())
+	var env []string
+	v := reflect.ValueOf(c)
+	for _, f := range envFields {
+		fv := v.FieldByName(f.field)
+		if !f.always && (fv.IsZero() || fv.Kind() == reflect.Int64 && fv.Int() < 0 || fv.Kind() == reflect.Int && fv.Int() < 0) {
+			continue
+		}
+		env = append(env, f.name+"="+fmt.Sprint(fv.Interface()))
 	}
 	return env
 }
@@ -194,48 +204,42 @@ func (c Config) Environ() []string {
 // os.Getenv. It reports every malformed variable at once. Defaults are
 // applied.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Driver: strings.TrimSpace(getenv(EnvDriver)), DSN: getenv(EnvDSN), UserRoleMemberOf: getenv(EnvUserRoleMemberOf)}
+	var c Config
 	var problems []string
+	v := reflect.ValueOf(&c).Elem()
+	for _, f := range envFields {
+		s := getenv(f.name)
+		if s == "" {
+			continue
+		}
+		switch fv := v.FieldByName(f.field); {
+		case fv.Type() == reflect.TypeFor[time.Duration]():
+			t, err := time.ParseDuration(s)
+			if err != nil || t <= 0 {
+				problems = append(problems, fmt.Sprintf("%s=%q: want a positive duration such as 30s", f.name, s))
+			}
+			fv.SetInt(int64(t))
+		case fv.Kind() == reflect.Bool:
+			t, err := strconv.ParseBool(s)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s=%q: want true or false", f.name, s))
+			}
+			fv.SetBool(t)
+		case fv.Kind() == reflect.Int:
+			i, err := strconv.Atoi(s)
+			if err != nil || i <= 0 {
+				problems = append(problems, fmt.Sprintf("%s=%q: want a positive integer", f.name, s))
+			}
+			fv.SetInt(int64(i))
+		default:
+			fv.SetString(s)
+		}
+	}
+	c.Driver = strings.TrimSpace(c.Driver)
 	switch c.Driver {
 	case "", SQLite, Postgres:
 	default:
 		problems = append(problems, fmt.Sprintf("%s=%q: want %s or %s", EnvDriver, c.Driver, SQLite, Postgres))
-	}
-	for _, b := range []struct {
-		name string
-		dst  *bool
-	}{{EnvSetRole, &c.SetRole}, {EnvConnectAsUser, &c.ConnectAsUser}} {
-		if v := getenv(b.name); v != "" {
-			t, err := strconv.ParseBool(v)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s=%q: want true or false", b.name, v))
-			}
-			*b.dst = t
-		}
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{EnvStatementTimeout, &c.StatementTimeout}, {EnvLockTimeout, &c.LockTimeout}, {EnvChecksTimeout, &c.ChecksTimeout}, {EnvTransactionIdleTimeout, &c.TransactionIdleTimeout}, {EnvIdleRelease, &c.IdleRelease}} {
-		if v := getenv(d.name); v != "" {
-			t, err := time.ParseDuration(v)
-			if err != nil || t <= 0 {
-				problems = append(problems, fmt.Sprintf("%s=%q: want a positive duration such as 30s", d.name, v))
-			}
-			*d.dst = t
-		}
-	}
-	for _, n := range []struct {
-		name string
-		dst  *int
-	}{{EnvMaxRows, &c.MaxRows}, {EnvMaxTransactions, &c.MaxTransactions}} {
-		if v := getenv(n.name); v != "" {
-			i, err := strconv.Atoi(v)
-			if err != nil || i <= 0 {
-				problems = append(problems, fmt.Sprintf("%s=%q: want a positive integer", n.name, v))
-			}
-			*n.dst = i
-		}
 	}
 	c = c.WithDefaults()
 	if c.DSN == "" && c.Driver == SQLite {

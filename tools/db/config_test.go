@@ -1,6 +1,8 @@
 package db
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +75,24 @@ func TestConfigConnectAsUser(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// TestEnvironRoundTrip: every setting reaches the worker: each field of
+// Config has its variable, and what Environ writes ConfigFromEnv reads back.
+func TestEnvironRoundTrip(t *testing.T) {
+	c := Config{Driver: Postgres, DSN: "dbname=app", ConnectAsUser: true, UserRoleMemberOf: "mcp_users",
+		StatementTimeout: 7 * time.Second, LockTimeout: 3 * time.Second, MaxRows: 9, ChecksTimeout: time.Minute,
+		MaxTransactions: 2, TransactionIdleTimeout: time.Hour, IdleRelease: 4 * time.Second}
+	for i := range reflect.TypeFor[Config]().NumField() {
+		name := reflect.TypeFor[Config]().Field(i).Name
+		assert.True(t, slices.ContainsFunc(envFields, func(f envField) bool { return f.field == name }), "no worker variable carries %s", name)
+	}
+	env := map[string]string{}
+	for _, kv := range c.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	got, err := ConfigFromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
 }

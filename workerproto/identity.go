@@ -1,8 +1,10 @@
-// Package worker is the gateway's side of a worker process: it starts one OS
-// process per MCP session with the user's identity, frames JSON-RPC over the
-// process's stdin and stdout, matches answers to requests, routes the worker's
-// own messages, notices a crash and stops the process.
-package worker
+// Package workerproto is the contract between the gateway and a worker
+// process, which both sides import: the identity a worker is started with
+// (environment variables, or the identity line on stdin of a pre-started
+// worker), the variables only the gateway may set, and the rules of the
+// replica prefix in the ids a gateway mints. The gateway's side of a worker
+// is package worker; the worker's side is package tools.
+package workerproto
 
 import (
 	"bufio"
