@@ -90,6 +90,9 @@ func (c *Config) validateAccounts(v *validator) {
 		}
 		return
 	}
+	if len(w.Command) == 0 && c.Database.Driver != "postgres" && w.Group == "" {
+		v.add("worker.group", "is required with worker.run_as other than gateway and the built-in worker on SQLite: the workers' accounts share the database file through this group (the gateway hands the file and its directory to it); or use PostgreSQL")
+	}
 	if w.RunAs == worker.RunAsUser {
 		if w.DataDir == "" {
 			v.add("worker.data_dir", "is required with worker.run_as user: each user's worker gets <data_dir>/<user id>, its own HOME, working and temp directory, e.g. /var/lib/mcpgate/users")

@@ -236,7 +236,7 @@ func (g *Gateway) startWorker(uw *userWorker) {
 		})
 	if err != nil {
 		uw.log.Error("gateway: starting a per-user worker", "err", err)
-		fail(errWorkerStartW)
+		fail(startFailure(err, errWorkerStartW))
 		return
 	}
 	uw.conn = conn

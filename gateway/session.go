@@ -52,7 +52,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.
 	conn, err := g.startSessionWorker(s, s.readOnly, s.tools)
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
-		errWorkerStart.write(w, m.ID)
+		f := startFailure(err, errWorkerStart)
+		g.refusedNoAccount(r, m, callee{kind: WorkerSession}, s.readOnly, f)
+		f.write(w, m.ID)
 		return
 	}
 	s.mu.Lock()

@@ -58,6 +58,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, r *http.Request, msgs []*js
 			if f.isLimit() {
 				g.refusedAtEdge(r, m, callee{kind: WorkerUser}, key.readOnly, f)
 			}
+			g.refusedNoAccount(r, m, callee{kind: WorkerUser}, key.readOnly, f)
 			f.write(w, m.ID)
 		}
 		return uw, ok

@@ -44,7 +44,7 @@ func (g *Gateway) replaceWorker(r *http.Request, s *session, granted toolSet) (f
 	conn, err := g.startSessionWorker(s, readOnly, granted)
 	if err != nil {
 		s.log.Error("gateway: starting a worker for a step-up", "err", err)
-		return errWorkerStart, false
+		return startFailure(err, errWorkerStart), false
 	}
 	if f, ok := g.replayInit(r.Context(), s, conn); !ok {
 		g.stopWorker(s, conn, "gateway: the replacing worker failed its start")

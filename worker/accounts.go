@@ -88,6 +88,12 @@ func NewAccounts(opts AccountsOptions) (*Accounts, error) {
 		opts.Self = uint32(os.Getuid())
 	}
 	a := &Accounts{opts: opts, mapped: map[string]uint32{}}
+	if opts.DataDir != "" {
+		// Traversable (x) by every worker account, listable by none.
+		if err := os.MkdirAll(opts.DataDir, 0o711); err != nil {
+			return nil, fmt.Errorf("worker: accounts: data directory: %w", err)
+		}
+	}
 	switch {
 	case opts.RunAs == "" || opts.RunAs == RunAsGateway:
 		return nil, errors.New("worker: accounts: run_as gateway needs no account mapping")
@@ -143,14 +149,14 @@ func (a *Accounts) For(userID string) (Account, error) {
 
 // checkUserID refuses an id that cannot be a directory name of its own or
 // a key of the mapping file as written: empty, ".", "..", a leading dot or
-// dash, a character beyond letters, digits and ._@+- , or over 128 bytes.
+// dash, a character beyond letters, digits and ._@+-_ , or over 128 bytes.
 func checkUserID(id string) error {
 	if id == "" || id == "." || id == ".." || id[0] == '.' || id[0] == '-' || len(id) > 128 {
 		return errors.New("the user id cannot name a data directory (empty, too long, or starts with . or -)")
 	}
 	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@+-", r)) {
-			return errors.New("the user id holds a character other than letters, digits and ._@+-")
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@+-", r) || r == '_') {
+			return errors.New("the user id holds a character other than letters, digits and ._@+-_")
 		}
 	}
 	return nil
