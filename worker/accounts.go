@@ -29,6 +29,10 @@ const (
 // which no user id may borrow (login.defs' UID_MIN).
 const MinAccountUID = 1000
 
+// overflowID is nobody's uid and nogroup's gid, which the kernel also
+// shows for ids it cannot map: shared by every daemon that uses it.
+const overflowID = 65534
+
 // ErrNoAccount is returned by Launcher.Start, wrapped, when the session's
 // user id cannot be mapped to an OS account under worker.run_as: user (no
 // account and no uid left in the range, an unreadable mapping file, an id
@@ -175,8 +179,8 @@ func (a *Accounts) existing(name string) (Account, error) {
 	switch {
 	case err1 != nil || err2 != nil:
 		return Account{}, fmt.Errorf("account %q has a uid or gid that is not a number", name)
-	case uid < MinAccountUID || gid == 0:
-		return Account{}, fmt.Errorf("account %q is a system account (uid %d, gid %d); only accounts from uid %d up serve users", name, uid, gid, MinAccountUID)
+	case uid < MinAccountUID || gid == 0 || uid == overflowID || gid == overflowID:
+		return Account{}, fmt.Errorf("account %q is a system account (uid %d, gid %d); only accounts from uid %d up, not nobody, serve users", name, uid, gid, MinAccountUID)
 	case uint32(uid) == a.opts.Self:
 		return Account{}, fmt.Errorf("account %q is the gateway's own", name)
 	}
