@@ -259,3 +259,25 @@ func TestRunAsUserBuiltinSQLite(t *testing.T) {
 	assert.Contains(t, string(out), `"acct-dora": `+strconv.Itoa(first))
 	assert.Contains(t, string(out), `"acct-eve": `+strconv.Itoa(first+1))
 }
+
+// TestRunAsNeedsCapabilities: a gateway without CAP_SETUID, CAP_SETGID and
+// CAP_CHOWN (here: serve run as nobody) refuses to start with
+// worker.run_as user, saying what it lacks, rather than serve workers it
+// cannot switch.
+func TestRunAsNeedsCapabilities(t *testing.T) {
+	requireRoot(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	reachable(t, exe)
+	dir := t.TempDir()
+	reachable(t, filepath.Join(dir, "x"))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	cmd := exec.Command(exe, "serve")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "MCPGATE_SERVER_LISTEN=127.0.0.1:0", "MCPGATE_METRICS_LISTEN=127.0.0.2:0",
+		"MCPGATE_WORKER_COMMAND=/bin/cat", "MCPGATE_WORKER_RUN_AS=user", "MCPGATE_WORKER_DATA_DIR=" + filepath.Join(dir, "users")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "serve started without the capabilities: %s", out)
+	assert.Contains(t, string(out), "worker.run_as user: worker: the gateway cannot start workers under other accounts: it lacks CAP_SETUID, CAP_SETGID, CAP_CHOWN")
+}
