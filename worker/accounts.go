@@ -360,3 +360,16 @@ func (l *Launcher) startAs(id Identity, cfg ConnConfig) (*Conn, error) {
 	}
 	return NewConn(p, cfg), nil
 }
+
+// Mapped returns the allocated uids as the mapping file holds them now,
+// read without the lock (for reports: an allocation in progress may be
+// missing); an empty map without a range.
+func (a *Accounts) Mapped() (map[string]uint32, error) {
+	if a.opts.Last == 0 {
+		return map[string]uint32{}, nil
+	}
+	return a.readMap()
+}
+
+// Range returns worker.uid_range's bounds (0, 0 without one).
+func (a *Accounts) Range() (first, last uint32) { return a.opts.First, a.opts.Last }
