@@ -22,7 +22,7 @@ func checkAccounts(r *Report, cfg *config.Config) {
 	if err := worker.CanSwitch(); err != nil {
 		r.fail("account switch", err.Error(), "run doctor as the gateway runs (the same user and capabilities); docs/gateway.md, Worker accounts")
 	} else {
-		r.ok("account switch", "CAP_SETUID, CAP_SETGID and CAP_CHOWN held: workers can start under other accounts")
+		r.ok("account switch", "CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL held: workers can start under other accounts")
 	}
 	a, err := worker.NewAccounts(*o)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcpgate/mcpgate/filelock"
@@ -318,7 +319,9 @@ func writeMap(path string, m map[string]uint32) error {
 // ownedDir makes dir a directory of mode 0700 owned by uid:gid, creating
 // it if missing. An existing one is taken over only if it is a directory
 // (not a link: a worker could plant one in its own parent only if the
-// parent were its, which DataDir is not).
+// parent were its, which DataDir is not). The mode is set before the
+// owner, while the gateway still owns it (after, it would take
+// CAP_FOWNER); a directory its account already owns is left as it is.
 func ownedDir(dir string, uid, gid uint32) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
@@ -330,11 +333,29 @@ func ownedDir(dir string, uid, gid uint32) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	if err := os.Lchown(dir, int(uid), int(gid)); err != nil {
-		return err
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid && st.Gid == gid {
+		return nil
 	}
-	return os.Chmod(dir, 0o700)
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	return os.Lchown(dir, int(uid), int(gid))
 }
+
+// Mapped returns the allocated uids as the mapping file holds them now,
+// read without the lock (for reports: an allocation in progress may be
+// missing); an empty map without a range.
+func (a *Accounts) Mapped() (map[string]uint32, error) {
+	if a.opts.Last == 0 {
+		return map[string]uint32{}, nil
+	}
+	return a.readMap()
+}
+
+// Range returns worker.uid_range's bounds (0, 0 without one).
+func (a *Accounts) Range() (first, last uint32) { return a.opts.First, a.opts.Last }
 
 // startAs starts id's worker under the account its user maps to, with the
 // user's data directory as its HOME, TMPDIR and working directory. An
@@ -360,16 +381,3 @@ func (l *Launcher) startAs(id Identity, cfg ConnConfig) (*Conn, error) {
 	}
 	return NewConn(p, cfg), nil
 }
-
-// Mapped returns the allocated uids as the mapping file holds them now,
-// read without the lock (for reports: an allocation in progress may be
-// missing); an empty map without a range.
-func (a *Accounts) Mapped() (map[string]uint32, error) {
-	if a.opts.Last == 0 {
-		return map[string]uint32{}, nil
-	}
-	return a.readMap()
-}
-
-// Range returns worker.uid_range's bounds (0, 0 without one).
-func (a *Accounts) Range() (first, last uint32) { return a.opts.First, a.opts.Last }

@@ -12,9 +12,11 @@ import (
 
 // Capabilities the gateway needs to start a worker under another account:
 // CAP_SETUID and CAP_SETGID for the switch between fork and exec, CAP_CHOWN
-// to hand each user's data directory to its account.
+// to hand each user's data directory to its account, CAP_KILL to stop a
+// worker that runs under another uid (SIGTERM, then SIGKILL to its group).
 const (
 	capChown  = 0
+	capKill   = 5
 	capSetgid = 6
 	capSetuid = 7
 )
@@ -23,8 +25,8 @@ const (
 // capability worker.run_as needs.
 var ErrCannotSwitch = errors.New("worker: the gateway cannot start workers under other accounts")
 
-// CanSwitch reports whether this process holds CAP_SETUID, CAP_SETGID
-// and CAP_CHOWN in its effective set (root has them unless its bounding
+// CanSwitch reports whether this process holds CAP_SETUID, CAP_SETGID,
+// CAP_CHOWN and CAP_KILL in its effective set (root has them unless its bounding
 // set was cut), as worker.run_as other than gateway needs.
 func CanSwitch() error {
 	eff, err := capSet("CapEff")
@@ -35,7 +37,7 @@ func CanSwitch() error {
 	for _, c := range []struct {
 		bit  uint
 		name string
-	}{{capSetuid, "CAP_SETUID"}, {capSetgid, "CAP_SETGID"}, {capChown, "CAP_CHOWN"}} {
+	}{{capSetuid, "CAP_SETUID"}, {capSetgid, "CAP_SETGID"}, {capChown, "CAP_CHOWN"}, {capKill, "CAP_KILL"}} {
 		if eff&(1<<c.bit) == 0 {
 			missing = append(missing, c.name)
 		}

@@ -261,7 +261,7 @@ func TestRunAsUserBuiltinSQLite(t *testing.T) {
 }
 
 // TestRunAsNeedsCapabilities: a gateway without CAP_SETUID, CAP_SETGID and
-// CAP_CHOWN (here: serve run as nobody) refuses to start with
+// CAP_CHOWN and CAP_KILL (here: serve run as nobody) refuses to start with
 // worker.run_as user, saying what it lacks, rather than serve workers it
 // cannot switch.
 func TestRunAsNeedsCapabilities(t *testing.T) {
@@ -279,5 +279,5 @@ func TestRunAsNeedsCapabilities(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "serve started without the capabilities: %s", out)
-	assert.Contains(t, string(out), "worker.run_as user: worker: the gateway cannot start workers under other accounts: it lacks CAP_SETUID, CAP_SETGID, CAP_CHOWN")
+	assert.Contains(t, string(out), "worker.run_as user: worker: the gateway cannot start workers under other accounts: it lacks CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL")
 }

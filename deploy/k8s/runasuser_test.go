@@ -12,7 +12,7 @@ import (
 
 // TestRunAsUserOverlay: the overlay for worker.run_as user decodes
 // strictly, and once rendered runs the gateway as root holding only
-// SETUID, SETGID and CHOWN, without privilege escalation, a read-only root
+// SETUID, SETGID, CHOWN and KILL, without privilege escalation, a read-only root
 // filesystem and no fsGroup over the accounts' claim, with the mapping
 // and the data directories on that claim.
 func TestRunAsUserOverlay(t *testing.T) {
@@ -45,8 +45,8 @@ func TestRunAsUserOverlay(t *testing.T) {
 		t.Errorf("the pod does not run as uid 0 without an fsGroup: %+v", psc)
 	}
 	if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
-		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SETUID", "SETGID", "CHOWN"}) {
-		t.Errorf("capabilities are not drop ALL, add SETUID SETGID CHOWN: %+v", sc)
+		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SETUID", "SETGID", "CHOWN", "KILL"}) {
+		t.Errorf("capabilities are not drop ALL, add SETUID SETGID CHOWN KILL: %+v", sc)
 	}
 	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Error("privilege escalation allowed or the root filesystem writable")
