@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/tools/db"
@@ -48,28 +49,39 @@ func workerAccounts(cfg *config.Config, log *slog.Logger, wopts *worker.Launcher
 // shareSQLite hands the SQLite database, its directory and the journal
 // files beside it to group gid: the directory 2770 (setgid, so that the
 // journal, WAL and shm files a worker creates keep the group), the files
-// 0660. The workers' accounts all carry gid as a supplementary group.
+// 0660. The workers' accounts all carry gid as a supplementary group. What
+// is already so is left alone: a directory prepared by hand needs no
+// chmod, which systemd's RestrictSUIDSGID= refuses for the setgid bit.
 func shareSQLite(path string, gid uint32) error {
 	path, err := filepath.Abs(path)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.Chown(dir, -1, int(gid)); err != nil {
-		return err
-	}
-	if err := os.Chmod(dir, 0o770|os.ModeSetgid); err != nil {
+	if err := share(filepath.Dir(path), gid, 0o770|os.ModeSetgid|os.ModeDir); err != nil {
 		return err
 	}
 	for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
-		if err := os.Chown(f, -1, int(gid)); errors.Is(err, os.ErrNotExist) {
-			continue
-		} else if err != nil {
+		if err := share(f, gid, 0o660); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		if err := os.Chmod(f, 0o660); err != nil {
+	}
+	return nil
+}
+
+// share gives path group gid and mode, unless it has them already.
+func share(path string, gid uint32, mode os.FileMode) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Gid != gid {
+		if err := os.Chown(path, -1, int(gid)); err != nil {
 			return err
 		}
+	}
+	want := mode &^ os.ModeDir
+	if fi.Mode()&(os.ModePerm|os.ModeSetgid) != want {
+		return os.Chmod(path, want)
 	}
 	return nil
 }
