@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // Capabilities the gateway needs to start a worker under another account:
@@ -49,25 +50,51 @@ func CanSwitch() error {
 	return nil
 }
 
-// DropAmbient empties the ambient capability set of every thread of this
-// process, so that a worker started under another account does not carry
-// the gateway's capabilities through its exec: a switch from one non-zero
-// uid to another (a gateway that is not root) keeps the ambient set, which
-// would hand the worker CAP_SETUID. A gateway running as root needs none of
-// this (the kernel clears every set when root becomes another uid), but it
-// is harmless. It fails in a binary built with cgo (syscall.AllThreadsSyscall
-// is refused there) only if the ambient set is not already empty.
+// DropAmbient empties the ambient and inheritable capability sets of
+// every thread of this process, so that a worker started under another
+// account does not carry the gateway's capabilities through its exec: a
+// switch from one non-zero uid to another (a gateway that is not root)
+// keeps the ambient set, which would hand the worker CAP_SETUID, and an
+// inheritable set would be granted again by any program with inheritable
+// file capabilities. A gateway running as root needs none of this (the
+// kernel clears every set when root becomes another uid), but it is
+// harmless. It fails in a binary built with cgo (syscall.AllThreadsSyscall
+// is refused there) unless both sets are empty already.
 func DropAmbient() error {
 	amb, err := capSet("CapAmb")
-	if err != nil || amb == 0 {
+	if err != nil {
 		return err
 	}
-	const prCapAmbient, prCapAmbientClearAll = 47, 4
-	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0); e != 0 {
-		return fmt.Errorf("worker: clearing the ambient capabilities (which workers would inherit): %w; build the gateway with CGO_ENABLED=0 or run it as root", e)
+	inh, err := capSet("CapInh")
+	if err != nil || amb == 0 && inh == 0 {
+		return err
+	}
+	// capget then capset with the inheritable set cleared, which clears
+	// the ambient set with it; permitted and effective are kept.
+	hdr := capHeader{version: linuxCapabilityVersion3}
+	var data [2]capData
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("worker: reading capabilities: %w", e)
+	}
+	data[0].inheritable, data[1].inheritable = 0, 0
+	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("worker: clearing the inheritable and ambient capabilities (which workers would inherit): %w; build the gateway with CGO_ENABLED=0 or run it as root", e)
 	}
 	return nil
 }
+
+// capHeader and capData are the kernel's __user_cap_header_struct and
+// __user_cap_data_struct (version 3: two of the latter, 64 bits).
+type capHeader struct {
+	version uint32
+	pid     int32
+}
+
+type capData struct {
+	effective, permitted, inheritable uint32
+}
+
+const linuxCapabilityVersion3 = 0x20080522
 
 // capSet reads one capability set of this process from /proc/self/status.
 func capSet(name string) (uint64, error) {

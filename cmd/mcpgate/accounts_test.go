@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -280,4 +282,73 @@ func TestRunAsNeedsCapabilities(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "serve started without the capabilities: %s", out)
 	assert.Contains(t, string(out), "worker.run_as user: worker: the gateway cannot start workers under other accounts: it lacks CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL")
+}
+
+// TestRunAsUserUnprivilegedGateway: a gateway that is not root and holds
+// its capabilities as ambient ones (what the systemd drop-in gives it)
+// starts a user's worker under the user's uid with no capability left in
+// any set, the ambient and inheritable ones included: a worker that
+// inherited CAP_SETUID could become anyone. The gateway is the real binary
+// built as make build builds it (CGO_ENABLED=0), run as nobody.
+func TestRunAsUserUnprivilegedGateway(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	reachable(t, filepath.Join(dir, "x"))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	bin := filepath.Join(dir, "mcpgate")
+	build := exec.Command("go", "build", "-o", bin, "github.com/mcpgate/mcpgate/cmd/mcpgate")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	stub, err := stubWorker()
+	require.NoError(t, err)
+	reachable(t, stub)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	first, last := testUIDs(1)
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "MCPGATE_SERVER_LISTEN=" + addr, "MCPGATE_METRICS_LISTEN=127.0.0.2:0",
+		"MCPGATE_SERVER_LOCAL_USER=acct-amb", "MCPGATE_WORKER_COMMAND=" + stub, "MCPGATE_WORKER_POOL_SIZE=0",
+		"MCPGATE_WORKER_RUN_AS=user", fmt.Sprintf("MCPGATE_WORKER_UID_RANGE=%d-%d", first, last),
+		"MCPGATE_WORKER_UID_MAP_FILE=" + filepath.Join(dir, "uids.json"), "MCPGATE_WORKER_DATA_DIR=" + filepath.Join(dir, "users")}
+	const capChown, capKill, capSetgid, capSetuid = 0, 5, 6, 7
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}},
+		AmbientCaps: []uintptr{capChown, capKill, capSetgid, capSetuid}}
+	log := &logWatch{}
+	cmd.Stdout, cmd.Stderr = log, log
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", log.String())
+		}
+	})
+	select {
+	case <-log.seen(`msg="mcpgate: serving" `):
+	case err := <-exited:
+		t.Fatalf("serve ended: %v\n%s", err, log.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("serve did not start within a minute\n%s", log.String())
+	}
+	gw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	require.NoError(t, err)
+	assert.Contains(t, string(gw), "CapEff:\t00000000000000e1", "the gateway keeps what it needs")
+	assert.Contains(t, string(gw), "CapAmb:\t0000000000000000", "the gateway's ambient set is emptied")
+
+	lg := &localGateway{url: "http://" + addr}
+	sid := lg.session(t)
+	code, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"readfile","arguments":{"text":"/proc/self/status"}}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	status := rpcAnswer(t, body)["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string)
+	uid := strconv.Itoa(first)
+	assert.Contains(t, status, "Uid:\t"+uid+"\t"+uid+"\t"+uid+"\t"+uid)
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		assert.Contains(t, status, set+":\t0000000000000000", "the worker holds capabilities")
+	}
 }
