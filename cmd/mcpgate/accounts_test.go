@@ -45,10 +45,11 @@ func reachable(t *testing.T, path string) {
 	}
 }
 
-// testUIDs returns a uid range of n for one test, apart from other tests'
-// and other runs' (none of its uids has a passwd entry).
-func testUIDs(n int) (first, last int) {
-	first = 400000 + (os.Getpid()%5000)*20 + n
+// testUIDs returns uids at..at+n-1 of this test process's own block, so
+// that tests (each given its own at) and test runs at once use apart uids
+// (none of them has a passwd entry).
+func testUIDs(at, n int) (first, last int) {
+	first = 400000 + (os.Getpid()%5000)*20 + at
 	return first, first + n - 1
 }
 
@@ -128,7 +129,7 @@ func TestRunAsUserSeparatesUsers(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
 	reachable(t, filepath.Join(dir, "x"))
-	first, last := testUIDs(2)
+	first, last := testUIDs(0, 2)
 	g := accountGateway(t, dir, first, last, nil)
 
 	ids := map[string]int{}
@@ -198,7 +199,7 @@ func TestRunAsUserProcessLimit(t *testing.T) {
 	t.Cleanup(func() { limitHelper = orig })
 	dir := t.TempDir()
 	reachable(t, filepath.Join(dir, "x"))
-	first, last := testUIDs(3)
+	first, last := testUIDs(2, 3)
 	g := accountGateway(t, dir, first, last, map[string]string{"MCPGATE_WORKER_LIMITS_USER_PROCESSES": "24"})
 
 	tok, sid, code, body := g.open(t, "acct-forker")
@@ -233,7 +234,7 @@ func TestRunAsUserBuiltinSQLite(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
 	dir := t.TempDir()
 	reachable(t, filepath.Join(dir, "x"))
-	first, last := testUIDs(2)
+	first, last := testUIDs(5, 2)
 	g := startTLSGateway(t, map[string]string{
 		"MCPGATE_WORKER_RUN_AS":       "user",
 		"MCPGATE_WORKER_UID_RANGE":    fmt.Sprintf("%d-%d", first, last),
@@ -241,6 +242,7 @@ func TestRunAsUserBuiltinSQLite(t *testing.T) {
 		"MCPGATE_WORKER_DATA_DIR":     filepath.Join(dir, "users"),
 		"MCPGATE_WORKER_GROUP":        group,
 		"MCPGATE_DATABASE_PATH":       filepath.Join(dir, "db", "mcpgate.db"),
+		"MCPGATE_AUDIT_LOG":           "true",
 	})
 	for i, u := range []string{"acct-dora", "acct-eve"} {
 		tok := g.token(t, u, "mcp:use", "mcp:write")
@@ -255,6 +257,12 @@ func TestRunAsUserBuiltinSQLite(t *testing.T) {
 		require.False(t, res.IsError, "%s: %v", u, res.Content)
 		assert.Contains(t, fmt.Sprint(res.Content[0]), fmt.Sprintf("e%d@example.com", i))
 	}
+	// The range is full: a third user's 2026-07-28 request is refused
+	// with noAccount and audited, its per-user worker never started.
+	code, _, body := g.rawModern(t, g.token(t, "acct-fay", "mcp:use"), "query", `{"sql":"SELECT 1"}`)
+	assert.Equal(t, http.StatusForbidden, code, body)
+	assert.Contains(t, body, `"kind":"noAccount"`)
+	assert.Regexp(t, `msg=audit event=tools/call .*user=acct-fay.*decision=noAccount`, g.log.String())
 	// Two accounts served them.
 	out, err := os.ReadFile(filepath.Join(dir, "uids.json"))
 	require.NoError(t, err)
@@ -307,7 +315,7 @@ func TestRunAsUserUnprivilegedGateway(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
-	first, last := testUIDs(1)
+	first, last := testUIDs(7, 1)
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "MCPGATE_SERVER_LISTEN=" + addr, "MCPGATE_METRICS_LISTEN=127.0.0.2:0",
