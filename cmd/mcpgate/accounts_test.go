@@ -359,4 +359,37 @@ func TestRunAsUserUnprivilegedGateway(t *testing.T) {
 	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
 		assert.Contains(t, status, set+":\t0000000000000000", "the worker holds capabilities")
 	}
+
+	// The gateway can still end what the worker started under the
+	// user's uid (CAP_KILL): a child left in the worker's group when the
+	// session ends is killed with it.
+	code, _, body = lg.post(t, sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"spawn","arguments":{}}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	child, err := strconv.Atoi(rpcAnswer(t, body)["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string))
+	require.NoError(t, err, body)
+	req, err := http.NewRequest(http.MethodDelete, lg.url+"/mcp", nil)
+	require.NoError(t, err)
+	req.Header.Set("MCP-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	// Nothing announces the child's end to this process (it is not its
+	// parent): look until it is gone or the stop grace has long passed.
+	deadline := time.Now().Add(30 * time.Second)
+	for alive(child) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.False(t, alive(child), "the worker's child (pid %d) outlived its session", child)
+}
+
+// alive reports whether pid names a process that has not exited (a
+// zombie has).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }
