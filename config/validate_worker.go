@@ -54,6 +54,7 @@ func (c *Config) validateWorker(v *validator) {
 	if w.IdentityOnStdin && len(w.Command) == 0 {
 		v.add("worker.identity_on_stdin", "applies to an external worker.command only; the built-in worker always takes its identity on stdin when pre-started, so remove it")
 	}
+	c.validateAccounts(v)
 	checkNames(v, "worker.toolsets", w.Toolsets)
 	checkNames(v, "worker.safe_tools", w.SafeTools)
 	checkNames(v, "worker.safe_methods", w.SafeMethods)

@@ -41,6 +41,13 @@ type Worker struct {
 	// MCPGATE_WORKER_PRESTARTED=true (docs/gateway.md), so that
 	// the pool may pre-start it. The built-in worker always does.
 	IdentityOnStdin bool `mapstructure:"identity_on_stdin"`
+	// RunAs, UIDRange, UIDMapFile, DataDir and Group say which OS account
+	// a worker runs as (config/accounts.go).
+	RunAs      string `mapstructure:"run_as"`
+	UIDRange   string `mapstructure:"uid_range"`
+	UIDMapFile string `mapstructure:"uid_map_file"`
+	DataDir    string `mapstructure:"data_dir"`
+	Group      string `mapstructure:"group"`
 }
 
 // WorkerLimits bound each worker process, so that one runaway worker cannot
@@ -69,6 +76,10 @@ type WorkerLimits struct {
 	// Processes is the worker's cgroup pids.max: its processes and threads
 	// together; beyond it fork and thread creation fail.
 	Processes int `mapstructure:"processes"`
+	// UserProcesses is RLIMIT_NPROC: the processes and threads of the
+	// worker's OS account, all its workers together. Needs worker.run_as
+	// other than gateway (the gateway's own account is not limited).
+	UserProcesses int `mapstructure:"user_processes"`
 }
 
 // Database is the built-in worker's database.

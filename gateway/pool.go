@@ -52,7 +52,7 @@ func (g *Gateway) startWorker(uw *binding) {
 		})
 	if err != nil {
 		uw.log.Error("gateway: starting a per-user worker", "err", err)
-		fail(uw.gen.start)
+		fail(startFailure(err, uw.gen.start))
 		return
 	}
 	uw.conn = conn

@@ -51,7 +51,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 	conn, err := g.startSessionWorker(s, s.readOnly, s.tools)
 	if err != nil {
 		s.log.Error("gateway: starting a worker", "err", err)
-		s.gen.start.write(w, m.ID)
+		f := startFailure(err, s.gen.start)
+		g.refusedNoAccount(c, m, callee{kind: WorkerSession}, s.readOnly, f)
+		f.write(w, m.ID)
 		return
 	}
 	s.mu.Lock()

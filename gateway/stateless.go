@@ -58,6 +58,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 			if f.isLimit() {
 				g.refusedAtEdge(c, m, callee{kind: WorkerUser}, key.readOnly, f)
 			}
+			g.refusedNoAccount(c, m, callee{kind: WorkerUser}, key.readOnly, f)
 			f.write(w, m.ID)
 		}
 		return uw, ok

@@ -43,7 +43,7 @@ func (g *Gateway) replaceWorker(c *call, s *binding) (failure, bool) {
 	conn, err := g.startSessionWorker(s, readOnly, granted)
 	if err != nil {
 		s.log.Error("gateway: starting a worker for a step-up", "err", err)
-		return s.gen.start, false
+		return startFailure(err, s.gen.start), false
 	}
 	if f, ok := g.replayInit(c.r.Context(), s, conn); !ok {
 		g.stopWorker(s, conn, "gateway: the replacing worker failed its start")

@@ -71,6 +71,13 @@ type LauncherOptions struct {
 	// Logger receives the pool's own events and the stderr of a worker
 	// not yet claimed; nil means slog.Default().
 	Logger *slog.Logger
+
+	// Accounts, when set, maps each session's user id to the OS account
+	// its worker runs as (worker.run_as other than gateway); nil means
+	// the gateway's own. It turns the pool off: a pre-started worker
+	// runs as no one in particular, and must never serve a user before
+	// it runs as that user.
+	Accounts *Accounts
 }
 
 // Launcher starts worker processes, one per identity: cmd/mcpgate builds it
@@ -118,7 +125,7 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 			l.base = append(l.base, k+"="+v)
 		}
 	}
-	if opts.IdentityOnStdin && opts.PoolSize > 0 {
+	if opts.IdentityOnStdin && opts.PoolSize > 0 && opts.Accounts == nil {
 		l.pool = newPool(l, opts.PoolSize, opts.Logger)
 	}
 	return l, nil
@@ -154,6 +161,9 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 		Scope: s.Scope,
 	}
 	cfg.StopGrace = l.opts.StopGrace
+	if l.opts.Accounts != nil {
+		return l.startAs(id, cfg)
+	}
 	if p := l.claim(id, cfg.Logger); p != nil {
 		c := NewConn(p, cfg)
 		c.pooled = true

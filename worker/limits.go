@@ -24,9 +24,13 @@ type Limits struct {
 	AddressSpace int64         // RLIMIT_AS, bytes
 	CPUTime      time.Duration // RLIMIT_CPU, whole seconds; SIGXCPU then SIGKILL a second later
 	OpenFiles    int           // RLIMIT_NOFILE
-	Memory       int64         // memory.max, bytes (memory.swap.max 0)
-	CPU          float64       // cpu.max, in cores
-	Processes    int           // pids.max: processes and threads
+	// UserProcesses is RLIMIT_NPROC: the processes and threads of the
+	// worker's account, all its workers together; meaningful only when the
+	// worker runs under an account of its own (worker.run_as).
+	UserProcesses int
+	Memory        int64   // memory.max, bytes (memory.swap.max 0)
+	CPU           float64 // cpu.max, in cores
+	Processes     int     // pids.max: processes and threads
 }
 
 // Names of the limits in a workerExited error's data.limit, as in the
@@ -40,7 +44,7 @@ const (
 
 // rlimited reports whether an rlimit is set, and so the helper is needed.
 func (l Limits) rlimited() bool {
-	return l.AddressSpace > 0 || l.CPUTime > 0 || l.OpenFiles > 0
+	return l.AddressSpace > 0 || l.CPUTime > 0 || l.OpenFiles > 0 || l.UserProcesses > 0
 }
 
 // cgrouped reports whether a cgroup control is set.
@@ -61,6 +65,9 @@ func (l Limits) helperArgv(helper []string, prog string, command []string) []str
 	}
 	if l.OpenFiles > 0 {
 		argv = append(argv, "nofile="+strconv.Itoa(l.OpenFiles))
+	}
+	if l.UserProcesses > 0 {
+		argv = append(argv, "nproc="+strconv.Itoa(l.UserProcesses))
 	}
 	argv = append(argv, "--", prog)
 	return append(argv, command...)
@@ -108,6 +115,8 @@ func ExecLimited(args []string, env []string) error {
 			lims = append(lims, rlimit{syscall.RLIMIT_CPU, syscall.Rlimit{Cur: n, Max: n + 1}})
 		case "nofile":
 			lims = append(lims, rlimit{syscall.RLIMIT_NOFILE, syscall.Rlimit{Cur: n, Max: n}})
+		case "nproc":
+			lims = append(lims, rlimit{rlimitNproc, syscall.Rlimit{Cur: n, Max: n}})
 		default:
 			return fmt.Errorf("worker: exec-limited: unknown limit %q", name)
 		}

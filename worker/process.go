@@ -75,6 +75,11 @@ type ProcessConfig struct {
 	// Cgroup is the delegated cgroup the worker gets a leaf of; nil means
 	// none.
 	Cgroup *Cgroup
+	// Account is the OS account the worker runs as; nil means the
+	// gateway's own. The switch happens between fork and exec (and so
+	// before the limit helper, whose RLIMIT_NPROC then counts that
+	// account's processes).
+	Account *Account
 
 	// MaxLineBytes bounds one message the worker writes; 0 means
 	// DefaultMaxLineBytes. A longer line is read through without being
@@ -159,6 +164,9 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	// children are the service manager's to clean up
 	// (deploy/mcpgate.service kills the whole cgroup).
 	cmd.SysProcAttr = procAttr()
+	if cfg.Account != nil {
+		asAccount(cmd.SysProcAttr, cfg.Account)
+	}
 	var lf *leaf
 	if cfg.Cgroup != nil && cfg.Limits.cgrouped() {
 		if lf, err = cfg.Cgroup.newLeaf(cfg.Limits); err != nil {

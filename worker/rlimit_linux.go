@@ -20,3 +20,6 @@ func lowerRlimit(res int, lim *syscall.Rlimit) error {
 	}
 	return nil
 }
+
+// rlimitNproc is RLIMIT_NPROC, which package syscall does not name.
+const rlimitNproc = 6

@@ -15,3 +15,7 @@ func lowerRlimit(res int, lim *syscall.Rlimit) error {
 	lim.Cur = min(lim.Cur, lim.Max)
 	return syscall.Setrlimit(res, lim)
 }
+
+// rlimitNproc is RLIMIT_NPROC on the BSDs and macOS, which package syscall
+// does not name.
+const rlimitNproc = 7

@@ -40,7 +40,7 @@ func workerLimits(cfg *config.Config, log *slog.Logger, wopts *worker.LauncherOp
 	l := cfg.Worker.Limits
 	wopts.Limits = worker.Limits{
 		AddressSpace: int64(l.AddressSpace), CPUTime: l.CPUTime, OpenFiles: l.OpenFiles,
-		Memory: int64(l.Memory), CPU: l.CPU, Processes: l.Processes,
+		Memory: int64(l.Memory), CPU: l.CPU, Processes: l.Processes, UserProcesses: l.UserProcesses,
 	}
 	helper, err := limitHelper()
 	if err != nil {

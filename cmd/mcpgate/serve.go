@@ -114,6 +114,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	if err := workerLimits(cfg, log, &wopts); err != nil {
 		return nil, opts, err
 	}
+	if err := workerAccounts(cfg, log, &wopts); err != nil {
+		return nil, opts, err
+	}
 	launcher, err := worker.NewLauncher(command, wopts)
 	if err != nil {
 		return nil, opts, fmt.Errorf("mcpgate: %w", err)

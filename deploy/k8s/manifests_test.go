@@ -37,6 +37,12 @@ type kustomization struct {
 		NewName string `json:"newName,omitempty"`
 		NewTag  string `json:"newTag,omitempty"`
 	} `json:"images,omitempty"`
+	// Patches are strategic-merge patches: partial objects, decoded
+	// strictly as their API types (a misspelt field fails as in a
+	// resource) but not counted among the objects.
+	Patches []struct {
+		Path string `json:"path"`
+	} `json:"patches,omitempty"`
 }
 
 // typeOf returns a new value of the API type of kind.
@@ -108,6 +114,15 @@ func walk(t *testing.T, dir string, into *objects) {
 			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 				t.Errorf("%s: configMapGenerator %s: %v", dir, g.Name, err)
 			}
+		}
+	}
+	for _, pt := range k.Patches {
+		b, err := os.ReadFile(filepath.Join(dir, pt.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeStrict(b); err != nil {
+			t.Errorf("%s/%s: %v", dir, pt.Path, err)
 		}
 	}
 	for _, r := range k.Resources {

@@ -333,6 +333,22 @@ func (s *stub) call(m message, cancel chan struct{}) {
 			return
 		}
 		s.reply(m.ID, text(strconv.Itoa(cmd.Process.Pid)))
+	case "whoami": // the account it runs as and its working directory
+		wd, _ := os.Getwd()
+		s.reply(m.ID, text(fmt.Sprintf("uid=%d gid=%d dir=%s", os.Getuid(), os.Getgid(), wd)))
+	case "readfile": // what reading the file at text gave: its bytes or the error
+		b, err := os.ReadFile(a.Text)
+		if err != nil {
+			s.reply(m.ID, text("error: "+err.Error()))
+			return
+		}
+		s.reply(m.ID, text("read: "+string(b)))
+	case "writefile": // writes "written" to the file at text
+		if err := os.WriteFile(a.Text, []byte("written"), 0o600); err != nil {
+			s.reply(m.ID, text("error: "+err.Error()))
+			return
+		}
+		s.reply(m.ID, text("wrote"))
 	case "env":
 		b, _ := json.Marshal(os.Environ())
 		s.reply(m.ID, text(string(b)))
