@@ -36,6 +36,7 @@ type Config struct {
 	Audit    Audit    `mapstructure:"audit"`
 	Metrics  Metrics  `mapstructure:"metrics"`
 	Tracing  Tracing  `mapstructure:"tracing"`
+	Web      Web      `mapstructure:"web"`
 }
 
 // Server is the listener and the server's identity.
@@ -209,7 +210,7 @@ func Default() *Config {
 // stand for, because zero is a value of their own (worker.pool_size 0 turns
 // the pool off).
 func preset() *Config {
-	return &Config{Worker: Worker{PoolSize: DefaultPoolSize}}
+	return &Config{Worker: Worker{PoolSize: DefaultPoolSize}, Web: Web{Enabled: true}}
 }
 
 // applyDefaults fills every zero field that has a default. It is idempotent.

@@ -230,13 +230,15 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	}()
 	obs.gatewayOptions(&gopts)
 	mux := http.NewServeMux()
-	keys := closedChan // the localhost mode has no keys to wait for
+	keys := closedChan                // the localhost mode has no keys to wait for
+	var pageAuthn *auth.Authenticator // for the web pages; nil in the localhost mode
 	if cfg.Authenticated() {
 		authn, err := newAuthenticator(ctx, cfg, log, obs.metrics)
 		if err != nil {
 			return err
 		}
 		defer authn.Close()
+		pageAuthn = authn
 		// The gateway runs it after its Host and Origin checks, so that a
 		// forbidden browser request gets 403 rather than a challenge.
 		gopts.Middleware = authn.Middleware
@@ -253,7 +255,6 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	stopCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 30*time.Second)
 	}
-	mux.Handle("/mcp", g)
 	// The probes: unauthenticated, outside the gateway's Host and Origin
 	// checks (a kubelet probes by pod address), and bodies that say only
 	// up or down.
@@ -311,6 +312,12 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		scheme = "https"
 	}
 
+	if err := routeMCP(mux, g, cfg, pageAuthn, ln.Addr(), scheme); err != nil {
+		ln.Close()
+		sctx, cancel := stopCtx()
+		defer cancel()
+		return errors.Join(err, g.Close(sctx))
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+"/mcp",

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/web"
+)
+
+// routeMCP mounts /mcp, and with web.enabled the connect page at / and for
+// a browser's GET /mcp (web.Browser), decided before the gateway's checks
+// so that a person opening the address gets the page, not a 401. addr is
+// the listener's address, for the page's URL in the localhost mode.
+func routeMCP(mux *http.ServeMux, g *gateway.Gateway, cfg *config.Config, authn *auth.Authenticator, addr net.Addr, scheme string) error {
+	if !cfg.Web.Enabled {
+		mux.Handle("/mcp", g)
+		return nil
+	}
+	opts, err := connectOptions(cfg, authn, pageURL(cfg, addr, scheme))
+	if err != nil {
+		return err
+	}
+	page, err := web.NewConnect(opts)
+	if err != nil {
+		return err
+	}
+	mux.Handle("/mcp", page.Negotiate(g))
+	mux.Handle("/{$}", page)
+	return nil
+}
+
+// pageURL is the MCP URL the connect page shows: the canonical resource,
+// with the port the listener got when the configuration asked for any.
+func pageURL(cfg *config.Config, addr net.Addr, scheme string) string {
+	if cfg.Server.PublicURL != "" || addr == nil {
+		return cfg.Resource()
+	}
+	u, err := url.Parse(cfg.Resource())
+	if err != nil {
+		return cfg.Resource()
+	}
+	_, port, _ := net.SplitHostPort(addr.String())
+	u.Scheme, u.Host = scheme, net.JoinHostPort(u.Hostname(), port)
+	return u.String()
+}
+
+// connectOptions is what the connect page says: the RFC 9728 metadata
+// (authorization servers, scopes) and what each scope grants, by toolset.
+// Rules on a role or group are left out: their names are not public.
+func connectOptions(cfg *config.Config, authn *auth.Authenticator, mcpURL string) (web.Options, error) {
+	o := web.Options{
+		Title: cfg.Server.Title, Name: cfg.Server.Name, URL: mcpURL,
+		PublicTools: cfg.Web.PublicTools, ReadOnly: cfg.Server.ReadOnly,
+	}
+	if authn == nil {
+		return o, nil
+	}
+	o.AuthorizationServers = cfg.Auth.AuthorizationServers
+	o.MetadataURL = authn.MetadataURL()
+	builtin := len(cfg.Worker.Command) == 0
+	toolsets := cfg.Worker.Toolsets
+	if builtin && len(toolsets) == 0 {
+		toolsets = tools.Builtin()
+	}
+	var all, safe []string
+	if builtin {
+		var err error
+		if all, err = tools.ToolNames(toolsets); err != nil {
+			return o, err
+		}
+		if safe, err = tools.SafeToolNames(toolsets); err != nil {
+			return o, err
+		}
+	} else {
+		all, safe = nil, cfg.Worker.SafeTools
+	}
+	a := cfg.Auth
+	basic := "every tool"
+	basicTools := all
+	if a.WriteScope != "" || cfg.Server.ReadOnly {
+		basic, basicTools = "read-only tools", safe
+	}
+	if len(a.Policies) > 0 {
+		basic, basicTools = "needed on every token; the tools come from the rules below", nil
+	}
+	for _, s := range a.RequiredScopes {
+		o.Scopes = append(o.Scopes, web.Scope{Name: s, Grants: "required on every token: " + basic, Toolsets: toolsetsIf(builtin && len(a.Policies) == 0, toolsets), Tools: basicTools})
+	}
+	if a.WriteScope != "" {
+		grants := "read-write: every tool"
+		if cfg.Server.ReadOnly {
+			grants = "nothing more: this server is read-only"
+		}
+		o.Scopes = append(o.Scopes, web.Scope{Name: a.WriteScope, Grants: grants, Toolsets: toolsetsIf(builtin, toolsets), Tools: all})
+	}
+	rules, err := cfg.PolicyRules()
+	if err != nil {
+		return o, err
+	}
+	for i, p := range a.Policies {
+		if p.Scope == "" {
+			continue
+		}
+		o.Scopes = append(o.Scopes, web.Scope{Name: p.Scope, Grants: "the tools of an access rule", Toolsets: p.Toolsets, Tools: rules[i].Tools})
+	}
+	for _, s := range a.ExtraScopes {
+		if slices.ContainsFunc(o.Scopes, func(x web.Scope) bool { return x.Name == s }) {
+			continue
+		}
+		o.Scopes = append(o.Scopes, web.Scope{Name: s, Grants: "asked for so that the issuer adds what the gateway reads (such as the user name); grants no tool"})
+	}
+	return o, nil
+}
+
+func toolsetsIf(ok bool, toolsets []string) []string {
+	if ok {
+		return toolsets
+	}
+	return nil
+}
