@@ -17,7 +17,9 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 //go:embed templates/*.html templates/site.css templates/site.js
@@ -36,8 +38,35 @@ var (
 		"copyable": func(id, label, text string) copyable {
 			return copyable{ID: id, Label: label, Text: text}
 		},
+		"page": func(title, redirect string) pageHead { return pageHead{Title: title, Redirect: redirect} },
+		"workers": func(kind string, rows []row, csrf string) workerTable {
+			return workerTable{Kind: kind, Rows: rows, CSRF: csrf}
+		},
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"mib": func(n int64) string {
+			if n <= 0 {
+				return "—"
+			}
+			return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+		},
 	}).ParseFS(files, "templates/*.html"))
 )
+
+// pageHead is what the head of a page says: its title, and where it
+// moves on to at once ("" for nowhere).
+type pageHead struct{ Title, Redirect string }
+
+// workerTable is a table of running workers with their end buttons.
+type workerTable struct {
+	Kind string
+	Rows []row
+	CSRF string
+}
 
 // copyable is a block of text with a copy button.
 type copyable struct{ ID, Label, Text string }

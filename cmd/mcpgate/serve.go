@@ -229,6 +229,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		}
 	}()
 	obs.gatewayOptions(&gopts)
+	events := adminEvents(cfg, &gopts)
 	mux := http.NewServeMux()
 	keys := closedChan                // the localhost mode has no keys to wait for
 	var pageAuthn *auth.Authenticator // for the web pages; nil in the localhost mode
@@ -282,6 +283,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		OnRefused:                    obs.metrics.ConnectionRefused,
 	})
 	scheme := "http"
+	var notAfter func() time.Time
 	srv := &http.Server{
 		Handler:           obs.handler(mux),
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
@@ -307,12 +309,13 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		defer stopWatch()
 		go r.Watch(watchCtx)
 		obs.metrics.CertificateExpiry(r.NotAfter)
+		notAfter = r.NotAfter
 		srv.TLSConfig = certs.ServerTLSConfig(r)
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
 	}
 
-	if err := routeMCP(mux, g, cfg, pageAuthn, ln.Addr(), scheme); err != nil {
+	if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: ln.Addr(), scheme: scheme, log: log}); err != nil {
 		ln.Close()
 		sctx, cancel := stopCtx()
 		defer cancel()
@@ -443,16 +446,11 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 			PerAddressPerMinute: a.IntrospectionPerAddressPerMinute,
 		}
 	}
-	if a.IssuerCAFile != "" {
-		c, err := certs.ClientTrusting(a.IssuerCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("mcpgate: auth.issuer_ca_file: %w", err)
-		}
-		opts.HTTPClient = c
+	c, err := issuerClient(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
-	}
+	opts.HTTPClient = c
 	opts.HTTPClient.Transport = m.IssuerTransport(opts.HTTPClient.Transport)
 	return auth.New(ctx, opts)
 }

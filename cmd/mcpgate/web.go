@@ -1,28 +1,56 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/mcpgate/mcpgate/audit"
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/certs"
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/web"
 )
 
+// pages is what the web pages need from serve besides the configuration.
+type pages struct {
+	authn    *auth.Authenticator // nil in the localhost mode
+	events   *web.Ring           // the operator view's events; nil without it
+	audit    *audit.Log
+	notAfter func() time.Time // the serving certificate's expiry; nil without TLS
+	addr     net.Addr         // the listener's, for the page's URL in the localhost mode
+	scheme   string
+	log      *slog.Logger
+}
+
+// adminEvents returns the ring of audit events the operator view shows,
+// added to the gateway's observers; nil without the operator view.
+func adminEvents(cfg *config.Config, gopts *gateway.Options) *web.Ring {
+	if !cfg.Web.Enabled || cfg.Web.Admin == "" {
+		return nil
+	}
+	r := web.NewRing(0)
+	gopts.Observers = append(gopts.Observers, r)
+	return r
+}
+
 // routeMCP mounts /mcp, and with web.enabled the connect page at / and for
 // a browser's GET /mcp (web.Browser), decided before the gateway's checks
-// so that a person opening the address gets the page, not a 401. addr is
-// the listener's address, for the page's URL in the localhost mode.
-func routeMCP(mux *http.ServeMux, g *gateway.Gateway, cfg *config.Config, authn *auth.Authenticator, addr net.Addr, scheme string) error {
+// so that a person opening the address gets the page, not a 401; with
+// web.admin the operator view at /admin.
+func routeMCP(mux *http.ServeMux, g *gateway.Gateway, cfg *config.Config, p pages) error {
 	if !cfg.Web.Enabled {
 		mux.Handle("/mcp", g)
 		return nil
 	}
-	opts, err := connectOptions(cfg, authn, pageURL(cfg, addr, scheme))
+	opts, err := connectOptions(cfg, p.authn, pageURL(cfg, p.addr, p.scheme))
 	if err != nil {
 		return err
 	}
@@ -32,7 +60,59 @@ func routeMCP(mux *http.ServeMux, g *gateway.Gateway, cfg *config.Config, authn 
 	}
 	mux.Handle("/mcp", page.Negotiate(g))
 	mux.Handle("/{$}", page)
+	if cfg.Web.Admin == "" {
+		return nil
+	}
+	admin, err := newAdmin(g, cfg, p)
+	if err != nil {
+		return err
+	}
+	mux.Handle("/admin", admin)
+	mux.Handle("/admin/", admin)
 	return nil
+}
+
+// newAdmin maps the configuration to the operator view.
+func newAdmin(g *gateway.Gateway, cfg *config.Config, p pages) (*web.Admin, error) {
+	key, err := cfg.CookieKey()
+	if err != nil {
+		return nil, err
+	}
+	var secret []byte
+	if cfg.Web.ClientSecretFile != "" {
+		if secret, err = cfg.WebClientSecret(); err != nil {
+			return nil, err
+		}
+	}
+	client, err := issuerClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(pageURL(cfg, p.addr, p.scheme), "/mcp")
+	return web.NewAdmin(web.AdminOptions{
+		Issuer: cfg.Auth.Issuer, ClientID: cfg.Web.ClientID, ClientSecret: string(secret),
+		RedirectURL: base + "/admin/callback", Require: cfg.Web.Admin, CookieKey: key,
+		HTTPClient: client, Source: g, Events: p.events, CertNotAfter: p.notAfter,
+		Title: cfg.Server.Title, Logger: p.log,
+		Audit: func(a web.Action) {
+			p.audit.Action(audit.Action{Time: a.Time, Name: a.Name, Admin: a.Admin, AdminIssuer: a.AdminIssuer,
+				AdminSub: a.AdminSub, Outcome: a.Outcome, TargetKind: a.Target.Kind, TargetID: a.Target.ShortID(),
+				TargetUser: a.Target.User, TargetPid: a.Target.Pid})
+		},
+	})
+}
+
+// issuerClient is the HTTP client that reaches auth.issuer: trusting
+// auth.issuer_ca_file when set, with a 10 s timeout.
+func issuerClient(cfg *config.Config) (*http.Client, error) {
+	if cfg.Auth.IssuerCAFile == "" {
+		return &http.Client{Timeout: 10 * time.Second}, nil
+	}
+	c, err := certs.ClientTrusting(cfg.Auth.IssuerCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate: auth.issuer_ca_file: %w", err)
+	}
+	return c, nil
 }
 
 // pageURL is the MCP URL the connect page shows: the canonical resource,

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -97,4 +101,86 @@ func (g *tlsGateway) normalFetch(t *testing.T, method, path string, header map[s
 		rh[k] = vs
 	}
 	return status, rh, norm.Replace(b)
+}
+
+// TestServeOperatorView: with web.admin, an operator logs in at the issuer,
+// sees a live session of this replica, ends it (the session is gone), and
+// the end is in the audit trail as that operator's action.
+func TestServeOperatorView(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "cookie.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(strings.Repeat("c", 48)), 0o600))
+	auditFile := filepath.Join(dir, "audit.jsonl")
+	g := startTLSGateway(t, map[string]string{
+		"MCPGATE_WEB_ADMIN": "role:mcp-admin", "MCPGATE_WEB_CLIENT_ID": "mcpgate-admin",
+		"MCPGATE_WEB_COOKIE_KEY_FILE": keyFile, "MCPGATE_AUDIT_PATH": auditFile,
+		"MCPGATE_SERVER_REPLICA_ID": "r7",
+	})
+	g.issuer.SetUserClaims("ops", map[string]any{"realm_access": map[string]any{"roles": []any{"mcp-admin"}}})
+	g.issuer.LoginUser = "ops"
+
+	tok := g.token(t, "alice", "mcp:use", "mcp:write")
+	cs := g.connectSession(t, &tok)
+	sid := cs.ID()
+	require.NotEmpty(t, sid)
+
+	noFollow := *g.client
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noFollow.Get("https://" + g.addr + "/admin/login")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var login *http.Cookie
+	for _, c := range resp.Cookies() {
+		login = c
+	}
+	require.NotNil(t, login)
+	issuerClient := *g.issuer.Client()
+	issuerClient.CheckRedirect = noFollow.CheckRedirect
+	resp, err = issuerClient.Get(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	back := resp.Header.Get("Location")
+	require.True(t, strings.HasPrefix(back, "https://"+g.addr+"/admin/callback?"), back)
+
+	status, h, body := g.fetch(t, "GET", strings.TrimPrefix(back, "https://"+g.addr), map[string]string{"Cookie": login.Name + "=" + login.Value}, "")
+	require.Equal(t, http.StatusOK, status, body)
+	var session string
+	for _, c := range (&http.Response{Header: h}).Cookies() {
+		if c.Name == "__Host-mcpgate-admin" {
+			session = c.Name + "=" + c.Value
+		}
+	}
+	require.NotEmpty(t, session)
+
+	status, _, body = g.fetch(t, "GET", "/admin", map[string]string{"Cookie": session, "Accept": browserAccept}, "")
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, "replica <strong>r7</strong> only")
+	assert.Contains(t, body, "<code>"+sid[:8]+"</code>")
+	assert.Contains(t, body, "Logged in as <strong>ops</strong>")
+	assert.Contains(t, body, "days left", "the certificate's expiry")
+	csrf := between(body, `name="csrf" value="`, `"`)
+	require.NotEmpty(t, csrf)
+
+	status, _, _ = g.fetch(t, "POST", "/admin/end", map[string]string{"Cookie": session, "Content-Type": "application/x-www-form-urlencoded"},
+		url.Values{"id": {sid}, "csrf": {csrf}}.Encode())
+	require.Equal(t, http.StatusOK, status, "redirected to the view")
+	_, err = cs.ListTools(context.Background(), nil)
+	require.Error(t, err, "the session was ended")
+
+	b, err := os.ReadFile(auditFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"event":"admin/login","admin":"ops"`)
+	assert.Contains(t, string(b), `"event":"admin/end","admin":"ops"`)
+	assert.Contains(t, string(b), `"target":"`+sid[:8]+`","user":"alice"`)
+	assert.NotContains(t, string(b), sid, "the whole session id stays out of the trail")
+}
+
+func between(s, start, end string) string {
+	_, rest, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, end)
+	return v
 }
