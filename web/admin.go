@@ -399,12 +399,14 @@ func (a *Admin) checkForm(w http.ResponseWriter, r *http.Request) *session {
 		return nil
 	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		a.log.Warn("web: refused an operator form from another site", "user", s.User, "sec_fetch_site", site, "remote", r.RemoteAddr)
 		a.fail(w, http.StatusForbidden, "This form was sent from another site.")
 		return nil
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {
+			a.log.Warn("web: refused an operator form from another origin", "user", s.User, "origin", o, "remote", r.RemoteAddr)
 			a.fail(w, http.StatusForbidden, "This form was sent from another site.")
 			return nil
 		}

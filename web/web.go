@@ -135,7 +135,7 @@ func writeHTML(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no referrer to other sites; forms keep their Origin
 	h.Set("X-Frame-Options", "DENY")
 	if h.Get("Cache-Control") == "" {
 		h.Set("Cache-Control", "no-cache")

@@ -37,7 +37,7 @@
   if (live) {
     var every = parseInt(live.getAttribute("data-refresh"), 10) * 1000;
     window.setInterval(function () {
-      fetch(live.getAttribute("data-src"), { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      fetch(live.getAttribute("data-src"), { credentials: "same-origin", redirect: "manual", headers: { "Accept": "text/html" } })
         .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.text(); })
         .then(function (html) {
           var doc = new DOMParser().parseFromString(html, "text/html");
