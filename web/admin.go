@@ -87,6 +87,9 @@ const (
 	sessionCookie = "__Host-mcpgate-admin"
 	loginTTL      = 10 * time.Minute
 	recentEvents  = 50
+	// discoveryRetry is how long a failed discovery of the issuer is
+	// remembered.
+	discoveryRetry = 10 * time.Second
 )
 
 // Admin is the operator view's handler, mounted at /admin and /admin/.
@@ -95,8 +98,10 @@ type Admin struct {
 	log    *slog.Logger
 	cookie signer
 
-	mu       sync.Mutex
-	provider *oidc.Provider // nil until discovered
+	mu        sync.Mutex
+	provider  *oidc.Provider // nil until discovered
+	failedAt  time.Time      // the last discovery that failed
+	failedErr error
 
 	reachMu   sync.Mutex
 	reachAt   time.Time
@@ -210,17 +215,22 @@ func random() string {
 // oauth returns the client, discovering the issuer on first use.
 func (a *Admin) oauth(ctx context.Context) (*oidc.Provider, *oauth2.Config, error) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	p := a.provider
-	a.mu.Unlock()
 	if p == nil {
+		// One discovery at a time, and none for discoveryRetry after one
+		// failed: visitors of /admin/login cannot make the gateway hammer
+		// an issuer that is down.
+		if !a.failedAt.IsZero() && a.opts.Now().Sub(a.failedAt) < discoveryRetry {
+			return nil, nil, a.failedErr
+		}
 		var err error
 		p, err = oidc.NewProvider(oidc.ClientContext(ctx, a.opts.HTTPClient), a.opts.Issuer)
 		if err != nil {
+			a.failedAt, a.failedErr = a.opts.Now(), err
 			return nil, nil, err
 		}
-		a.mu.Lock()
 		a.provider = p
-		a.mu.Unlock()
 	}
 	scopes := []string{oidc.ScopeOpenID, "profile"}
 	if kind, name, _ := parseRequire(a.opts.Require); kind == "scope" {

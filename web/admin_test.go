@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -395,4 +396,36 @@ func TestRing(t *testing.T) {
 	require.Len(t, refusals, 2)
 	assert.Equal(t, "d", refusals[0].User)
 	assert.Equal(t, "b", refusals[1].User)
+}
+
+type countingTransport struct {
+	n    atomic.Int64
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// TestAdminIssuerDown: while the issuer is down a login gets 503, and a
+// flood of logins costs the issuer one discovery per retry interval.
+func TestAdminIssuerDown(t *testing.T) {
+	f := newAdminFixture(t, "role:mcp-admin")
+	ct := &countingTransport{next: f.iss.Client().Transport}
+	f.admin.opts.HTTPClient = &http.Client{Transport: ct}
+	f.iss.Stop()
+	for range 5 {
+		resp := f.do(t, "GET", "/admin/login", nil, nil, nil)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Nil(t, cookieNamed(resp, loginCookie))
+	}
+	assert.Equal(t, int64(1), ct.n.Load(), "one discovery for five logins")
+
+	require.NoError(t, f.iss.Start())
+	resp := f.do(t, "GET", "/admin/login", nil, nil, nil)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "within the retry interval")
+	f.now = f.now.Add(discoveryRetry)
+	resp = f.do(t, "GET", "/admin/login", nil, nil, nil)
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode, "discovered after the interval")
 }

@@ -49,7 +49,9 @@ func TestServeConnectPage(t *testing.T) {
 		assert.Contains(t, body, "<code>mcp:write</code>")
 		assert.Contains(t, body, "mcpgate install --client cursor --url "+on.resource)
 	}
-	status, _, _ := off.fetch(t, "GET", "/", map[string]string{"Accept": browserAccept}, "")
+	status, _, _ := on.fetch(t, "GET", "/admin", map[string]string{"Accept": browserAccept}, "")
+	assert.Equal(t, http.StatusNotFound, status, "no operator view without web.admin")
+	status, _, _ = off.fetch(t, "GET", "/", map[string]string{"Accept": browserAccept}, "")
 	assert.Equal(t, http.StatusNotFound, status, "web.enabled false: / is not routed")
 	status, _, _ = off.fetch(t, "GET", "/mcp", map[string]string{"Accept": browserAccept}, "")
 	assert.Equal(t, http.StatusUnauthorized, status, "web.enabled false: a browser is any client")
