@@ -30,6 +30,7 @@ func TestNegotiate(t *testing.T) {
 		{"text/html alone", "GET", map[string]string{"Accept": "text/html"}, true},
 		{"an MCP client's stream", "GET", map[string]string{"Accept": "text/event-stream"}, false},
 		{"html and a stream", "GET", map[string]string{"Accept": "text/html, text/event-stream"}, false},
+		{"html and a malformed stream", "GET", map[string]string{"Accept": "text/html, text/event-stream;="}, false},
 		{"a session's stream", "GET", map[string]string{"Accept": browser, "Mcp-Session-Id": "abc"}, false},
 		{"a protocol version", "GET", map[string]string{"Accept": browser, "MCP-Protocol-Version": "2025-11-25"}, false},
 		{"a resumption", "GET", map[string]string{"Accept": browser, "Last-Event-ID": "1"}, false},

@@ -15,7 +15,6 @@ import (
 	"encoding/base64"
 	"html/template"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -101,15 +100,15 @@ func Browser(r *http.Request) bool {
 	}
 	html := false
 	for _, v := range h.Values("Accept") {
+		// Read as the gateway reads Accept (each part's type before any
+		// parameter), and more warily: a value that mentions an event
+		// stream anywhere, however malformed, is an MCP client's.
+		if strings.Contains(strings.ToLower(v), "event-stream") {
+			return false
+		}
 		for part := range strings.SplitSeq(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			switch mt {
-			case "text/event-stream":
-				return false
-			case "text/html":
+			base, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(base), "text/html") {
 				html = true
 			}
 		}
