@@ -138,11 +138,13 @@ func connectOptions(cfg *config.Config, authn *auth.Authenticator, mcpURL string
 		Title: cfg.Server.Title, Name: cfg.Server.Name, URL: mcpURL,
 		PublicTools: cfg.Web.PublicTools, ReadOnly: cfg.Server.ReadOnly,
 	}
-	if authn == nil {
+	if !cfg.Authenticated() {
 		return o, nil
 	}
 	o.AuthorizationServers = cfg.Auth.AuthorizationServers
-	o.MetadataURL = authn.MetadataURL()
+	if authn != nil {
+		o.MetadataURL = authn.MetadataURL()
+	}
 	builtin := len(cfg.Worker.Command) == 0
 	toolsets := cfg.Worker.Toolsets
 	if builtin && len(toolsets) == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/web"
 )
 
 const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
@@ -185,4 +190,42 @@ func between(s, start, end string) string {
 	}
 	v, _, _ := strings.Cut(rest, end)
 	return v
+}
+
+// TestConnectPageSaysNoMoreThanTheMetadata: the page names scopes and
+// toolsets, never a role or group a rule names, and tool names only with
+// web.public_tools.
+func TestConnectPageSaysNoMoreThanTheMetadata(t *testing.T) {
+	cfg := config.Default()
+	cfg.Server.PublicURL = "https://mcp.example.com"
+	cfg.Auth.Issuer = "https://kc.example.com/realms/mcp"
+	cfg.Auth.AuthorizationServers = []string{cfg.Auth.Issuer}
+	cfg.Auth.RequiredScopes = []string{"mcp:use"}
+	cfg.Auth.Policies = []config.Policy{
+		{Scope: "mcp:browse", Toolsets: []string{"browsing"}},
+		{Claim: "realm_access.roles", Values: []string{"secret-dba-role"}, Toolsets: []string{"mutation"}},
+		{Claim: "groups", Values: []string{"/secret-group"}, Tools: []string{"execute_sql"}},
+	}
+	for _, public := range []bool{false, true} {
+		cfg.Web.PublicTools = public
+		opts, err := connectOptions(cfg, nil, cfg.Resource())
+		require.NoError(t, err)
+		require.NotEmpty(t, opts.Scopes)
+		page, err := web.NewConnect(opts)
+		require.NoError(t, err)
+		rec := httptest.NewRecorder()
+		page.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		body := rec.Body.String()
+		assert.NotContains(t, body, "secret-dba-role")
+		assert.NotContains(t, body, "secret-group")
+		assert.NotContains(t, body, "mutation", "a toolset only a role grants is not listed")
+		browsing, err := tools.ToolNames([]string{"browsing"})
+		require.NoError(t, err)
+		if public {
+			assert.Contains(t, body, "<code>"+browsing[0]+"</code>")
+		} else {
+			assert.NotContains(t, body, browsing[0])
+		}
+		assert.NotContains(t, body, "execute_sql", "a tool only a group grants is not listed")
+	}
 }
