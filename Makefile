@@ -15,14 +15,16 @@ build:
 run: build
 	$(BIN)/mcpgate serve --listen $(ADDR)
 
-## test: the whole suite (lint, Go tests with -race, the TLS script, the
-## Prometheus alert rules' tests).
+## test: the whole suite (lint, Go tests with -race, the web pages in
+## headless Chromium (web/browsertest, a module of its own), the TLS script,
+## the Prometheus alert rules' tests).
 test: lint test-go test-tls test-alerts
 
 test-go:
 	scripts/with-postgres.sh $(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -race -count=1 ./...
 	cd deploy/k8s && $(GO) test -count=1 ./...
+	cd web/browsertest && $(GO) test -count=1 ./...
 
 test-tls: build
 	scripts/test-tls.sh
@@ -69,6 +71,7 @@ lint:
 	$(GO) mod tidy -diff
 	cd bench && $(GO) vet ./... && $(GO) mod tidy -diff
 	cd deploy/k8s && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd web/browsertest && $(GO) vet ./... && $(GO) mod tidy -diff
 
 clean:
 	rm -rf $(BIN)

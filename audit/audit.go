@@ -136,17 +136,22 @@ func (l *Log) Call(e *gateway.CallEvent) {
 		name = "request"
 	}
 	var buf [18]slog.Attr
-	as := l.appendAttrs(buf[:0], e)
+	l.emit(e.Time, name, l.appendAttrs(buf[:0], e), "user", e.User, "tool", e.Tool, "decision", e.Decision)
+}
+
+// emit writes one event named name to the file and the main log; ids name
+// it in the error log when the file cannot take it.
+func (l *Log) emit(t time.Time, name string, as []slog.Attr, ids ...any) {
 	ctx := context.Background()
 	if l.h != nil {
-		r := slog.NewRecord(e.Time, slog.LevelInfo, name, 0)
+		r := slog.NewRecord(t, slog.LevelInfo, name, 0)
 		r.AddAttrs(as...)
 		if err := l.h.Handle(ctx, r); err != nil {
 			if l.opts.OnWriteError != nil {
 				l.opts.OnWriteError()
 			}
 			l.opts.ErrorLog.Error("audit: an event could not be written to audit.path; fix the file or its disk",
-				"path", l.opts.Path, "err", err, "user", e.User, "tool", e.Tool, "decision", e.Decision)
+				append([]any{"path", l.opts.Path, "err", err}, ids...)...)
 		}
 	}
 	if lg := l.opts.Logger; lg != nil && lg.Enabled(ctx, slog.LevelInfo) {

@@ -413,3 +413,19 @@ func TestAuditEventsModern(t *testing.T) {
 	assert.NotContains(t, raw, carol)
 	assert.NotContains(t, raw, dave)
 }
+
+// TestAction: an operator's action is one line of the trail, with who did
+// what to which worker.
+func TestAction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(audit.Options{Path: path})
+	require.NoError(t, err)
+	l.Action(audit.Action{Time: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC), Name: "admin/end", Admin: "alice",
+		AdminIssuer: "https://kc.example", AdminSub: "s-1", Outcome: "ok",
+		TargetKind: "session", TargetID: "01234567", TargetUser: "bob", TargetPid: 42})
+	require.NoError(t, l.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"time":"2026-12-02T03:00:00Z","event":"admin/end","admin":"alice","admin_issuer":"https://kc.example",
+		"admin_sub":"s-1","outcome":"ok","worker_kind":"session","target":"01234567","user":"bob","worker_pid":42}`, string(b))
+}

@@ -37,6 +37,7 @@ type Config struct {
 	Audit    Audit    `mapstructure:"audit"`
 	Metrics  Metrics  `mapstructure:"metrics"`
 	Tracing  Tracing  `mapstructure:"tracing"`
+	Web      Web      `mapstructure:"web"`
 }
 
 // Server is the listener and the server's identity.
@@ -198,7 +199,7 @@ func Default() *Config {
 // stand for, because zero is a value of their own (worker.pool_size 0 turns
 // the pool off).
 func preset() *Config {
-	return &Config{Worker: Worker{PoolSize: DefaultPoolSize, RunAs: DefaultRunAs}}
+	return &Config{Worker: Worker{PoolSize: DefaultPoolSize, RunAs: DefaultRunAs}, Web: Web{Enabled: true}}
 }
 
 // applyDefaults fills every zero field that has a default: the packages'

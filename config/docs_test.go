@@ -108,6 +108,10 @@ var docDefaultNotLiteral = map[string]string{
 	"auth.introspection_client_secret_file": "—",
 	"tls.cert_file":                         "—",
 	"tls.key_file":                          "—",
+	"web.admin":                             "—",
+	"web.client_id":                         "—",
+	"web.client_secret_file":                "—",
+	"web.cookie_key_file":                   "—",
 }
 
 // TestDocsKeyTables holds docs/configuration.md's key tables to the Config

@@ -242,6 +242,7 @@ func TestLoadFile(t *testing.T) {
 		Log:     Log{Level: "debug", Format: "json"},
 		Audit:   Audit{MaxArgumentBytes: DefaultMaxArgumentBytes},
 		Metrics: Metrics{Listen: DefaultMetricsListen},
+		Web:     Web{Enabled: true},
 	}
 	assert.Equal(t, want, c)
 	assert.Equal(t, "https://mcp.example.com/mcp", c.Resource())
@@ -524,7 +525,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 97)
+	assert.Len(t, keys, 103)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

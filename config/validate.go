@@ -79,6 +79,7 @@ func (c *Config) Validate() error {
 	c.validateAudit(v)
 	c.validateMetrics(v)
 	c.validateTracing(v)
+	c.validateWeb(v)
 	return errors.Join(v.problems...)
 }
 

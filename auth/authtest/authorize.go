@@ -25,21 +25,34 @@ type grants struct {
 	mu      sync.Mutex
 	codes   map[string]grant
 	refresh map[string]grant
-	clients map[string][]string // client_id → redirect URIs
+	clients map[string][]string       // client_id → redirect URIs
+	claims  map[string]map[string]any // user → extra claims (SetUserClaims)
 
 	refreshes atomic.Int64
 }
 
 type grant struct {
-	client, redirect, challenge, user, aud string
-	scopes                                 []string
-	expires                                time.Time
+	client, redirect, challenge, user, aud, nonce string
+	scopes                                        []string
+	expires                                       time.Time
 }
 
 func (g *grants) init() {
 	if g.codes == nil {
 		g.codes, g.refresh, g.clients = map[string]grant{}, map[string]grant{}, map[string][]string{}
 	}
+}
+
+// SetUserClaims adds claims to the tokens the authorization code grant
+// issues for user, access and ID token alike: roles (realm_access,
+// resource_access), groups, a name.
+func (i *Issuer) SetUserClaims(user string, claims map[string]any) {
+	i.grants.mu.Lock()
+	defer i.grants.mu.Unlock()
+	if i.grants.claims == nil {
+		i.grants.claims = map[string]map[string]any{}
+	}
+	i.grants.claims[user] = claims
 }
 
 // Refreshes counts refresh-token grants served.
@@ -111,7 +124,7 @@ func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 	code := randomID()
 	i.grants.mu.Lock()
 	i.grants.codes[code] = grant{client: client, redirect: redirect, challenge: q.Get("code_challenge"),
-		user: user, aud: aud, scopes: strings.Fields(q.Get("scope")), expires: time.Now().Add(time.Minute)}
+		user: user, aud: aud, nonce: q.Get("nonce"), scopes: strings.Fields(q.Get("scope")), expires: time.Now().Add(time.Minute)}
 	i.grants.mu.Unlock()
 	v.Set("code", code)
 	back.RawQuery = v.Encode()
@@ -145,9 +158,11 @@ func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request) {
 		i.grants.refreshes.Add(1)
 	}
 	var rt string
+	var extra map[string]any
 	if found {
 		rt = randomID()
 		i.grants.refresh[rt] = g
+		extra = i.grants.claims[g.user]
 	}
 	i.grants.mu.Unlock()
 	if !found {
@@ -161,17 +176,39 @@ func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request) {
 		ttl = 5 * time.Minute
 	}
 	c["exp"] = i.Now().Add(ttl).Unix()
+	for k, v := range extra {
+		c[k] = v
+	}
 	tok, err := i.Sign(c, SignOptions{})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(map[string]any{
+	answer := map[string]any{
 		"access_token": tok, "token_type": "Bearer", "expires_in": int(ttl.Seconds()),
 		"refresh_token": rt, "scope": strings.Join(g.scopes, " "),
-	})
+	}
+	if contains(g.scopes, "openid") {
+		// OpenID Connect Core §3.1.3.3: an ID token for the client, with
+		// the nonce of the authorization request.
+		id := map[string]any{
+			"iss": i.URL, "sub": c["sub"], "aud": g.client, "azp": g.client,
+			"exp": c["exp"], "iat": i.Now().Unix(), "preferred_username": g.user,
+		}
+		if g.nonce != "" {
+			id["nonce"] = g.nonce
+		}
+		for k, v := range extra {
+			id[k] = v
+		}
+		if answer["id_token"], err = i.Sign(id, SignOptions{}); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(answer)
 }
 
 func oauthError(w http.ResponseWriter, status int, code string) {

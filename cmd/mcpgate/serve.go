@@ -181,14 +181,17 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		}
 	}()
 	obs.gatewayOptions(&gopts)
+	events := adminEvents(cfg, &gopts)
 	mux := http.NewServeMux()
-	keys := closedChan // the localhost mode has no keys to wait for
+	keys := closedChan                // the localhost mode has no keys to wait for
+	var pageAuthn *auth.Authenticator // for the web pages; nil in the localhost mode
 	if cfg.Authenticated() {
 		authn, err := newAuthenticator(ctx, cfg, log, obs.metrics)
 		if err != nil {
 			return err
 		}
 		defer authn.Close()
+		pageAuthn = authn
 		// The gateway runs it after its Host and Origin checks, so that a
 		// forbidden browser request gets 403 rather than a challenge.
 		gopts.Middleware = authn.Middleware
@@ -205,7 +208,6 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	stopCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 30*time.Second)
 	}
-	mux.Handle("/mcp", g)
 	// The probes: unauthenticated, outside the gateway's Host and Origin
 	// checks (a kubelet probes by pod address), and bodies that say only
 	// up or down.
@@ -228,6 +230,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	lopts.OnRefused = obs.metrics.ConnectionRefused
 	ln = gateway.LimitListener(ln, lopts)
 	scheme := "http"
+	var notAfter func() time.Time
 	srv := &http.Server{
 		Handler:           obs.handler(mux),
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
@@ -253,11 +256,18 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		defer stopWatch()
 		go r.Watch(watchCtx)
 		obs.metrics.CertificateExpiry(r.NotAfter)
+		notAfter = r.NotAfter
 		srv.TLSConfig = certs.ServerTLSConfig(r)
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
 	}
 
+	if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: ln.Addr(), scheme: scheme, log: log}); err != nil {
+		ln.Close()
+		sctx, cancel := stopCtx()
+		defer cancel()
+		return errors.Join(err, g.Close(sctx))
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+"/mcp",
@@ -337,23 +347,17 @@ func drain(g *gateway.Gateway, timeout time.Duration, hurry <-chan struct{}, log
 
 // newAuthenticator maps the configuration to the token checker.
 func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (*auth.Authenticator, error) {
-	a := cfg.Auth
 	opts, err := cfg.AuthOptions()
 	if err != nil {
 		return nil, err
 	}
 	opts.Logger = log
 	opts.OnRefused = m.AuthRefused
-	if a.IssuerCAFile != "" {
-		c, err := certs.ClientTrusting(a.IssuerCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("mcpgate: auth.issuer_ca_file: %w", err)
-		}
-		opts.HTTPClient = c
+	c, err := issuerClient(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: auth.DefaultHTTPTimeout}
-	}
+	opts.HTTPClient = c
 	opts.HTTPClient.Transport = m.IssuerTransport(opts.HTTPClient.Transport)
 	return auth.New(ctx, opts)
 }
