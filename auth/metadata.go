@@ -55,6 +55,10 @@ type protectedResource struct {
 	ScopesSupported        []string `json:"scopes_supported"`
 	BearerMethodsSupported []string `json:"bearer_methods_supported"`
 	ResourceName           string   `json:"resource_name,omitempty"`
+	// RFC 9728 §2 with RFC 9449: the proof algorithms, and whether only
+	// DPoP-bound tokens are accepted; absent when DPoP is off.
+	DPoPSigningAlgs   []string `json:"dpop_signing_alg_values_supported,omitempty"`
+	DPoPBoundRequired *bool    `json:"dpop_bound_access_tokens_required,omitempty"`
 }
 
 func (a *Authenticator) buildMetadata() ([]byte, error) {
@@ -64,6 +68,10 @@ func (a *Authenticator) buildMetadata() ([]byte, error) {
 		ScopesSupported:        a.supported,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           a.opts.ResourceName,
+	}
+	if a.dpop != nil {
+		required := a.dpop.opts.Mode == DPoPRequired
+		doc.DPoPSigningAlgs, doc.DPoPBoundRequired = DPoPAlgorithms(), &required
 	}
 	if doc.ScopesSupported == nil {
 		doc.ScopesSupported = []string{}

@@ -191,6 +191,10 @@ const (
 	DefaultIntrospectionTTL   = auth.DefaultIntrospectionMaxCacheTTL
 	DefaultIntrospectionSlots = auth.DefaultIntrospectionMaxConcurrent
 	DefaultIntrospectionRate  = auth.DefaultIntrospectionPerAddressPerMinute
+	DefaultDPoP               = auth.DPoPAllowed
+	DefaultDPoPProofLifetime  = auth.DefaultProofLifetime
+	DefaultDPoPNonceLifetime  = auth.DefaultNonceLifetime
+	DefaultDPoPReplayCache    = auth.DefaultReplayCacheSize
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultMaxArgumentBytes   = 256
@@ -269,6 +273,10 @@ func (c *Config) applyDefaults() {
 	setNumber(&c.Auth.IntrospectionMaxCacheTTL, DefaultIntrospectionTTL)
 	setNumber(&c.Auth.IntrospectionMaxConcurrent, DefaultIntrospectionSlots)
 	setNumber(&c.Auth.IntrospectionPerAddressPerMinute, DefaultIntrospectionRate)
+	setString(&c.Auth.DPoP, DefaultDPoP)
+	setNumber(&c.Auth.DPoPProofLifetime, DefaultDPoPProofLifetime)
+	setNumber(&c.Auth.DPoPNonceLifetime, DefaultDPoPNonceLifetime)
+	setNumber(&c.Auth.DPoPReplayCacheSize, DefaultDPoPReplayCache)
 
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)

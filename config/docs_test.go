@@ -101,6 +101,7 @@ var docDefaultNotLiteral = map[string]string{
 	"auth.issuer_ca_file":                   "—",
 	"auth.introspection_client_id":          "—",
 	"auth.introspection_client_secret_file": "—",
+	"auth.dpop_nonce_secret_file":           "—",
 	"tls.cert_file":                         "—",
 	"tls.key_file":                          "—",
 }

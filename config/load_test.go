@@ -236,6 +236,8 @@ func TestLoadFile(t *testing.T) {
 			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
 			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
 			IntrospectionPerAddressPerMinute: DefaultIntrospectionRate,
+			DPoP:                             DefaultDPoP, DPoPProofLifetime: DefaultDPoPProofLifetime,
+			DPoPNonceLifetime: DefaultDPoPNonceLifetime, DPoPReplayCacheSize: DefaultDPoPReplayCache,
 		},
 		TLS:     TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
 		Log:     Log{Level: "debug", Format: "json"},
@@ -523,7 +525,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 91)
+	assert.Len(t, keys, 97)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

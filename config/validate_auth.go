@@ -99,6 +99,45 @@ func (c *Config) validateAuth(v *validator) {
 		v.add("auth.token_cache_size", "%d is outside -1 (off) to 1000000", a.TokenCacheSize)
 	}
 	c.validateIntrospection(v)
+	c.validateDPoP(v)
+}
+
+func (c *Config) validateDPoP(v *validator) {
+	a := c.Auth
+	switch a.DPoP {
+	case "", auth.DPoPOff, auth.DPoPAllowed, auth.DPoPRequired:
+	default:
+		v.add("auth.dpop", "%q is not a mode; use off, allowed or required", a.DPoP)
+	}
+	if a.DPoP == auth.DPoPOff {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"auth.dpop_nonce", a.DPoPNonce},
+			{"auth.dpop_nonce_secret_file", a.DPoPNonceSecretFile != ""},
+		} {
+			if k.set {
+				v.add(k.key, "is set but auth.dpop is off; set auth.dpop to allowed or required, or remove %s", k.key)
+			}
+		}
+	}
+	if a.DPoPNonceSecretFile != "" {
+		if !a.DPoPNonce {
+			v.add("auth.dpop_nonce_secret_file", "is set but auth.dpop_nonce is false; set auth.dpop_nonce: true, or remove the file")
+		} else if _, err := readSecret(a.DPoPNonceSecretFile); err != nil {
+			v.add("auth.dpop_nonce_secret_file", "%v", err)
+		}
+	}
+	if l := a.DPoPProofLifetime; l != 0 && (l < time.Second || l > 5*time.Minute) {
+		v.add("auth.dpop_proof_lifetime", "%v is outside 1s to 5m; it is how long a copied proof could be replayed at another replica", l)
+	}
+	if l := a.DPoPNonceLifetime; l != 0 && (l < 10*time.Second || l > time.Hour) {
+		v.add("auth.dpop_nonce_lifetime", "%v is outside 10s to 1h", l)
+	}
+	if n := a.DPoPReplayCacheSize; n != 0 && (n < 1000 || n > 1<<24) {
+		v.add("auth.dpop_replay_cache_size", "%d is outside 1000 to 16777216", n)
+	}
 }
 
 func (c *Config) validateIntrospection(v *validator) {

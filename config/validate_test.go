@@ -335,6 +335,15 @@ func TestValidateProblems(t *testing.T) {
 		{"token cap too small", func(c *Config) { c.Auth.MaxTokenBytes = 100 }, "auth.max_token_bytes", "outside 1KiB to 1MiB"},
 		{"token cap too large", func(c *Config) { c.Auth.MaxTokenBytes = 2 << 20 }, "auth.max_token_bytes", "outside"},
 		{"token cache size below -1", func(c *Config) { c.Auth.TokenCacheSize = -2 }, "auth.token_cache_size", "outside -1 (off) to 1000000"},
+		{"dpop mode unknown", func(c *Config) { c.Auth.DPoP = "on" }, "auth.dpop", `"on" is not a mode; use off, allowed or required`},
+		{"dpop nonce with dpop off", func(c *Config) { c.Auth.DPoP, c.Auth.DPoPNonce = "off", true }, "auth.dpop_nonce", "is set but auth.dpop is off"},
+		{"dpop nonce secret without nonces", func(c *Config) { c.Auth.DPoPNonceSecretFile = f.secret }, "auth.dpop_nonce_secret_file", "auth.dpop_nonce is false"},
+		{"dpop nonce secret missing", func(c *Config) {
+			c.Auth.DPoPNonce, c.Auth.DPoPNonceSecretFile = true, filepath.Join(f.dir, "nope")
+		}, "auth.dpop_nonce_secret_file", "no such file or directory"},
+		{"dpop proof lifetime too long", func(c *Config) { c.Auth.DPoPProofLifetime = 10 * 60e9 }, "auth.dpop_proof_lifetime", "is outside 1s to 5m"},
+		{"dpop nonce lifetime too short", func(c *Config) { c.Auth.DPoPNonceLifetime = 1e9 }, "auth.dpop_nonce_lifetime", "is outside 10s to 1h"},
+		{"dpop replay cache too small", func(c *Config) { c.Auth.DPoPReplayCacheSize = 10 }, "auth.dpop_replay_cache_size", "outside 1000 to 16777216"},
 		{"introspection without issuer", func(c *Config) {
 			localhost(c)
 			c.Auth.Introspection = "opaque"

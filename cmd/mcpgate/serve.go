@@ -405,15 +405,30 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 		Leeway:               a.Leeway,
 		MaxTokenBytes:        int(a.MaxTokenBytes),
 		TokenCacheSize:       a.TokenCacheSize,
-		ResourceName:         cfg.Server.Title,
-		Logger:               log,
-		OnRefused:            m.AuthRefused,
+		DPoP: auth.DPoP{
+			Mode:            a.DPoP,
+			PublicURL:       cfg.Server.PublicURL,
+			ProofLifetime:   a.DPoPProofLifetime,
+			Nonce:           a.DPoPNonce,
+			NonceLifetime:   a.DPoPNonceLifetime,
+			ReplayCacheSize: a.DPoPReplayCacheSize,
+		},
+		ResourceName: cfg.Server.Title,
+		Logger:       log,
+		OnRefused:    m.AuthRefused,
 	}
 	rules, err := cfg.PolicyRules()
 	if err != nil {
 		return nil, err
 	}
 	opts.Policies = rules
+	if a.DPoPNonceSecretFile != "" {
+		secret, err := cfg.DPoPNonceSecret()
+		if err != nil {
+			return nil, err
+		}
+		opts.DPoP.NonceSecret = secret
+	}
 	if a.HMACSecretFile != "" {
 		secret, err := cfg.HMACSecret()
 		if err != nil {
