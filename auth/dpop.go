@@ -388,7 +388,7 @@ func decodeProofClaims(b []byte) (proofClaims, error) {
 var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 
 // proofKey reads a proof's jwk: a public EC, RSA or OKP key with no
-// private members, of the curve or size alg needs. It returns the key for
+// private members, of the curve or size alg needs (RSA 2048 to 4096 bits). It returns the key for
 // jwsbb.Verify and its RFC 7638 SHA-256 thumbprint, base64url.
 func proofKey(raw json.RawMessage, alg string) (any, string, error) {
 	if raw == nil {
@@ -418,7 +418,10 @@ func proofKey(raw json.RawMessage, alg string) (any, string, error) {
 		ok = want != nil && p.Curve == want
 	case *rsa.PublicKey:
 		ok = strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")
-		ok = ok && p.N.BitLen() >= 2048
+		// At least 2048 bits (RFC 8725 §3.5), and at most 4096: a proof
+		// comes before anything else is known of its sender's key, and a
+		// huge modulus costs a slow verification.
+		ok = ok && p.N.BitLen() >= 2048 && p.N.BitLen() <= 4096
 	case ed25519.PublicKey:
 		ok = alg == "EdDSA"
 	}
