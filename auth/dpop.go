@@ -444,13 +444,17 @@ func validJKT(s string) bool {
 	return err == nil
 }
 
-// bind checks the token's binding against r (RFC 9449 §7.1, §7.2): a
+// bind checks the token's bindings against r: a certificate binding
+// (RFC 8705 §3, bindCert), then the DPoP one (RFC 9449 §7.1, §7.2): a
 // DPoP-scheme request must carry one valid proof of the key the token's
 // cnf.jkt names; a Bearer-scheme request must carry an unbound token and
 // no proof, and is refused altogether when DPoP is required. p is the
 // token's principal, from the cache or a fresh verification alike; on
 // success its KeyThumbprint names the proved key.
 func (a *Authenticator) bind(r *http.Request, token, scheme string, p *Principal) error {
+	if err := a.bindCert(r, p.CertThumbprint); err != nil {
+		return err
+	}
 	d := a.dpop
 	jkt := p.KeyThumbprint
 	p.KeyThumbprint = ""
@@ -533,31 +537,39 @@ func (a *Authenticator) freshNonce(r *http.Request) string {
 }
 
 // confirmation reads a token's cnf (RFC 7800 §3.1) and returns the DPoP
-// key thumbprint it names, "" for an unbound token. Every confirmation
-// method it holds must be one this resource checks: cnf.jkt with DPoP on.
-// A certificate binding (x5t#S256) or any other method refuses the token,
-// as does a jkt with DPoP off: accepting it as a plain Bearer token would
-// let whoever copied it use it, which is what the binding exists to
-// prevent. An empty cnf binds nothing.
-func (a *Authenticator) confirmation(cnf map[string]json.RawMessage) (string, error) {
+// key thumbprint and the client certificate thumbprint it names, "" for
+// each it does not. Every confirmation method it holds must be one this
+// resource checks: cnf.jkt with DPoP on, cnf.x5t#S256 with MTLS on. Any
+// other method refuses the token, as does a binding this resource does
+// not check: accepting it as a plain Bearer token would let whoever
+// copied it use it, which is what the binding exists to prevent. An empty
+// cnf binds nothing.
+func (a *Authenticator) confirmation(cnf map[string]json.RawMessage) (jkt, x5t string, err error) {
 	if len(cnf) == 0 {
-		return "", nil
+		return "", "", nil
 	}
 	for m := range cnf {
 		switch m {
-		case "jkt":
-		case "x5t#S256":
-			return "", ErrCertBound
+		case "jkt", "x5t#S256":
 		default:
-			return "", ErrKeyBound
+			return "", "", ErrKeyBound
 		}
 	}
-	if a.dpop == nil {
-		return "", ErrDPoPBound
+	if raw, ok := cnf["x5t#S256"]; ok {
+		if !a.opts.MTLS.Enabled {
+			return "", "", ErrCertBound
+		}
+		if json.Unmarshal(raw, &x5t) != nil || !validJKT(x5t) {
+			return "", "", ErrBadCertConf
+		}
 	}
-	var jkt string
-	if json.Unmarshal(cnf["jkt"], &jkt) != nil || !validJKT(jkt) {
-		return "", ErrBadConfirmation
+	if raw, ok := cnf["jkt"]; ok {
+		if a.dpop == nil {
+			return "", "", ErrDPoPBound
+		}
+		if json.Unmarshal(raw, &jkt) != nil || !validJKT(jkt) {
+			return "", "", ErrBadConfirmation
+		}
 	}
-	return jkt, nil
+	return jkt, x5t, nil
 }

@@ -59,6 +59,8 @@ type protectedResource struct {
 	// DPoP-bound tokens are accepted; absent when DPoP is off.
 	DPoPSigningAlgs   []string `json:"dpop_signing_alg_values_supported,omitempty"`
 	DPoPBoundRequired *bool    `json:"dpop_bound_access_tokens_required,omitempty"`
+	// RFC 9728 §2 with RFC 8705: certificate-bound tokens are accepted.
+	CertBound bool `json:"tls_client_certificate_bound_access_tokens,omitempty"`
 }
 
 func (a *Authenticator) buildMetadata() ([]byte, error) {
@@ -69,6 +71,7 @@ func (a *Authenticator) buildMetadata() ([]byte, error) {
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           a.opts.ResourceName,
 	}
+	doc.CertBound = a.opts.MTLS.Enabled
 	if a.dpop != nil {
 		required := a.dpop.opts.Mode == DPoPRequired
 		doc.DPoPSigningAlgs, doc.DPoPBoundRequired = DPoPAlgorithms(), &required

@@ -87,6 +87,9 @@ type Options struct {
 	// DPoP configures DPoP-bound tokens (RFC 9449); the zero value accepts
 	// them with a valid proof, beside Bearer tokens.
 	DPoP DPoP
+	// MTLS configures certificate-bound tokens (RFC 8705); the zero value
+	// refuses them.
+	MTLS MTLS
 	// Introspection, when set, checks opaque tokens (or all tokens) with
 	// the issuer's RFC 7662 introspection endpoint. Nil: JWTs only.
 	Introspection *Introspection

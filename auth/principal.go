@@ -33,6 +33,10 @@ type Principal struct {
 	// key the request proved it holds with a DPoP proof, which the token's
 	// cnf.jkt names (RFC 9449); empty for a Bearer token.
 	KeyThumbprint string
+	// CertThumbprint is the SHA-256 thumbprint (base64url) of the client
+	// certificate a certificate-bound token names in cnf.x5t#S256 (RFC
+	// 8705), which the request came with; empty for an unbound token.
+	CertThumbprint string
 }
 
 // Owner is who owns a session: every part of a principal that decides

@@ -371,11 +371,11 @@ func (a *Authenticator) checkClaims(c *claims, all map[string]json.RawMessage, e
 	if c.Sub == "" {
 		return ErrNoSubject
 	}
-	jkt, err := a.confirmation(c.Cnf)
+	jkt, x5t, err := a.confirmation(c.Cnf)
 	if err != nil {
 		return err
 	}
-	p.KeyThumbprint = jkt
+	p.KeyThumbprint, p.CertThumbprint = jkt, x5t
 	if userErr != nil {
 		return userErr
 	}

@@ -104,6 +104,7 @@ var docDefaultNotLiteral = map[string]string{
 	"auth.dpop_nonce_secret_file":           "—",
 	"tls.cert_file":                         "—",
 	"tls.key_file":                          "—",
+	"tls.client_ca_file":                    "—",
 }
 
 // TestDocsKeyTables holds docs/configuration.md's key tables to the Config

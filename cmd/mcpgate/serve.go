@@ -307,6 +307,12 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		go r.Watch(watchCtx)
 		obs.metrics.CertificateExpiry(r.NotAfter)
 		srv.TLSConfig = certs.ServerTLSConfig(r)
+		if err := clientCertificates(cfg, srv.TLSConfig); err != nil {
+			ln.Close()
+			sctx, cancel := stopCtx()
+			defer cancel()
+			return errors.Join(err, g.Close(sctx))
+		}
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
 	}
@@ -422,6 +428,13 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 		return nil, err
 	}
 	opts.Policies = rules
+	if cfg.CertificateBound() {
+		proxies, err := cfg.ClientCertProxies()
+		if err != nil {
+			return nil, fmt.Errorf("mcpgate: tls.client_cert_proxies: %w", err)
+		}
+		opts.MTLS = auth.MTLS{Enabled: true, TrustedProxies: proxies}
+	}
 	if a.DPoPNonceSecretFile != "" {
 		secret, err := cfg.DPoPNonceSecret()
 		if err != nil {
