@@ -56,9 +56,11 @@ type DPoP struct {
 	// nonces. Empty: a random key per Authenticator, so a nonce (and so a
 	// proof) is good only at the process that handed it out.
 	NonceSecret []byte
-	// NonceLifetime is how long a nonce is accepted; a fresh one is handed
-	// out on a successful response once half of it has passed. Default
-	// DefaultNonceLifetime.
+	// NonceLifetime is how long a nonce is accepted: nonces change every
+	// half of it, each accepted until NonceLifetime after its half began
+	// (so between half and all of it after it was handed out), and a
+	// successful response carries the next one once it has changed.
+	// Default DefaultNonceLifetime.
 	NonceLifetime time.Duration
 	// ReplayCacheSize bounds the jti values remembered to refuse a proof
 	// seen before (RFC 9449 §11.1), each for ProofLifetime plus the

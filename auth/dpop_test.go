@@ -276,6 +276,10 @@ func TestDPoPNonce(t *testing.T) {
 		o.DPoP.Nonce = true
 		o.DPoP.NonceLifetime = 4 * time.Minute
 	})
+	// Nonces change every two minutes: start at a change, so the steps
+	// below fall where they say.
+	now := e.clock.Now()
+	e.clock.Advance(now.Truncate(2 * time.Minute).Add(2 * time.Minute).Sub(now))
 	key := authtest.MustDPoPKey(t, "ES256")
 	tok := mint(t)(e.iss.KeycloakDPoP(key, "alice", resource, full...))
 	send := func(nonce string) *httptest.ResponseRecorder {
