@@ -79,20 +79,13 @@ const (
 	MaxProofBytes = 8 << 10
 )
 
-// CheckDPoPMode reports why mode is not a DPoP mode, or nil.
-func CheckDPoPMode(mode string) error {
-	switch mode {
-	case "", DPoPOff, DPoPAllowed, DPoPRequired:
-		return nil
-	}
-	return check(ErrInvalidRequest, "dpop mode "+quote(mode)+" is not off, allowed or required")
-}
-
 func (d *DPoP) normalize(resource string, bad func(string, ...any)) {
 	if d.Mode == "" {
 		d.Mode = DPoPAllowed
 	}
-	if CheckDPoPMode(d.Mode) != nil {
+	switch d.Mode {
+	case DPoPOff, DPoPAllowed, DPoPRequired:
+	default:
 		bad("dpop mode %q is not off, allowed or required", d.Mode)
 	}
 	if d.PublicURL == "" {
