@@ -47,21 +47,23 @@ type Principal struct {
 // started for; and the client id keeps one user's clients apart, so that a
 // session one application opened is not another application's to use or
 // end. It is comparable with ==; the zero Owner is the localhost mode's
-// (no principal). KeyThumbprint binds a session opened with a DPoP-bound
-// token to the key it proved: the same token with another key's proof
-// (the token copied to another machine) does not reach it.
+// (no principal). KeyThumbprint and CertThumbprint bind a session opened
+// with a sender-constrained token to the key or client certificate it
+// proved: a token of the same user and client bound to another key or
+// certificate (or to none) does not reach it.
 type Owner struct {
 	Issuer, Subject, UserID, ClientID string
-	KeyThumbprint                     string
+	KeyThumbprint, CertThumbprint     string
 }
 
 // Owner returns the owner of the sessions p opens.
 func (p *Principal) Owner() Owner {
-	return Owner{Issuer: p.Issuer, Subject: p.Subject, UserID: p.UserID, ClientID: p.ClientID, KeyThumbprint: p.KeyThumbprint}
+	return Owner{Issuer: p.Issuer, Subject: p.Subject, UserID: p.UserID, ClientID: p.ClientID,
+		KeyThumbprint: p.KeyThumbprint, CertThumbprint: p.CertThumbprint}
 }
 
 // Differs names the first part of o that differs from other ("issuer",
-// "subject", "user", "client", "key"), or "" when they are equal: for a log line
+// "subject", "user", "client", "key", "certificate"), or "" when they are equal: for a log line
 // that says why a request was refused a session.
 func (o Owner) Differs(other Owner) string {
 	switch {
@@ -75,6 +77,8 @@ func (o Owner) Differs(other Owner) string {
 		return "client"
 	case o.KeyThumbprint != other.KeyThumbprint:
 		return "key"
+	case o.CertThumbprint != other.CertThumbprint:
+		return "certificate"
 	}
 	return ""
 }

@@ -27,7 +27,7 @@ import (
 // one user share the user's worker (a session, by contrast, is one
 // client's), since its state is the user's, reached with the user's rights.
 type poolKey struct {
-	owner    auth.Owner // auth.Principal.Owner() without ClientID and KeyThumbprint; zero in localhost mode
+	owner    auth.Owner // auth.Principal.Owner() without ClientID and thumbprints; zero in localhost mode
 	user     string
 	readOnly bool
 	tools    string // the granted tools, sorted, comma-separated; worker.AllTools without a policy
@@ -296,7 +296,7 @@ func (g *Gateway) keyOf(r *http.Request) poolKey {
 	if p := auth.PrincipalFrom(r.Context()); p != nil {
 		k.owner, k.user, k.readOnly = p.Owner(), p.UserID, g.opts.ReadOnly || g.readOnlyToken(r)
 		k.tools = toolsKey(grantOf(r))
-		k.owner.ClientID, k.owner.KeyThumbprint = "", ""
+		k.owner.ClientID, k.owner.KeyThumbprint, k.owner.CertThumbprint = "", "", ""
 	}
 	return k
 }

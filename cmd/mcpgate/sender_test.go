@@ -56,7 +56,8 @@ func TestServeDPoP(t *testing.T) {
 
 // TestServeCertificateBound: with tls.client_auth optional, a token bound
 // to client certificate A is accepted over a connection that presents A,
-// and refused over one that presents B.
+// and refused over one that presents B; a session opened over A is not
+// reached by a token of the same user bound to B.
 func TestServeCertificateBound(t *testing.T) {
 	ca, err := authtest.NewClientCA()
 	require.NoError(t, err)
@@ -64,23 +65,38 @@ func TestServeCertificateBound(t *testing.T) {
 	require.NoError(t, os.WriteFile(caFile, ca.PEM(), 0o644))
 	certA, tpA, err := ca.Client("a")
 	require.NoError(t, err)
-	certB, _, err := ca.Client("b")
+	certB, tpB, err := ca.Client("b")
 	require.NoError(t, err)
 	g := startTLSGateway(t, map[string]string{"MCPGATE_TLS_CLIENT_AUTH": "optional", "MCPGATE_TLS_CLIENT_CA_FILE": caFile})
 
-	claims := g.issuer.KeycloakClaims("alice", g.resource, "mcp:use")
-	claims["cnf"] = map[string]any{"x5t#S256": tpA}
-	tok, err := g.issuer.Sign(claims, authtest.SignOptions{})
-	require.NoError(t, err)
-	over := func(cert tls.Certificate) int {
+	bound := func(tp string) string {
+		claims := g.issuer.KeycloakClaims("alice", g.resource, "mcp:use")
+		claims["cnf"] = map[string]any{"x5t#S256": tp}
+		tok, err := g.issuer.Sign(claims, authtest.SignOptions{})
+		require.NoError(t, err)
+		return tok
+	}
+	tok, tokB := bound(tpA), bound(tpB)
+	// over sends body with token on session sid over a connection that
+	// presents cert.
+	over := func(cert tls.Certificate, token, sid, body string) (int, http.Header) {
 		tr := g.client.Transport.(*http.Transport).Clone()
 		tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
 		client := g.client
 		g.client = &http.Client{Transport: tr}
 		defer func() { g.client = client }()
-		code, _, _ := g.raw(t, tok, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-		return code
+		code, hdr, _ := g.raw(t, token, sid, body)
+		return code, hdr
 	}
-	assert.Equal(t, http.StatusUnauthorized, over(certB), "over certificate B")
-	assert.Equal(t, http.StatusOK, over(certA), "over certificate A")
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	code, _ := over(certB, tok, "", initialize)
+	assert.Equal(t, http.StatusUnauthorized, code, "over certificate B")
+	code, hdr := over(certA, tok, "", initialize)
+	require.Equal(t, http.StatusOK, code, "over certificate A")
+	sid := hdr.Get("MCP-Session-Id")
+	code, _ = over(certA, tok, sid, ping)
+	assert.Equal(t, http.StatusOK, code, "the session, over A")
+	code, _ = over(certB, tokB, sid, ping)
+	assert.Equal(t, http.StatusNotFound, code, "alice's token for certificate B, over B: not her session of A")
 }
