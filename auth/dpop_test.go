@@ -4,7 +4,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -102,6 +104,9 @@ func TestDPoPProofChecks(t *testing.T) {
 	replayed := proof(nil)
 
 	invalid := func(desc string) []string { return dpopRefusal("invalid_dpop_proof", desc) }
+	weak, err := rsa.GenerateKey(rand.Reader, 1024)
+	require.NoError(t, err)
+	weakRSA := map[string]any{"kty": "RSA", "e": "AQAB", "n": base64.RawURLEncoding.EncodeToString(weak.N.Bytes())}
 	for _, tc := range []struct {
 		name       string
 		r          *http.Request
@@ -123,6 +128,12 @@ func TestDPoPProofChecks(t *testing.T) {
 			invalid("DPoP proof jwk is missing, not a public key, or not of the kind its algorithm needs")},
 		{"a jwk of another curve than alg", withProofs("DPoP "+tok, proof(func(h, _ map[string]any) {
 			h["jwk"] = authtest.MustDPoPKey(t, "ES384").PublicJWK()
+		})), 401, invalid("DPoP proof jwk is missing, not a public key, or not of the kind its algorithm needs")},
+		{"a symmetric jwk", withProofs("DPoP "+tok, proof(func(h, _ map[string]any) {
+			h["jwk"] = map[string]any{"kty": "oct", "k": "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"}
+		})), 401, invalid("DPoP proof jwk is missing, not a public key, or not of the kind its algorithm needs")},
+		{"an RSA jwk of 1024 bits", withProofs("DPoP "+tok, proof(func(h, _ map[string]any) {
+			h["alg"], h["jwk"] = "RS256", weakRSA
 		})), 401, invalid("DPoP proof jwk is missing, not a public key, or not of the kind its algorithm needs")},
 		{"a bad signature", withProofs("DPoP "+tok, forged), 401,
 			invalid("DPoP proof signature does not verify with its jwk")},
