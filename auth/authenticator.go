@@ -27,6 +27,7 @@ type Authenticator struct {
 	ilimit      *rateLimit    // introspections per client address; nil: none
 	ipause      atomic.Int64  // unix nanoseconds until which the endpoint asked for a pause
 	isem        chan struct{} // introspection slots
+	dpop        *dpopState    // nil when DPoP is off
 }
 
 // New returns an Authenticator for opts. It refuses incomplete or unsafe
@@ -54,6 +55,11 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	a.scopeParam = strings.Join(a.supported, " ")
 	if len(opts.InitialScopes) > 0 {
 		a.scopeParam = strings.Join(opts.InitialScopes, " ")
+	}
+	if opts.DPoP.Mode != DPoPOff {
+		if a.dpop, err = newDPoPState(&a.opts); err != nil {
+			return nil, err
+		}
 	}
 	a.metadataURL = metadataURL(opts.Resource)
 	if a.metadata, err = a.buildMetadata(); err != nil {
@@ -118,7 +124,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
 }
 
 func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
-	token, err := bearerToken(r)
+	token, scheme, err := a.credentials(r)
 	if err != nil {
 		if !errors.Is(err, ErrNoToken) {
 			a.opts.Logger.Info("auth: request refused", "reason", description(err), "remote", r.RemoteAddr)
@@ -126,26 +132,58 @@ func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
 		return nil, err
 	}
 	p, err := a.check(r.Context(), token, remoteKey(r.RemoteAddr))
+	if err == nil {
+		// Every request, the cache's answers included: the token's
+		// binding is checked against this request's proof.
+		err = a.bind(r, token, scheme, p)
+	}
 	if err != nil {
-		a.opts.Logger.Info("auth: token refused", "reason", description(err), "err", err,
+		a.opts.Logger.Info("auth: token refused", "reason", description(err), "err", err, "scheme", scheme,
 			"user", p.UserID, "client_id", p.ClientID, "kid", p.KeyID, "token", p.TokenTag, "remote", r.RemoteAddr)
+		if scheme == schemeDPoP {
+			err = dpopScheme{err}
+		}
 		return nil, err
 	}
 	// Enabled first: boxing the arguments costs allocations on every
 	// request even when debug is off.
 	if a.opts.Logger.Enabled(r.Context(), slog.LevelDebug) {
 		a.opts.Logger.Debug("auth: token accepted", "user", p.UserID, "client_id", p.ClientID,
-			"kid", p.KeyID, "token", p.TokenTag, "read_only", p.ReadOnly)
+			"kid", p.KeyID, "token", p.TokenTag, "read_only", p.ReadOnly, "scheme", scheme)
 	}
 	return p, nil
 }
 
+// The authorization schemes a token may come with.
+const (
+	schemeBearer = "Bearer"
+	schemeDPoP   = "DPoP"
+)
+
+// credentials finds the token of r and its scheme: Bearer, or DPoP unless
+// DPoP is off (RFC 9449 §7.1).
+func (a *Authenticator) credentials(r *http.Request) (string, string, error) {
+	token, scheme, err := bearerToken(r)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case strings.EqualFold(scheme, schemeBearer):
+		return token, schemeBearer, nil
+	case a.dpop != nil && strings.EqualFold(scheme, schemeDPoP):
+		return token, schemeDPoP, nil
+	}
+	// RFC 6750 §3.1: another scheme counts as no credentials.
+	return "", "", ErrNoToken
+}
+
 // bearerToken applies RFC 6750 §2: the token travels only in one
 // Authorization header (§2.1); the form body (§2.2) and the query (§2.3)
-// are refused, as MCP 2025-11-25 §Token Requirements demands.
-func bearerToken(r *http.Request) (string, error) {
+// are refused, as MCP 2025-11-25 §Token Requirements demands. It returns
+// the token and the header's scheme.
+func bearerToken(r *http.Request) (string, string, error) {
 	if strings.Contains(r.URL.RawQuery, "access_token") && r.URL.Query().Has("access_token") {
-		return "", ErrTokenInQuery
+		return "", "", ErrTokenInQuery
 	}
 	// Reading a form body to look for a token would consume it; MCP never
 	// sends forms, so any form-encoded request is refused outright.
@@ -153,23 +191,19 @@ func bearerToken(r *http.Request) (string, error) {
 	// map of parameters on every request.
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, _ := strings.Cut(ct, ";"); strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded") {
-			return "", ErrFormBody
+			return "", "", ErrFormBody
 		}
 	}
 	vals := r.Header.Values("Authorization")
 	switch len(vals) {
 	case 0:
-		return "", ErrNoToken
+		return "", "", ErrNoToken
 	case 1:
 	default:
-		return "", ErrManyAuthorization
+		return "", "", ErrManyAuthorization
 	}
 	scheme, rest, _ := strings.Cut(vals[0], " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		// RFC 6750 §3.1: another scheme counts as no credentials.
-		return "", ErrNoToken
-	}
-	return strings.TrimLeft(rest, " "), nil
+	return strings.TrimLeft(rest, " "), scheme, nil
 }
 
 // authenticatorKey carries the Authenticator that verified a request, for
@@ -188,7 +222,11 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			a.WriteError(w, err)
 			return
 		}
+		if n := a.freshNonce(r); n != "" {
+			w.Header().Set("DPoP-Nonce", n)
+		}
 		r.Header.Del("Authorization")
+		r.Header.Del("DPoP")
 		ctx := context.WithValue(WithPrincipal(r.Context(), p), authenticatorKey{}, a)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

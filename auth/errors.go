@@ -27,6 +27,12 @@ var (
 	// ErrTooManyRequests: the request's client caused more work at the
 	// issuer than its share allows (429 with Retry-After).
 	ErrTooManyRequests = errors.New("auth: too many requests")
+	// ErrInvalidDPoPProof: the DPoP proof failed a check (RFC 9449 §7.1
+	// invalid_dpop_proof).
+	ErrInvalidDPoPProof = errors.New("auth: invalid DPoP proof")
+	// ErrUseDPoPNonce: the DPoP proof lacks the server's current nonce
+	// (RFC 9449 §9 use_dpop_nonce); the answer carries one in DPoP-Nonce.
+	ErrUseDPoPNonce = errors.New("auth: DPoP proof needs the server's nonce")
 )
 
 // checkError is one failed check. Its message, minus the "auth: " prefix,
@@ -64,6 +70,7 @@ var (
 	ErrNoSubject         = check(ErrInvalidToken, "token has no subject")
 	ErrUserID            = check(ErrInvalidToken, "token user claim is missing or not a valid user id")
 	ErrDPoPBound         = check(ErrInvalidToken, "token is bound to a DPoP key (cnf.jkt, RFC 9449) and this resource accepts only Bearer tokens; request a token without DPoP")
+	ErrBadConfirmation   = check(ErrInvalidToken, "token cnf.jkt is not a SHA-256 JWK thumbprint (43 base64url characters)")
 	ErrCertBound         = check(ErrInvalidToken, "token is bound to a client certificate (cnf.x5t#S256, RFC 8705) and this resource accepts only Bearer tokens; request a token that is not certificate-bound")
 	ErrKeyBound          = check(ErrInvalidToken, "token is bound to a key (cnf, RFC 7800) and this resource accepts only Bearer tokens; request an unbound token")
 	ErrMissingScope      = check(ErrInsufficientScope, "token lacks a required scope")
@@ -92,6 +99,8 @@ var answers = []struct {
 	{ErrInsufficientScope, answer{http.StatusForbidden, "insufficient_scope", ""}},
 	{ErrUnavailable, answer{http.StatusServiceUnavailable, "", "temporarily_unavailable"}},
 	{ErrTooManyRequests, answer{http.StatusTooManyRequests, "", "too_many_requests"}},
+	{ErrInvalidDPoPProof, answer{http.StatusUnauthorized, "invalid_dpop_proof", ""}},
+	{ErrUseDPoPNonce, answer{http.StatusUnauthorized, "use_dpop_nonce", ""}},
 }
 
 func answerFor(err error) answer {
@@ -138,12 +147,18 @@ func (a *Authenticator) writeError(w http.ResponseWriter, err error, desc, scope
 	h := w.Header()
 	switch ans.status {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		h.Set("WWW-Authenticate", a.challenge(ans.code, desc, scope))
+		for _, c := range a.challenges(err, ans.code, desc, scope) {
+			h.Add("WWW-Authenticate", c)
+		}
+		if errors.Is(err, ErrUseDPoPNonce) && a.dpop != nil && a.dpop.nonces != nil {
+			h.Set("DPoP-Nonce", a.dpop.nonces.current(a.opts.Now()))
+		}
 	case http.StatusServiceUnavailable:
 		retry := 1
 		switch {
 		case errors.Is(err, ErrIntrospection):
 			retry = introspectionRetryAfter
+		case errors.Is(err, ErrReplayCacheFull):
 		case a.keys != nil:
 			retry = a.keys.retryAfterSeconds()
 		}
@@ -182,18 +197,56 @@ func WriteScopeRequired(w http.ResponseWriter, r *http.Request, desc string) boo
 		return false
 	}
 	scopes := append(append([]string(nil), a.opts.RequiredScopes...), a.opts.WriteScope)
-	a.writeError(w, ErrNeedsWriteScope, desc, strings.Join(scopes, " "))
+	a.writeError(w, schemeOf(r, ErrNeedsWriteScope), desc, strings.Join(scopes, " "))
 	return true
 }
 
-// challenge builds the Bearer challenge. Without an error code (no
-// credentials were sent) it carries only resource_metadata and scope, as
-// RFC 6750 §3.1 asks.
-func (a *Authenticator) challenge(code, desc, scope string) string {
+// dpopScheme marks the refusal of a request made with the DPoP scheme,
+// whose challenge carries the error (RFC 9449 §7.1).
+type dpopScheme struct{ error }
+
+func (e dpopScheme) Unwrap() error { return e.error }
+
+// schemeOf marks err as a DPoP refusal when r was let in with a DPoP
+// proof, for an answer after the middleware (WriteScopeRequired, StepUp).
+func schemeOf(r *http.Request, err error) error {
+	if p := PrincipalFrom(r.Context()); p != nil && p.KeyThumbprint != "" {
+		return dpopScheme{err}
+	}
+	return err
+}
+
+// challenges builds the WWW-Authenticate challenges: Bearer, and beside it
+// DPoP with the proof algorithms (RFC 9449 §7.1) unless DPoP is off; DPoP
+// alone when it is required. The error code goes into the challenge of the
+// scheme the request used.
+func (a *Authenticator) challenges(err error, code, desc, scope string) []string {
+	if a.dpop == nil {
+		return []string{a.challenge("Bearer", code, desc, scope, "")}
+	}
+	var ds dpopScheme
+	dpopErr := errors.As(err, &ds) || errors.Is(err, ErrInvalidDPoPProof) || errors.Is(err, ErrUseDPoPNonce)
+	algs := `algs="` + a.dpop.algList + `"`
+	if a.dpop.opts.Mode == DPoPRequired {
+		return []string{a.challenge("DPoP", code, desc, scope, algs)}
+	}
+	if dpopErr {
+		return []string{a.challenge("Bearer", "", "", scope, ""), a.challenge("DPoP", code, desc, scope, algs)}
+	}
+	return []string{a.challenge("Bearer", code, desc, scope, ""), a.challenge("DPoP", "", "", scope, algs)}
+}
+
+// challenge builds one challenge of scheme. Without an error code (no
+// credentials were sent) it carries only its params, resource_metadata and
+// scope, as RFC 6750 §3.1 asks.
+func (a *Authenticator) challenge(scheme, code, desc, scope, params string) string {
 	var b strings.Builder
-	b.WriteString("Bearer ")
+	b.WriteString(scheme + " ")
 	if code != "" {
 		b.WriteString(`error="` + code + `", error_description="` + descriptionParam(desc) + `", `)
+	}
+	if params != "" {
+		b.WriteString(params + ", ")
 	}
 	b.WriteString(`resource_metadata="` + quote(a.metadataURL) + `"`)
 	if scope != "" {

@@ -55,6 +55,12 @@ type protectedResource struct {
 	ScopesSupported        []string `json:"scopes_supported"`
 	BearerMethodsSupported []string `json:"bearer_methods_supported"`
 	ResourceName           string   `json:"resource_name,omitempty"`
+	// RFC 9728 §2 with RFC 9449: the proof algorithms, and whether only
+	// DPoP-bound tokens are accepted; absent when DPoP is off.
+	DPoPSigningAlgs   []string `json:"dpop_signing_alg_values_supported,omitempty"`
+	DPoPBoundRequired *bool    `json:"dpop_bound_access_tokens_required,omitempty"`
+	// RFC 9728 §2 with RFC 8705: certificate-bound tokens are accepted.
+	CertBound bool `json:"tls_client_certificate_bound_access_tokens,omitempty"`
 }
 
 func (a *Authenticator) buildMetadata() ([]byte, error) {
@@ -64,6 +70,11 @@ func (a *Authenticator) buildMetadata() ([]byte, error) {
 		ScopesSupported:        a.supported,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           a.opts.ResourceName,
+	}
+	doc.CertBound = a.opts.MTLS.Enabled
+	if a.dpop != nil {
+		required := a.dpop.opts.Mode == DPoPRequired
+		doc.DPoPSigningAlgs, doc.DPoPBoundRequired = DPoPAlgorithms(), &required
 	}
 	if doc.ScopesSupported == nil {
 		doc.ScopesSupported = []string{}

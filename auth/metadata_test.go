@@ -41,7 +41,9 @@ func TestMetadata(t *testing.T) {
 		"authorization_servers": ["https://kc.example.test/realms/mcp"],
 		"scopes_supported": ["mcp:use", "mcp:write", "profile"],
 		"bearer_methods_supported": ["header"],
-		"resource_name": "mcpgate test"
+		"resource_name": "mcpgate test",
+		"dpop_signing_alg_values_supported": ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"],
+		"dpop_bound_access_tokens_required": false
 	}`
 	h := a.MetadataHandler()
 	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
@@ -89,7 +91,9 @@ func TestMetadataWithoutName(t *testing.T) {
 	rec := httptest.NewRecorder()
 	a.MetadataHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", nil))
 	assert.JSONEq(t, `{"resource":"https://mcp.example.test/mcp","authorization_servers":["https://as1.example","https://as2.example"],
-		"scopes_supported":[],"bearer_methods_supported":["header"]}`, rec.Body.String())
+		"scopes_supported":[],"bearer_methods_supported":["header"],
+		"dpop_signing_alg_values_supported":["RS256","RS384","RS512","PS256","PS384","PS512","ES256","ES384","ES512","EdDSA"],
+		"dpop_bound_access_tokens_required":false}`, rec.Body.String())
 }
 
 func TestMetadataURL(t *testing.T) {

@@ -84,6 +84,12 @@ type Options struct {
 	// issuer's keys change); default DefaultTokenCacheSize. Negative turns
 	// the cache off.
 	TokenCacheSize int
+	// DPoP configures DPoP-bound tokens (RFC 9449); the zero value accepts
+	// them with a valid proof, beside Bearer tokens.
+	DPoP DPoP
+	// MTLS configures certificate-bound tokens (RFC 8705); the zero value
+	// refuses them.
+	MTLS MTLS
 	// Introspection, when set, checks opaque tokens (or all tokens) with
 	// the issuer's RFC 7662 introspection endpoint. Nil: JWTs only.
 	Introspection *Introspection
@@ -190,6 +196,7 @@ func (o Options) normalize() (Options, error) {
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = DefaultRetryInterval
 	}
+	o.DPoP.normalize(o.Resource, bad)
 	if o.Introspection != nil {
 		in := *o.Introspection // the caller's struct stays untouched
 		in.normalize(bad)

@@ -32,6 +32,9 @@ func TestNewRefuses(t *testing.T) {
 		{"scope with a control character", func(o *auth.Options) { o.RequiredScopes = []string{"mcp\x01use"} }, []string{"is not a scope"}},
 		{"scope outside ASCII", func(o *auth.Options) { o.WriteScope = "mcp:écrire" }, []string{"write scope:", "is not a scope"}},
 		{"algorithm outside the allow-list", func(o *auth.Options) { o.Algorithms = []string{"ES256K"} }, []string{`"ES256K" is not`}},
+		{"unknown DPoP mode", func(o *auth.Options) { o.DPoP.Mode = "on" }, []string{`dpop mode "on" is not off, allowed or required`}},
+		{"short DPoP nonce secret", func(o *auth.Options) { o.DPoP.Nonce, o.DPoP.NonceSecret = true, []byte("short") }, []string{"dpop nonce secret", "at least 32"}},
+		{"DPoP public URL over http", func(o *auth.Options) { o.DPoP.PublicURL = "http://mcp.example.test" }, []string{"dpop public url:"}},
 		{"every problem at once", func(o *auth.Options) { o.Resource, o.Algorithms = "", []string{"none"} },
 			[]string{"resource is required", `algorithm "none"`}},
 	} {

@@ -210,7 +210,7 @@ func StepUp(w http.ResponseWriter, r *http.Request, tool string) bool {
 			scopes = append(scopes, s)
 		}
 	}
-	a.writeError(w, ErrNeedsToolScope, "tool "+quoteTool(tool)+" needs the scope "+granting[0]+"; ask the authorization server for a token with it", strings.Join(scopes, " "))
+	a.writeError(w, schemeOf(r, ErrNeedsToolScope), "tool "+quoteTool(tool)+" needs the scope "+granting[0]+"; ask the authorization server for a token with it", strings.Join(scopes, " "))
 	return true
 }
 

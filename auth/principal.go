@@ -29,6 +29,14 @@ type Principal struct {
 	Tools    []string
 	KeyID    string // kid of the verifying key, for logs
 	TokenTag string // a short hash of the token, for logs; never the token
+	// KeyThumbprint is the RFC 7638 thumbprint (base64url SHA-256) of the
+	// key the request proved it holds with a DPoP proof, which the token's
+	// cnf.jkt names (RFC 9449); empty for a Bearer token.
+	KeyThumbprint string
+	// CertThumbprint is the SHA-256 thumbprint (base64url) of the client
+	// certificate a certificate-bound token names in cnf.x5t#S256 (RFC
+	// 8705), which the request came with; empty for an unbound token.
+	CertThumbprint string
 }
 
 // Owner is who owns a session: every part of a principal that decides
@@ -39,18 +47,23 @@ type Principal struct {
 // started for; and the client id keeps one user's clients apart, so that a
 // session one application opened is not another application's to use or
 // end. It is comparable with ==; the zero Owner is the localhost mode's
-// (no principal).
+// (no principal). KeyThumbprint and CertThumbprint bind a session opened
+// with a sender-constrained token to the key or client certificate it
+// proved: a token of the same user and client bound to another key or
+// certificate (or to none) does not reach it.
 type Owner struct {
 	Issuer, Subject, UserID, ClientID string
+	KeyThumbprint, CertThumbprint     string
 }
 
 // Owner returns the owner of the sessions p opens.
 func (p *Principal) Owner() Owner {
-	return Owner{Issuer: p.Issuer, Subject: p.Subject, UserID: p.UserID, ClientID: p.ClientID}
+	return Owner{Issuer: p.Issuer, Subject: p.Subject, UserID: p.UserID, ClientID: p.ClientID,
+		KeyThumbprint: p.KeyThumbprint, CertThumbprint: p.CertThumbprint}
 }
 
 // Differs names the first part of o that differs from other ("issuer",
-// "subject", "user", "client"), or "" when they are equal: for a log line
+// "subject", "user", "client", "key", "certificate"), or "" when they are equal: for a log line
 // that says why a request was refused a session.
 func (o Owner) Differs(other Owner) string {
 	switch {
@@ -62,6 +75,10 @@ func (o Owner) Differs(other Owner) string {
 		return "user"
 	case o.ClientID != other.ClientID:
 		return "client"
+	case o.KeyThumbprint != other.KeyThumbprint:
+		return "key"
+	case o.CertThumbprint != other.CertThumbprint:
+		return "certificate"
 	}
 	return ""
 }

@@ -155,6 +155,10 @@ func isB64Token(s string) bool {
 // the request; it is exported for callers that hold a token some other way.
 func (a *Authenticator) VerifyToken(ctx context.Context, token string) (*Principal, error) {
 	p, err := a.check(ctx, token, "")
+	if err == nil && p.KeyThumbprint != "" {
+		// Bound to a key, and no request to prove it with.
+		err = ErrDPoPAsBearer
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -375,9 +379,11 @@ func (a *Authenticator) checkClaims(c *claims, all map[string]json.RawMessage, e
 	if c.Sub == "" {
 		return ErrNoSubject
 	}
-	if err := keyBound(c.Cnf); err != nil {
+	jkt, x5t, err := a.confirmation(c.Cnf)
+	if err != nil {
 		return err
 	}
+	p.KeyThumbprint, p.CertThumbprint = jkt, x5t
 	if userErr != nil {
 		return userErr
 	}
@@ -395,23 +401,6 @@ func (a *Authenticator) checkClaims(c *claims, all map[string]json.RawMessage, e
 	}
 	a.grant(p, all)
 	return nil
-}
-
-// keyBound refuses a sender-constrained token: one whose cnf names a key
-// the presenter must prove it holds. Accepting it as a plain Bearer token
-// would let whoever copied it use it, which is what the binding exists to
-// prevent; this resource verifies neither DPoP proofs nor client
-// certificates. An empty cnf binds nothing.
-func keyBound(cnf map[string]json.RawMessage) error {
-	switch {
-	case len(cnf) == 0:
-		return nil
-	case cnf["jkt"] != nil:
-		return ErrDPoPBound
-	case cnf["x5t#S256"] != nil:
-		return ErrCertBound
-	}
-	return ErrKeyBound
 }
 
 // userID reads the configured user claim and checks it is a sane id.

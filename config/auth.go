@@ -84,6 +84,27 @@ type Auth struct {
 	// tokens from one client address may cause a minute; beyond it a token
 	// no cache answers gets 429. Default 120; at most 100000.
 	IntrospectionPerAddressPerMinute int `mapstructure:"introspection_per_address_per_minute"`
+	// DPoP is how DPoP-bound tokens (RFC 9449) are taken: "off" (refused,
+	// as a resource that knows nothing of DPoP), "allowed" (default:
+	// accepted with a valid proof, beside Bearer tokens) or "required"
+	// (only DPoP-bound tokens).
+	DPoP string `mapstructure:"dpop"`
+	// DPoPProofLifetime is how old a DPoP proof's iat may be. Default 60s;
+	// 1s to 5m.
+	DPoPProofLifetime time.Duration `mapstructure:"dpop_proof_lifetime"`
+	// DPoPNonce makes every DPoP proof carry a nonce the gateway handed
+	// out (RFC 9449 §9, use_dpop_nonce).
+	DPoPNonce bool `mapstructure:"dpop_nonce"`
+	// DPoPNonceSecretFile is the path of the secret nonces are made with,
+	// shared by replicas so that each accepts the others' nonces (at least
+	// 32 bytes; one trailing newline ignored). Empty: each process makes
+	// its own, and accepts only its own.
+	DPoPNonceSecretFile string `mapstructure:"dpop_nonce_secret_file"`
+	// DPoPNonceLifetime is how long a nonce is accepted. Default 5m; 10s to 1h.
+	DPoPNonceLifetime time.Duration `mapstructure:"dpop_nonce_lifetime"`
+	// DPoPReplayCacheSize bounds the DPoP proofs remembered to refuse a
+	// replay. Default 1048576; 1000 to 16777216.
+	DPoPReplayCacheSize int `mapstructure:"dpop_replay_cache_size"`
 }
 
 // Policy is one rule of auth.policies: who (a scope, or a claim holding one

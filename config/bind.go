@@ -110,6 +110,12 @@ var authKeys = []binding{
 	{"auth.introspection_max_cache_ttl", "Introspection.MaxCacheTTL", auth.DefaultIntrospectionMaxCacheTTL},
 	{"auth.introspection_max_concurrent", "Introspection.MaxConcurrent", auth.DefaultIntrospectionMaxConcurrent},
 	{"auth.introspection_per_address_per_minute", "Introspection.PerAddressPerMinute", auth.DefaultIntrospectionPerAddressPerMinute},
+	{"auth.dpop", "DPoP.Mode", auth.DPoPAllowed},
+	{"auth.dpop_proof_lifetime", "DPoP.ProofLifetime", auth.DefaultProofLifetime},
+	{"auth.dpop_nonce", "DPoP.Nonce", nil},
+	{"auth.dpop_nonce_secret_file", "DPoP.NonceSecret", nil},
+	{"auth.dpop_nonce_lifetime", "DPoP.NonceLifetime", auth.DefaultNonceLifetime},
+	{"auth.dpop_replay_cache_size", "DPoP.ReplayCacheSize", auth.DefaultReplayCacheSize},
 	{"server.public_url", "Resource", nil}, // Resource() is built from it
 	{"server.title", "ResourceName", nil},
 }

@@ -87,7 +87,27 @@ type TLS struct {
 	CertFile string `mapstructure:"cert_file"`
 	// KeyFile is the PEM private key.
 	KeyFile string `mapstructure:"key_file"`
+	// ClientAuth asks TLS clients for a certificate: "off" (default),
+	// "optional" (verified when given) or "required". A certificate-bound
+	// token (RFC 8705 cnf.x5t#S256) is accepted only over a connection
+	// with its certificate.
+	ClientAuth string `mapstructure:"client_auth"`
+	// ClientCAFile is a PEM file of the CA certificates client
+	// certificates must chain to. Required with ClientAuth.
+	ClientCAFile string `mapstructure:"client_ca_file"`
+	// ClientCertProxies are the addresses (IPs or CIDR prefixes) of
+	// proxies that terminate TLS and pass the client's certificate on in
+	// a Client-Cert header (RFC 9440); from anyone else the header is
+	// ignored. Empty (default): from nobody.
+	ClientCertProxies []string `mapstructure:"client_cert_proxies"`
 }
+
+// TLS client authentication modes (TLS.ClientAuth).
+const (
+	ClientAuthOff      = "off"
+	ClientAuthOptional = "optional"
+	ClientAuthRequired = "required"
+)
 
 // Log configures the gateway's log.
 type Log struct {
@@ -181,6 +201,10 @@ const (
 	DefaultIntrospectionTTL        = auth.DefaultIntrospectionMaxCacheTTL
 	DefaultIntrospectionSlots      = auth.DefaultIntrospectionMaxConcurrent
 	DefaultIntrospectionRate       = auth.DefaultIntrospectionPerAddressPerMinute
+	DefaultDPoP                    = auth.DPoPAllowed
+	DefaultDPoPProofLifetime       = auth.DefaultProofLifetime
+	DefaultDPoPNonceLifetime       = auth.DefaultNonceLifetime
+	DefaultDPoPReplayCache         = auth.DefaultReplayCacheSize
 	DefaultLogLevel                = "info"
 	DefaultLogFormat               = "text"
 	DefaultMaxArgumentBytes        = audit.DefaultMaxArgumentBytes
@@ -221,6 +245,7 @@ func (c *Config) applyDefaults() {
 		c.Auth.AuthorizationServers = []string{c.Auth.Issuer}
 	}
 	setString(&c.Auth.Introspection, DefaultIntrospection)
+	setString(&c.TLS.ClientAuth, ClientAuthOff)
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
 	setString(&c.Metrics.Listen, DefaultMetricsListen)

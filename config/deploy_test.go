@@ -59,7 +59,7 @@ func TestDeployAuthServer(t *testing.T) {
 	// Without the override the file names the paths `mcpgate certs` writes.
 	raw, err := Loader{Getenv: env(nil)}.Load("../deploy/auth-server.yaml", nil)
 	require.NoError(t, err)
-	assert.Equal(t, TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"}, raw.TLS)
+	assert.Equal(t, TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem", ClientAuth: ClientAuthOff}, raw.TLS)
 }
 
 // TestDeployKubernetes: the gateway's configuration in the Kubernetes base

@@ -164,6 +164,12 @@ func (c *Config) IntrospectionSecret() ([]byte, error) {
 	return secretFile("auth.introspection_client_secret_file", c.Auth.IntrospectionClientSecretFile, readClientSecret)
 }
 
+// DPoPNonceSecret reads the secret named by auth.dpop_nonce_secret_file,
+// likewise (at least 32 bytes).
+func (c *Config) DPoPNonceSecret() ([]byte, error) {
+	return secretFile("auth.dpop_nonce_secret_file", c.Auth.DPoPNonceSecretFile, readSecret)
+}
+
 // secretFile reads the file a key names with read, its errors naming the
 // key.
 func secretFile(key, path string, read func(string) ([]byte, error)) ([]byte, error) {

@@ -106,12 +106,14 @@ var docDefaultNotLiteral = map[string]string{
 	"auth.issuer_ca_file":                   "—",
 	"auth.introspection_client_id":          "—",
 	"auth.introspection_client_secret_file": "—",
+	"auth.dpop_nonce_secret_file":           "—",
 	"tls.cert_file":                         "—",
 	"tls.key_file":                          "—",
 	"web.admin":                             "—",
 	"web.client_id":                         "—",
 	"web.client_secret_file":                "—",
 	"web.cookie_key_file":                   "—",
+	"tls.client_ca_file":                    "—",
 }
 
 // TestDocsKeyTables holds docs/configuration.md's key tables to the Config

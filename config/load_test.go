@@ -237,8 +237,10 @@ func TestLoadFile(t *testing.T) {
 			TokenCacheSize: DefaultTokenCacheSize, Introspection: IntrospectionOff,
 			IntrospectionMaxCacheTTL: DefaultIntrospectionTTL, IntrospectionMaxConcurrent: DefaultIntrospectionSlots,
 			IntrospectionPerAddressPerMinute: DefaultIntrospectionRate,
+			DPoP:                             DefaultDPoP, DPoPProofLifetime: DefaultDPoPProofLifetime,
+			DPoPNonceLifetime: DefaultDPoPNonceLifetime, DPoPReplayCacheSize: DefaultDPoPReplayCache,
 		},
-		TLS:     TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem"},
+		TLS:     TLS{CertFile: "certs/cert.pem", KeyFile: "certs/key.pem", ClientAuth: ClientAuthOff},
 		Log:     Log{Level: "debug", Format: "json"},
 		Audit:   Audit{MaxArgumentBytes: DefaultMaxArgumentBytes},
 		Metrics: Metrics{Listen: DefaultMetricsListen},
@@ -335,7 +337,7 @@ log:
 			func(t *testing.T, c *Config) {
 				assert.True(t, c.Server.Insecure)
 				assert.Equal(t, "https://gw.example.com", c.Server.PublicURL)
-				assert.Equal(t, TLS{CertFile: "c.pem", KeyFile: "k.pem"}, c.TLS)
+				assert.Equal(t, TLS{CertFile: "c.pem", KeyFile: "k.pem", ClientAuth: ClientAuthOff}, c.TLS)
 				assert.Equal(t, "json", c.Log.Format)
 			}},
 	}
@@ -525,7 +527,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 103)
+	assert.Len(t, keys, 112)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -163,6 +163,7 @@ func (c *Config) validateTLS(v *validator) {
 			v.add(f.key, "%s; `mcpgate certs` writes a development certificate to certs/", msg)
 		}
 	}
+	c.validateClientCerts(v)
 }
 
 // checkReadable reports what stops the file at path from being read, or "".

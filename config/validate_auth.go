@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
 )
@@ -39,6 +40,45 @@ func (c *Config) validateAuth(v *validator) {
 	}
 	c.validatePolicies(v)
 	c.validateIntrospection(v)
+	c.validateDPoP(v)
+}
+
+func (c *Config) validateDPoP(v *validator) {
+	a := c.Auth
+	switch a.DPoP {
+	case "", auth.DPoPOff, auth.DPoPAllowed, auth.DPoPRequired:
+	default:
+		v.add("auth.dpop", "%q is not a mode; use off, allowed or required", a.DPoP)
+	}
+	if a.DPoP == auth.DPoPOff {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"auth.dpop_nonce", a.DPoPNonce},
+			{"auth.dpop_nonce_secret_file", a.DPoPNonceSecretFile != ""},
+		} {
+			if k.set {
+				v.add(k.key, "is set but auth.dpop is off; set auth.dpop to allowed or required, or remove %s", k.key)
+			}
+		}
+	}
+	if a.DPoPNonceSecretFile != "" {
+		if !a.DPoPNonce {
+			v.add("auth.dpop_nonce_secret_file", "is set but auth.dpop_nonce is false; set auth.dpop_nonce: true, or remove the file")
+		} else if _, err := readSecret(a.DPoPNonceSecretFile); err != nil {
+			v.add("auth.dpop_nonce_secret_file", "%v", err)
+		}
+	}
+	if l := a.DPoPProofLifetime; l != 0 && (l < time.Second || l > 5*time.Minute) {
+		v.add("auth.dpop_proof_lifetime", "%v is outside 1s to 5m; it is how long a copied proof could be replayed at another replica", l)
+	}
+	if l := a.DPoPNonceLifetime; l != 0 && (l < 10*time.Second || l > time.Hour) {
+		v.add("auth.dpop_nonce_lifetime", "%v is outside 10s to 1h", l)
+	}
+	if n := a.DPoPReplayCacheSize; n != 0 && (n < 1000 || n > 1<<24) {
+		v.add("auth.dpop_replay_cache_size", "%d is outside 1000 to 16777216", n)
+	}
 }
 
 // authOptions is the token checker's options as configured, without the
@@ -94,6 +134,19 @@ func (c *Config) AuthOptions() (auth.Options, error) {
 		if o.HMACSecret, err = c.HMACSecret(); err != nil {
 			return o, err
 		}
+	}
+	o.DPoP.PublicURL = c.Server.PublicURL
+	if c.Auth.DPoPNonceSecretFile != "" {
+		if o.DPoP.NonceSecret, err = c.DPoPNonceSecret(); err != nil {
+			return o, err
+		}
+	}
+	if c.CertificateBound() {
+		proxies, err := c.ClientCertProxies()
+		if err != nil {
+			return o, fmt.Errorf("mcpgate: tls.client_cert_proxies: %w", err)
+		}
+		o.MTLS = auth.MTLS{Enabled: true, TrustedProxies: proxies}
 	}
 	switch c.Auth.Introspection {
 	case IntrospectionOpaque, IntrospectionAll:

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/certs"
 )
 
 // fixture holds files a valid network configuration points at.
@@ -335,6 +337,15 @@ func TestValidateProblems(t *testing.T) {
 		{"token cap too small", func(c *Config) { c.Auth.MaxTokenBytes = 100 }, "auth.max_token_bytes", "outside 1KiB to 1MiB"},
 		{"token cap too large", func(c *Config) { c.Auth.MaxTokenBytes = 2 << 20 }, "auth.max_token_bytes", "outside"},
 		{"token cache size below -1", func(c *Config) { c.Auth.TokenCacheSize = -2 }, "auth.token_cache_size", "outside -1 (off) to 1000000"},
+		{"dpop mode unknown", func(c *Config) { c.Auth.DPoP = "on" }, "auth.dpop", `"on" is not a mode; use off, allowed or required`},
+		{"dpop nonce with dpop off", func(c *Config) { c.Auth.DPoP, c.Auth.DPoPNonce = "off", true }, "auth.dpop_nonce", "is set but auth.dpop is off"},
+		{"dpop nonce secret without nonces", func(c *Config) { c.Auth.DPoPNonceSecretFile = f.secret }, "auth.dpop_nonce_secret_file", "auth.dpop_nonce is false"},
+		{"dpop nonce secret missing", func(c *Config) {
+			c.Auth.DPoPNonce, c.Auth.DPoPNonceSecretFile = true, filepath.Join(f.dir, "nope")
+		}, "auth.dpop_nonce_secret_file", "no such file or directory"},
+		{"dpop proof lifetime too long", func(c *Config) { c.Auth.DPoPProofLifetime = 10 * 60e9 }, "auth.dpop_proof_lifetime", "is outside 1s to 5m"},
+		{"dpop nonce lifetime too short", func(c *Config) { c.Auth.DPoPNonceLifetime = 1e9 }, "auth.dpop_nonce_lifetime", "is outside 10s to 1h"},
+		{"dpop replay cache too small", func(c *Config) { c.Auth.DPoPReplayCacheSize = 10 }, "auth.dpop_replay_cache_size", "outside 1000 to 16777216"},
 		{"introspection without issuer", func(c *Config) {
 			localhost(c)
 			c.Auth.Introspection = "opaque"
@@ -361,6 +372,20 @@ func TestValidateProblems(t *testing.T) {
 		{"key without cert", func(c *Config) { c.TLS.CertFile = "" }, "tls.cert_file", "give both files or neither"},
 		{"cert missing", func(c *Config) { c.TLS.CertFile = filepath.Join(f.dir, "nope.pem") }, "tls.cert_file", "no such file or directory; `mcpgate certs` writes"},
 		{"key is a directory", func(c *Config) { c.TLS.KeyFile = f.dir }, "tls.key_file", "is a directory, not a file"},
+		{"client auth unknown", func(c *Config) { c.TLS.ClientAuth = "yes" }, "tls.client_auth", `"yes" is not a mode; use off, optional or required`},
+		{"client auth without a CA", func(c *Config) { c.TLS.ClientAuth = ClientAuthRequired }, "tls.client_ca_file", "is required with tls.client_auth required"},
+		{"client CA not PEM", func(c *Config) {
+			c.TLS.ClientAuth, c.TLS.ClientCAFile = ClientAuthOptional, f.plain
+		}, "tls.client_ca_file", "holds no PEM certificate"},
+		{"client auth without TLS", func(c *Config) {
+			localhost(c)
+			ca, _, err := certs.SelfSigned(nil, time.Now())
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(f.dir, "ca.pem"), ca, 0o644))
+			c.TLS, c.Server.Insecure = TLS{ClientAuth: ClientAuthOptional, ClientCAFile: filepath.Join(f.dir, "ca.pem")}, true
+		}, "tls.client_auth", "needs the gateway to serve TLS itself"},
+		{"client CA with client auth off", func(c *Config) { c.TLS.ClientCAFile = f.plain }, "tls.client_ca_file", "is set but tls.client_auth is off"},
+		{"client cert proxy not an address", func(c *Config) { c.TLS.ClientCertProxies = []string{"proxy.local"} }, "tls.client_cert_proxies", `"proxy.local" is neither an IP address nor a CIDR prefix`},
 
 		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level", `"verbose" is not a level`},
 		{"bad log format", func(c *Config) { c.Log.Format = "xml" }, "log.format", `"xml" is not a format`},

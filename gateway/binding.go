@@ -266,7 +266,9 @@ func (g *Gateway) keyOf(c *call) bindKey {
 	if p := c.principal; p != nil {
 		k.owner, k.user, k.readOnly = c.owner, p.UserID, c.readOnly
 		k.tools = toolsKey(c.granted)
-		k.owner.ClientID = ""
+		// A DPoP key or a client certificate binds sessions, not the
+		// user's worker: every request proves its own.
+		k.owner.ClientID, k.owner.KeyThumbprint, k.owner.CertThumbprint = "", "", ""
 	}
 	return k
 }

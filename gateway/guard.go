@@ -14,8 +14,8 @@ import (
 // the challenge a client needs to start OAuth.
 const (
 	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
-	corsAllowHeaders  = "Authorization, Content-Type, Accept, MCP-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
-	corsExposeHeaders = "MCP-Session-Id, WWW-Authenticate"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, MCP-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name, DPoP"
+	corsExposeHeaders = "MCP-Session-Id, WWW-Authenticate, DPoP-Nonce"
 	corsMaxAge        = 10 * 60 // seconds a browser may cache a preflight
 )
 

@@ -258,6 +258,12 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		obs.metrics.CertificateExpiry(r.NotAfter)
 		notAfter = r.NotAfter
 		srv.TLSConfig = certs.ServerTLSConfig(r)
+		if err := clientCertificates(cfg, srv.TLSConfig); err != nil {
+			ln.Close()
+			sctx, cancel := stopCtx()
+			defer cancel()
+			return errors.Join(err, g.Close(sctx))
+		}
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
 	}
