@@ -13,6 +13,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // bindKey names the worker a request reaches (docs/design.md, Worker per
@@ -33,7 +34,7 @@ type bindKey struct {
 	owner    auth.Owner // auth.Principal.Owner(); zero in localhost mode
 	user     string
 	readOnly bool
-	tools    string // the granted tools, sorted, comma-separated; worker.AllTools without a policy
+	tools    string // the granted tools, sorted, comma-separated; workerproto.AllTools without a policy
 	session  string // the 2025-11-25 session id; "" for a per-user worker
 	// caps, for a per-user worker that speaks only 2025-11-25, is the set
 	// of client capabilities the gateway's initialize declares to it
@@ -60,7 +61,7 @@ func (k bindKey) principal() auth.PrincipalKey { return principalOf(k.owner, k.u
 // grant is the toolSet of k's tools.
 func (k bindKey) grant() toolSet {
 	switch k.tools {
-	case worker.AllTools:
+	case workerproto.AllTools:
 		return nil
 	case "":
 		return toolSet{}
@@ -71,7 +72,7 @@ func (k bindKey) grant() toolSet {
 // toolsKey is a toolSet as a bindKey's tools.
 func toolsKey(t toolSet) string {
 	if t == nil {
-		return worker.AllTools
+		return workerproto.AllTools
 	}
 	return strings.Join(t.list(), ",")
 }
@@ -262,7 +263,7 @@ func (g *Gateway) newBinding(key bindKey) *binding {
 // principal, user and rights, decided as for a session (docs/design.md,
 // Read-only).
 func (g *Gateway) keyOf(c *call) bindKey {
-	k := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools}
+	k := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools}
 	if p := c.principal; p != nil {
 		k.owner, k.user, k.readOnly = c.owner, p.UserID, c.readOnly
 		k.tools = toolsKey(c.granted)

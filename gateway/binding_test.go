@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/mcpgate/mcpgate/auth"
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // TestBindKeySlots: the one table keeps a session by its id alone (a
@@ -15,8 +15,8 @@ import (
 // session's slot, and per-user quotas count both by the principal.
 func TestBindKeySlots(t *testing.T) {
 	alice := auth.Owner{Issuer: "https://i", Subject: "s1", UserID: "alice"}
-	session := bindKey{owner: alice, user: "alice", tools: worker.AllTools, session: "abc"}
-	user := bindKey{owner: alice, user: "alice", tools: worker.AllTools}
+	session := bindKey{owner: alice, user: "alice", tools: workerproto.AllTools, session: "abc"}
+	user := bindKey{owner: alice, user: "alice", tools: workerproto.AllTools}
 	assert.Equal(t, bindKey{session: "abc"}, session.slot(), "a session is kept by its id")
 	assert.Equal(t, user, user.slot(), "a per-user worker is kept by its whole key")
 	assert.NotEqual(t, session.slot(), user.slot())

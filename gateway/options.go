@@ -40,7 +40,7 @@ type Options struct {
 	// balancer; it starts every legacy session id and every per-user
 	// worker's instance id (and so its transaction handles), so the load
 	// balancer can send a request to the replica that holds its session or
-	// transaction (see worker.ReplicaSeparator). Empty means a single gateway: ids
+	// transaction (see workerproto.ReplicaSeparator). Empty means a single gateway: ids
 	// without a prefix. CheckReplicaID says what is valid.
 	ReplicaID string
 

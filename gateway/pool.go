@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // initializeCaps is the capabilities object of the gateway's initialize
@@ -36,7 +37,7 @@ func (g *Gateway) startWorker(uw *binding) {
 		g.remove(uw)
 	}
 	started := g.opts.Now()
-	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: worker.ScopeUser},
+	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: workerproto.ScopeUser},
 		worker.ConnConfig{
 			Logger: uw.log,
 			OnExit: func() {

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // replicaPattern is what a replica id may be: a DNS label (RFC 1123), so
 // that a Kubernetes pod name (a StatefulSet's mcpgate-0) or a host name
-// serves as one, and so that it holds neither worker.ReplicaSeparator,
+// serves as one, and so that it holds neither workerproto.ReplicaSeparator,
 // which ends it in every id below, nor the "." that splits a transaction
 // handle.
 var replicaPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -29,7 +29,7 @@ func (o Options) replicaPrefix() string {
 	if o.ReplicaID == "" {
 		return ""
 	}
-	return o.ReplicaID + worker.ReplicaSeparator
+	return o.ReplicaID + workerproto.ReplicaSeparator
 }
 
 // newSessionID mints a legacy session id: 128 bits from crypto/rand

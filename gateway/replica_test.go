@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 func TestCheckReplicaID(t *testing.T) {
@@ -23,13 +24,13 @@ func TestCheckReplicaID(t *testing.T) {
 }
 
 // TestReplicaIDs: every session id and per-user worker instance id starts
-// with the replica id, and worker.ReplicaOf reads it back.
+// with the replica id, and workerproto.ReplicaOf reads it back.
 func TestReplicaIDs(t *testing.T) {
 	for _, replica := range []string{"", "mcpgate-2"} {
 		g := &Gateway{opts: Options{ReplicaID: replica}}
 		sid, inst := g.newSessionID(), g.newInstanceID()
-		assert.Equal(t, replica, worker.ReplicaOf(sid), sid)
-		assert.Equal(t, replica, worker.ReplicaOf(inst), inst)
+		assert.Equal(t, replica, workerproto.ReplicaOf(sid), sid)
+		assert.Equal(t, replica, workerproto.ReplicaOf(inst), inst)
 		assert.Len(t, strings.TrimPrefix(sid, g.opts.replicaPrefix()), 32, "128 bits after the prefix")
 		assert.True(t, strings.HasPrefix(strings.TrimPrefix(inst, g.opts.replicaPrefix()), "u-"), inst)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // initialize opens a session for an initialize request: reserve a slot,
@@ -15,7 +16,7 @@ import (
 // answer and a fresh MCP-Session-Id.
 func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message) {
 	r := c.r
-	key := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: worker.AllTools, session: g.newSessionID()}
+	key := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools, session: g.newSessionID()}
 	if p := c.principal; p != nil {
 		key.owner, key.user, key.readOnly = c.owner, p.UserID, c.readOnly
 		key.tools = toolsKey(c.granted)
@@ -145,7 +146,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 // replaced ends alone.
 func (g *Gateway) startSessionWorker(s *binding, readOnly bool, tools toolSet) (*worker.Conn, error) {
 	var self atomic.Pointer[worker.Conn]
-	conn, err := g.launcher.Start(worker.Session{User: s.key.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: worker.ScopeSession},
+	conn, err := g.launcher.Start(worker.Session{User: s.key.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: workerproto.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() {
 			c := self.Load()
 			reason := ExitReplaced // a worker the session has moved on from

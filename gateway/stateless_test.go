@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/worker"
+	"github.com/mcpgate/mcpgate/workerproto"
 )
 
 // modernMeta is the _meta every 2026-07-28 request carries.
@@ -292,7 +293,7 @@ func TestModernWorkerExitAndRestart(t *testing.T) {
 
 // testKey is the pool key of a test principal (principalGateway).
 func testKey(user string, readOnly bool) bindKey {
-	return bindKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly, tools: worker.AllTools}
+	return bindKey{owner: auth.Owner{Issuer: "https://issuer", Subject: "sub-" + user, UserID: user}, user: user, readOnly: readOnly, tools: workerproto.AllTools}
 }
 
 // workerOf returns the started per-user worker of key, if any.
@@ -418,7 +419,7 @@ func TestModernClosedStreamCancels(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	key := bindKey{user: g.opts.LocalUser, tools: worker.AllTools}
+	key := bindKey{user: g.opts.LocalUser, tools: workerproto.AllTools}
 	inflight := func() int {
 		uw := g.workerOf(key)
 		if uw == nil {
