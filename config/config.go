@@ -209,7 +209,7 @@ func Default() *Config {
 // stand for, because zero is a value of their own (worker.pool_size 0 turns
 // the pool off).
 func preset() *Config {
-	return &Config{Worker: Worker{PoolSize: DefaultPoolSize}}
+	return &Config{Worker: Worker{PoolSize: DefaultPoolSize, Sandbox: WorkerSandbox{Enabled: true}}}
 }
 
 // applyDefaults fills every zero field that has a default. It is idempotent.

@@ -75,6 +75,10 @@ type ProcessConfig struct {
 	// Cgroup is the delegated cgroup the worker gets a leaf of; nil means
 	// none.
 	Cgroup *Cgroup
+	// Confine starts the worker through LimitHelper even when no rlimit
+	// is set, because the helper's own arguments confine it (mcpgate
+	// exec-limited's sandbox): one exec, whatever it applies.
+	Confine bool
 
 	// MaxLineBytes bounds one message the worker writes; 0 means
 	// DefaultMaxLineBytes. A longer line is read through without being
@@ -135,10 +139,10 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		return nil, fmt.Errorf("worker: stderr pipe: %w", err)
 	}
 	argv := cfg.Command
-	if cfg.Limits.rlimited() {
+	if cfg.Limits.rlimited() || cfg.Confine {
 		if len(cfg.LimitHelper) == 0 {
 			closeAll(inR, inW, outR, outW, errR, errW)
-			return nil, errors.New("worker: rlimits are set but no limit helper is configured")
+			return nil, errors.New("worker: rlimits or confinement are set but no limit helper is configured")
 		}
 		prog, err := resolve(cfg.Command[0])
 		if err != nil {

@@ -62,6 +62,9 @@ func Run(ctx context.Context, p Program) error {
 	if id.User == "" {
 		return nil // a pre-started worker stopped unclaimed
 	}
+	if err := confine(p.Getenv); err != nil {
+		return err // before reading anything more, or opening the database
+	}
 	if id.Tools != nil && !id.ReadOnly {
 		// A worker that may run no writing tool opens its database
 		// read-only too: the engine enforces what the gateway decided.
