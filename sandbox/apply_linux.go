@@ -11,17 +11,18 @@ import (
 // Report says what Apply enforced.
 type Report struct {
 	Support
-	// Landlock and Seccomp report the parts that were applied.
-	Landlock, Seccomp bool
+	// LandlockApplied and SeccompApplied report the parts that were
+	// applied.
+	LandlockApplied, SeccompApplied bool
 }
 
 // String is the report for a log line.
 func (r Report) String() string {
 	s := fmt.Sprintf("landlock ABI %d", r.LandlockABI)
-	if !r.Landlock {
+	if !r.LandlockApplied {
 		s += " (not applied)"
 	}
-	if r.Seccomp {
+	if r.SeccompApplied {
 		s += ", seccomp deny list"
 	} else {
 		s += ", no seccomp"
@@ -50,13 +51,13 @@ func Apply(s Spec) (Report, error) {
 		if err := restrictLandlock(s); err != nil {
 			return r, err
 		}
-		r.Landlock = true
+		r.LandlockApplied = true
 	}
 	if r.Seccomp {
 		if err := loadFilter(); err != nil {
 			return r, err
 		}
-		r.Seccomp = true
+		r.SeccompApplied = true
 	}
 	return r, nil
 }

@@ -25,7 +25,7 @@ func (s Support) Missing() string { return "not Linux: no Landlock, seccomp or n
 // Report says what Apply enforced.
 type Report struct {
 	Support
-	Landlock, Seccomp bool
+	LandlockApplied, SeccompApplied bool
 }
 
 func (r Report) String() string { return "no sandbox (not Linux)" }

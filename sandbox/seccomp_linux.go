@@ -27,7 +27,14 @@ var Denied = []struct {
 	{[]string{"userfaultfd"}, "stall the kernel at will inside a copy: the usual tool of kernel race exploits"},
 	{[]string{"io_uring_setup", "io_uring_enter", "io_uring_register"}, "a second system call interface that seccomp cannot see into"},
 	{[]string{"open_by_handle_at", "name_to_handle_at"}, "open files by handle, around the path walk that Landlock checks"},
+	{[]string{"listen"}, "accept connections: Landlock checks bind, but listen on a socket never bound takes an ephemeral port on every address unchecked; a stdio server has no listener"},
 }
+
+// ipprotoMPTCP is Multipath TCP's protocol number, which Landlock's TCP
+// rules do not cover: an MPTCP socket connects and binds to any port. A
+// socket of it gets EPROTONOSUPPORT ("not available here"), on which
+// programs that try MPTCP first (Go's listeners) fall back to TCP.
+const ipprotoMPTCP = 262
 
 // cloneNamespaceFlags are clone(2)'s flags that create a namespace
 // (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET); a
@@ -39,9 +46,10 @@ const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE
 const personalityQuery = 0xffffffff
 
 // policy is the deny list for go-seccomp-bpf: everything allowed but
-// Denied, clone with a namespace flag and personality changes (EPERM), and
-// clone3 (ENOSYS: its flags live in memory a filter cannot read, and
-// libc then falls back to clone, which the filter can read).
+// Denied, clone with a namespace flag and personality changes (EPERM),
+// clone3 (ENOSYS: its flags live in memory a filter cannot read, and libc
+// then falls back to clone, which the filter can read) and MPTCP sockets
+// (EPROTONOSUPPORT).
 func policy() seccomp.Policy {
 	var names []string
 	for _, d := range Denied {
@@ -59,6 +67,9 @@ func policy() seccomp.Policy {
 				}},
 			}},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
+			{Action: seccomp.ActionErrno | seccomp.Action(unix.EPROTONOSUPPORT), NamesWithCondtions: []seccomp.NameWithConditions{
+				{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 2, Operation: seccomp.Equal, Value: ipprotoMPTCP}}},
+			}},
 		},
 	}
 }
