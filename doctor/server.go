@@ -71,6 +71,7 @@ func CheckServer(ctx context.Context, cfg *config.Config, o ServerOptions) *Repo
 		r.fail("tls", "no TLS on a non-loopback address", "set tls.cert_file and tls.key_file")
 	}
 
+	checkSandbox(r, cfg)
 	if o.Worker != nil {
 		for _, ro := range []bool{false, true} {
 			check := "worker"

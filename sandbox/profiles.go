@@ -15,7 +15,7 @@ var SystemRead = []string{
 	"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/etc/ca-certificates.conf",
 	"/etc/localtime", "/etc/timezone",
 	"/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
-	"/etc/services", "/etc/protocols", "/etc/passwd", "/etc/group", "/etc/mime.types",
+	"/etc/services", "/etc/protocols", "/etc/passwd", "/etc/group", "/etc/mime.types", "/etc/locale.alias",
 	"/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime", "/proc/version",
 	"/sys/devices/system/cpu", "/sys/fs/cgroup",
 	"/dev/urandom", "/dev/random",

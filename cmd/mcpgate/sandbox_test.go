@@ -170,3 +170,21 @@ func TestSandboxArgRefusesBadSpec(t *testing.T) {
 	assert.NotContains(t, string(out), "ran")
 	assert.True(t, strings.Contains(string(out), "not absolute"), "%s", out)
 }
+
+// TestSandboxCheckListsRefusals: mcpgate sandbox check runs a command
+// under the external profile and names what the kernel refused it.
+func TestSandboxCheckListsRefusals(t *testing.T) {
+	needSandboxHost(t)
+	if _, err := exec.LookPath("strace"); err != nil {
+		if os.Getenv("MCPGATE_REQUIRE_ROOT") == "1" {
+			t.Fatal("strace is missing (.ci/run installs it)")
+		}
+		t.Skip("strace is not installed")
+	}
+	var stderr strings.Builder
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &strings.Builder{}, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	require.NoError(t, m.Run(t.Context(), []string{"sandbox", "check", "--", "/bin/cat", "/etc/shadow"}))
+	assert.Contains(t, stderr.String(), `refused: openat(AT_FDCWD, "/etc/shadow", O_RDONLY) = EACCES`)
+	assert.Contains(t, stderr.String(), "/bin/cat exited: exit status 1")
+	assert.NotContains(t, stderr.String(), "epoll_ctl")
+}
