@@ -110,6 +110,9 @@ func startLocalGateway(t *testing.T, env map[string]string) *localGateway {
 		"MCPGATE_LIMITS_DRAIN_MIN": "1ms",
 		// Not the default 127.0.0.1:9464: tests run side by side.
 		"MCPGATE_METRICS_LISTEN": "127.0.0.1:0",
+		// The stub worker runs confined, as any worker.command does; its
+		// FIFOs and call logs are in the tests' temporary directories.
+		"MCPGATE_WORKER_SANDBOX_WRITE_PATHS": os.TempDir(),
 	}
 	for k, v := range env {
 		full[k] = v

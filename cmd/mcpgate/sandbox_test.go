@@ -188,3 +188,81 @@ func TestSandboxCheckListsRefusals(t *testing.T) {
 	assert.Contains(t, stderr.String(), "/bin/cat exited: exit status 1")
 	assert.NotContains(t, stderr.String(), "epoll_ctl")
 }
+
+// TestGatewayConfinesExternalWorker: worker.sandbox reaches a worker the
+// gateway starts: on by default, the hostile worker as worker.command is
+// refused /etc/shadow; turned off, it reads it.
+func TestGatewayConfinesExternalWorker(t *testing.T) {
+	needSandboxHost(t)
+	hostile, err := hostileWorker()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		enabled, want string
+	}{{"", "errno EACCES"}, {"false", "ok"}} {
+		t.Run("enabled="+c.enabled, func(t *testing.T) {
+			lg := startLocalGateway(t, map[string]string{"MCPGATE_WORKER_COMMAND": hostile, "MCPGATE_WORKER_SANDBOX_ENABLED": c.enabled})
+			sid := lg.session(t)
+			code, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/etc/shadow"}}}`)
+			require.Equal(t, 200, code, body)
+			assert.Contains(t, body, `"text":"`+c.want+`"`)
+		})
+	}
+}
+
+// TestGatewayBuiltinWorkerConfinesItself: a built-in worker the gateway
+// hands a session, pre-started or not, runs with no_new_privs and the
+// seccomp filter by the time it answers initialize; a pre-started one that
+// no session has claimed yet does not (it confines itself once its
+// identity comes).
+func TestGatewayBuiltinWorkerConfinesItself(t *testing.T) {
+	needSandboxHost(t)
+	for _, pool := range []string{"0", "1"} {
+		t.Run("pool_size="+pool, func(t *testing.T) {
+			lg := startLocalGateway(t, map[string]string{
+				"MCPGATE_WORKER_COMMAND": "", "MCPGATE_WORKER_POOL_SIZE": pool,
+				"MCPGATE_DATABASE_PATH": filepath.Join(t.TempDir(), "data", "mcpgate.db"),
+			})
+			sid := lg.session(t)
+			code, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}`)
+			require.Equal(t, 200, code, body)
+			require.NotContains(t, body, `"isError":true`)
+			confined := 0
+			for _, pid := range workerChildren(t) {
+				status, err := os.ReadFile("/proc/" + pid + "/status")
+				if err != nil {
+					continue // gone
+				}
+				if strings.Contains(string(status), "NoNewPrivs:\t1") && strings.Contains(string(status), "Seccomp:\t2") {
+					confined++
+				}
+			}
+			assert.Equal(t, 1, confined, "the session's worker, and only it")
+		})
+	}
+}
+
+// workerChildren lists the pids of this process's children that run the
+// built-in worker.
+func workerChildren(t *testing.T) []string {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var pids []string
+	me := strconv.Itoa(os.Getpid())
+	for _, p := range procs {
+		stat, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 2 || fields[1] != me {
+			continue
+		}
+		pid := filepath.Base(filepath.Dir(p))
+		if cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline"); strings.Contains(string(cmdline), "\x00worker") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
