@@ -5,6 +5,7 @@ import (
 
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,12 +62,14 @@ func SandboxNeeds(dsn string, getenv func(string) string) (files []string, ports
 			files[i] = abs
 		}
 	}
-	pc, err := pgconn.ParseConfig(dsn)
+	pc, err := pgconn.ParseConfig(withoutFiles(dsn))
 	if err != nil {
 		return files, nil
 	}
 	add := func(host string, port uint16) {
-		if !strings.HasPrefix(host, "/") && port != 0 {
+		// A host appears once per TLS attempt (sslmode=prefer tries TLS,
+		// then plain): each port once.
+		if !strings.HasPrefix(host, "/") && port != 0 && !slices.Contains(ports, port) {
 			ports = append(ports, port)
 		}
 	}
@@ -82,4 +85,24 @@ func SandboxNeeds(dsn string, getenv func(string) string) (files []string, ports
 var SandboxSystemFiles = []string{
 	"/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf", "/etc/services",
 	"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates", "/usr/local/share/ca-certificates",
+}
+
+// withoutFiles is dsn with TLS off and no file named, for its hosts and
+// ports alone: parsing reads the files it names, which need not exist
+// where the ports are read (and fail the parse when they do not).
+func withoutFiles(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return dsn
+		}
+		q := u.Query()
+		for _, k := range fileKeys {
+			q.Del(k)
+		}
+		q.Set("sslmode", "disable")
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " sslmode=disable sslrootcert='' sslcert='' sslkey='' passfile='' servicefile=''"
 }

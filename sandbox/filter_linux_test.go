@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFilterAssembles: the deny list names only system calls this
+// architecture has, and fits a BPF program.
+func TestFilterAssembles(t *testing.T) {
+	f, err := filter()
+	require.NoError(t, err)
+	assert.NotEmpty(t, f)
+	assert.Less(t, len(f), 4096, "BPF_MAXINSNS")
+}
+
+// TestRulesSkipMissingPaths: a path that does not exist is left out rather
+// than failing the worker's start (system paths differ between
+// distributions); files and directories get rules of their kind.
+func TestRulesSkipMissingPaths(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	rs := rules(Spec{Read: []string{dir, filepath.Join(dir, "missing")}, Write: []string{file}, Connect: []uint16{443}}, "")
+	assert.Len(t, rs, 3)
+	rs = rules(Spec{Connect: []uint16{443}, ConnectAny: true}, "")
+	assert.Empty(t, rs, "with any port, no port rule")
+}
