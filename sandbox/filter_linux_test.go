@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,4 +30,19 @@ func TestRulesSkipMissingPaths(t *testing.T) {
 	assert.Len(t, rs, 3)
 	rs = rules(Spec{Connect: []uint16{443}, ConnectAny: true}, "")
 	assert.Empty(t, rs, "with any port, no port rule")
+}
+
+// TestDeniedListIsDocumented: every system call of the deny list is in
+// docs/sandbox.md.
+func TestDeniedListIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "sandbox.md"))
+	require.NoError(t, err)
+	for _, d := range Denied {
+		for _, n := range d.Names {
+			assert.True(t, strings.Contains(string(doc), "`"+n+"`"), "%s is not in docs/sandbox.md", n)
+		}
+	}
+	for _, n := range []string{"clone3", "personality", "IPPROTO_MPTCP", "int 0x80"} {
+		assert.Contains(t, string(doc), n)
+	}
 }

@@ -10,12 +10,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Denied lists the system calls the filter refuses with EPERM, each with
-// why no MCP server needs it (docs/sandbox.md repeats the list).
-var Denied = []struct {
+// Denial is one entry of the deny list: system calls and why no MCP
+// server needs them.
+type Denial struct {
 	Names []string
 	Why   string
-}{
+}
+
+// Denied lists the system calls the filter refuses with EPERM
+// (docs/sandbox.md repeats the list).
+var Denied = []Denial{
 	{[]string{"ptrace", "process_vm_readv", "process_vm_writev"}, "read or change another process's memory: the gateway's, another worker's"},
 	{[]string{"mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr"}, "change the file system tree, which Landlock's rules are written against"},
 	{[]string{"bpf"}, "load kernel programs: a large attack surface of the kernel itself"},
