@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -19,11 +16,6 @@ import (
 )
 
 func init() { commands["sandbox"] = runSandbox }
-
-// refusal matches a system call the kernel refused in strace's output: the
-// call and its arguments, and the errno (not ENOSYS: clone3's, on which
-// programs fall back to clone).
-var refusal = regexp.MustCompile(`^(?:\d+\s+)?(\w+\(.*\)) += -1 (EACCES|EPERM|EPROTONOSUPPORT) `)
 
 // runSandbox is `mcpgate sandbox check [--config FILE] -- CMD...`: CMD under
 // the external worker profile of the configuration (worker.sandbox,
@@ -121,35 +113,26 @@ strace, when installed) and CMD's exit status.
 	return nil
 }
 
-// printRefusals lists the refused calls of an strace output file, each
-// once.
+// printRefusals lists the refused calls of an strace output file.
 func printRefusals(m *Main, trace string) error {
 	f, err := os.Open(trace)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var seen []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		// epoll_ctl answers EPERM for a regular file, which Go's runtime
-		// (the helper's, a Go server's) tries on every file it opens.
-		if r := refusal.FindStringSubmatch(sc.Text()); r != nil && !strings.HasPrefix(r[1], "epoll_ctl(") {
-			if line := r[1] + " = " + r[2]; !slices.Contains(seen, line) {
-				seen = append(seen, line)
-			}
-		}
+	seen, err := sandbox.Refusals(f)
+	if err != nil {
+		return err
 	}
 	if len(seen) == 0 {
 		fmt.Fprintln(m.Stderr, "mcpgate sandbox check: nothing was refused")
-		return sc.Err()
+		return nil
 	}
 	fmt.Fprintf(m.Stderr, "mcpgate sandbox check: %d refused:\n", len(seen))
 	for _, l := range seen {
 		fmt.Fprintln(m.Stderr, "  refused:", l)
 	}
-	return sc.Err()
+	return nil
 }
 
 // connectText says which TCP ports a profile may connect to.
