@@ -32,7 +32,7 @@ func (r Report) String() string {
 
 // Apply confines the calling process, every thread of it, and whatever it
 // later execs or forks: no_new_privs, then the Landlock rule set, then the
-// seccomp filter. With s.Require it refuses, changing nothing, when the
+// seccomp filter (assembled by Prepare, or here). With s.Require it refuses, changing nothing, when the
 // kernel cannot enforce the whole rule set (ErrUnsupported); otherwise it
 // applies what the kernel offers and the Report says what that was.
 // Nothing undoes it.
@@ -44,8 +44,12 @@ func Apply(s Spec) (Report, error) {
 	// Before the file rules: the time zone is read on first use, which
 	// may come after the rules forbid /etc/localtime.
 	_, _ = time.Now().Zone()
-	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return r, fmt.Errorf("sandbox: no_new_privs: %w", err)
+	if r.LandlockABI == 0 && !r.Seccomp {
+		// Otherwise each sets it on every thread itself, before its rules
+		// (go-landlock, and seccomp's TSYNC from the calling thread).
+		if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return r, fmt.Errorf("sandbox: no_new_privs: %w", err)
+		}
 	}
 	if r.LandlockABI > 0 {
 		if err := restrictLandlock(s); err != nil {

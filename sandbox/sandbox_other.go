@@ -37,3 +37,6 @@ func Apply(s Spec) (Report, error) {
 	}
 	return Report{}, nil
 }
+
+// Prepare does nothing off Linux.
+func Prepare() error { return nil }

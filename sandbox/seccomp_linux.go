@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -110,14 +111,37 @@ func filter() ([]unix.SockFilter, error) {
 	return out, nil
 }
 
-// loadFilter installs the filter on every thread of the process
-// (SECCOMP_FILTER_FLAG_TSYNC); the calling thread has no_new_privs, which
-// TSYNC carries to the others.
-func loadFilter() error {
+// prepared is the filter Prepare assembled.
+var prepared struct {
+	sync.Mutex
+	f []unix.SockFilter
+}
+
+// Prepare assembles the seccomp filter ahead of Apply, which then only
+// loads it: a pre-started worker does this before its identity comes, so
+// a session does not wait for it.
+func Prepare() error {
+	prepared.Lock()
+	defer prepared.Unlock()
+	if prepared.f != nil {
+		return nil
+	}
 	f, err := filter()
 	if err != nil {
 		return fmt.Errorf("sandbox: seccomp filter: %w", err)
 	}
+	prepared.f = f
+	return nil
+}
+
+// loadFilter installs the filter on every thread of the process
+// (SECCOMP_FILTER_FLAG_TSYNC); the calling thread has no_new_privs, which
+// TSYNC carries to the others.
+func loadFilter() error {
+	if err := Prepare(); err != nil {
+		return err
+	}
+	f := prepared.f
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

@@ -197,6 +197,9 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (worker.Ident
 			return worker.Identity{}, nil, nil, nil, err
 		}
 	}
+	if err := prepareConfinement(p.Getenv); err != nil {
+		return worker.Identity{}, nil, nil, nil, err
+	}
 	debug.FreeOSMemory()
 	in := bufio.NewReaderSize(p.Stdin, worker.MaxIdentityLine)
 	id, err := worker.ReadIdentityLine(in)

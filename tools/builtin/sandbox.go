@@ -42,6 +42,15 @@ func confine(getenv func(string) string) error {
 	return nil
 }
 
+// prepareConfinement does, for a pre-started worker, the part of confine
+// that needs no identity: assembling the seccomp filter.
+func prepareConfinement(getenv func(string) string) error {
+	if getenv(sandbox.EnvSpec) == "" {
+		return nil
+	}
+	return sandbox.Prepare()
+}
+
 // databaseNeeds is what the worker's database needs under the sandbox:
 // SQLite's directory (the database, its journal, WAL and shared-memory
 // files; made when missing), or PostgreSQL's client files and server ports.
