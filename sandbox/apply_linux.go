@@ -8,6 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// probe is Probe; tests replace it.
+var probe = Probe
+
 // Report says what Apply enforced.
 type Report struct {
 	Support
@@ -37,7 +40,7 @@ func (r Report) String() string {
 // applies what the kernel offers and the Report says what that was.
 // Nothing undoes it.
 func Apply(s Spec) (Report, error) {
-	r := Report{Support: Probe()}
+	r := Report{Support: probe()}
 	if s.Require && !r.Full() {
 		return r, fmt.Errorf("%w: %s (worker.sandbox.require is set)", ErrUnsupported, r.Missing())
 	}

@@ -46,3 +46,18 @@ func TestDeniedListIsDocumented(t *testing.T) {
 		assert.Contains(t, string(doc), n)
 	}
 }
+
+// TestApplyRequireRefusesOlderKernel: with Require, a kernel short of the
+// whole rule set gets ErrUnsupported before anything is applied (this
+// test process stays unconfined, which the next test would notice).
+func TestApplyRequireRefusesOlderKernel(t *testing.T) {
+	orig := probe
+	probe = func() Support { return Support{LandlockABI: 5, Seccomp: true} }
+	t.Cleanup(func() { probe = orig })
+	_, err := Apply(Spec{Require: true})
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "scoping")
+	status, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	assert.Contains(t, string(status), "Seccomp:\t0")
+}

@@ -26,6 +26,9 @@ func execLimited(_ context.Context, _ *Main, args []string) error {
 	return worker.ExecLimited(args, os.Environ())
 }
 
+// probeSandbox asks the kernel what it offers; tests replace it.
+var probeSandbox = sandbox.Probe
+
 // sandboxSpec is worker.sandbox as the base of both profiles.
 func sandboxSpec(s config.WorkerSandbox) sandbox.Spec {
 	ports, any := s.ConnectPorts()
@@ -44,7 +47,7 @@ func workerSandbox(cfg *config.Config, log *slog.Logger, command []string, built
 		log.Warn("mcpgate: worker.sandbox.enabled is false: workers run unconfined, able to read and reach whatever the gateway's account can")
 		return nil
 	}
-	sup := sandbox.Probe()
+	sup := probeSandbox()
 	switch {
 	case !sup.Full() && s.Require:
 		return fmt.Errorf("mcpgate: worker.sandbox.require is set, but this kernel has Landlock ABI %d and seccomp %v: %s", sup.LandlockABI, sup.Seccomp, sup.Missing())

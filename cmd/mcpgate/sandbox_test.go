@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -14,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/sandbox"
+	"github.com/mcpgate/mcpgate/worker"
 )
 
 // hostileWorker builds the sandbox tests' hostile stdio MCP server once.
@@ -265,4 +268,32 @@ func workerChildren(t *testing.T) []string {
 		}
 	}
 	return pids
+}
+
+// TestSandboxOnAnOlderKernel: on a kernel without the whole rule set the
+// gateway says loudly what is missing and confines workers with the rest;
+// with worker.sandbox.require it refuses to start.
+func TestSandboxOnAnOlderKernel(t *testing.T) {
+	orig := probeSandbox
+	probeSandbox = func() sandbox.Support { return sandbox.Support{LandlockABI: 3, Seccomp: true} }
+	t.Cleanup(func() { probeSandbox = orig })
+	for _, require_ := range []bool{false, true} {
+		t.Run("require="+strconv.FormatBool(require_), func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Worker.Sandbox.Require = require_
+			var log strings.Builder
+			var wopts worker.LauncherOptions
+			err := workerSandbox(cfg, slog.New(slog.NewTextHandler(&log, nil)), nil, true, &wopts)
+			if require_ {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "Landlock ABI 3")
+				assert.Contains(t, err.Error(), "no TCP rules")
+				return
+			}
+			require.NoError(t, err)
+			assert.Contains(t, log.String(), "THE WORKER SANDBOX IS INCOMPLETE")
+			assert.Contains(t, log.String(), "landlock_abi=3")
+			assert.Contains(t, strings.Join(wopts.Env, " "), sandbox.EnvSpec+"=", "the worker still confines itself with what there is")
+		})
+	}
 }
