@@ -54,10 +54,22 @@ func TestApplyRequireRefusesOlderKernel(t *testing.T) {
 	orig := probe
 	probe = func() Support { return Support{LandlockABI: 5, Seccomp: true} }
 	t.Cleanup(func() { probe = orig })
-	_, err := Apply(Spec{Require: true})
+	before, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	_, err = Apply(Spec{Require: true})
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.Contains(t, err.Error(), "scoping")
-	status, err := os.ReadFile("/proc/self/status")
+	after, err := os.ReadFile("/proc/self/status")
 	require.NoError(t, err)
-	assert.Contains(t, string(status), "Seccomp:\t0")
+	field := func(status []byte, name string) string {
+		for _, l := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(l, name+":") {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, f := range []string{"NoNewPrivs", "Seccomp", "Seccomp_filters"} {
+		assert.Equal(t, field(before, f), field(after, f))
+	}
 }
