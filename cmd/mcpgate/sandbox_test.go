@@ -213,8 +213,8 @@ func TestGatewayConfinesExternalWorker(t *testing.T) {
 }
 
 // TestGatewayBuiltinWorkerConfinesItself: a built-in worker the gateway
-// hands a session, pre-started or not, runs with no_new_privs and the
-// seccomp filter by the time it answers initialize; a pre-started one that
+// hands a session, pre-started or not, runs under the seccomp filter by
+// the time it answers initialize; a pre-started one that
 // no session has claimed yet does not (it confines itself once its
 // identity comes).
 func TestGatewayBuiltinWorkerConfinesItself(t *testing.T) {
@@ -229,19 +229,36 @@ func TestGatewayBuiltinWorkerConfinesItself(t *testing.T) {
 			code, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}`)
 			require.Equal(t, 200, code, body)
 			require.NotContains(t, body, `"isError":true`)
+			// One seccomp filter more than this process has (a container's
+			// own would count for both).
+			own := seccompFilters(t, "self")
 			confined := 0
 			for _, pid := range workerChildren(t) {
-				status, err := os.ReadFile("/proc/" + pid + "/status")
-				if err != nil {
-					continue // gone
-				}
-				if strings.Contains(string(status), "NoNewPrivs:\t1") && strings.Contains(string(status), "Seccomp:\t2") {
+				if seccompFilters(t, pid) > own {
 					confined++
 				}
 			}
 			assert.Equal(t, 1, confined, "the session's worker, and only it")
 		})
 	}
+}
+
+// seccompFilters is the number of seccomp filters on process pid, or -1
+// when it is gone.
+func seccompFilters(t *testing.T, pid string) int {
+	t.Helper()
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "Seccomp_filters:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return -1
 }
 
 // workerChildren lists the pids of this process's children that run the
