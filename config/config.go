@@ -223,7 +223,7 @@ func Default() *Config {
 // stand for, because zero is a value of their own (worker.pool_size 0 turns
 // the pool off).
 func preset() *Config {
-	return &Config{Worker: Worker{PoolSize: DefaultPoolSize, RunAs: DefaultRunAs}, Web: Web{Enabled: true}}
+	return &Config{Worker: Worker{PoolSize: DefaultPoolSize, RunAs: DefaultRunAs, Sandbox: WorkerSandbox{Enabled: true}}, Web: Web{Enabled: true}}
 }
 
 // applyDefaults fills every zero field that has a default: the packages'

@@ -218,6 +218,7 @@ func TestLoadFile(t *testing.T) {
 			Limits:    WorkerLimits{Memory: 512 << 20, CPUTime: 10 * time.Minute, CPU: 1.5},
 			PoolSize:  DefaultPoolSize,
 			RunAs:     DefaultRunAs,
+			Sandbox:   WorkerSandbox{Enabled: true},
 		},
 		Database: Database{
 			Driver: "postgres", Path: DefaultDatabasePath, DSN: "postgres://mcp@db.example.com/mcp",
@@ -527,7 +528,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 112)
+	assert.Len(t, keys, 117)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

@@ -71,6 +71,7 @@ func (c *Config) Validate() error {
 	c.validateLimits(v)
 	c.validateWorkerLimits(v)
 	c.validateWorker(v)
+	c.validateSandbox(v)
 	c.validateDatabase(v)
 	c.validateAuth(v)
 	c.validateTLS(v)

@@ -31,6 +31,8 @@ type Worker struct {
 	SafeMethods []string `mapstructure:"safe_methods"`
 	// Limits bound each worker process (worker.limits.*).
 	Limits WorkerLimits `mapstructure:"limits"`
+	// Sandbox confines each worker process (worker.sandbox.*).
+	Sandbox WorkerSandbox `mapstructure:"sandbox"`
 	// PoolSize is how many built-in workers the gateway keeps started
 	// ahead of need, each handed its session's identity on stdin when a
 	// session claims it; 0 turns the pool off. Default DefaultPoolSize.

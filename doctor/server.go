@@ -72,6 +72,7 @@ func CheckServer(ctx context.Context, cfg *config.Config, o ServerOptions) *Repo
 	}
 
 	checkAccounts(r, cfg)
+	checkSandbox(r, cfg)
 	if o.Worker != nil {
 		for _, ro := range []bool{false, true} {
 			check := "worker"

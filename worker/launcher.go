@@ -51,6 +51,10 @@ type LauncherOptions struct {
 	Limits      Limits
 	LimitHelper []string
 	Cgroup      *Cgroup
+	// Confine starts every worker through LimitHelper even without an
+	// rlimit: the helper's own arguments then confine the worker (the
+	// sandbox of an external command). See ProcessConfig.Confine.
+	Confine bool
 	// MaxMessageBytes bounds one message a worker writes (0:
 	// DefaultMaxLineBytes); an answer over it fails its request alone
 	// (KindTooLarge). See ProcessConfig.MaxLineBytes.
@@ -247,7 +251,7 @@ func (l *Launcher) PoolStats() (hits, misses int64) {
 // environment.
 func (l *Launcher) processConfig(env []string, log *slog.Logger) ProcessConfig {
 	return ProcessConfig{Command: l.command, Env: env, Dir: l.opts.Dir, Logger: log, SendTimeout: l.opts.SendTimeout, MaxLineBytes: l.opts.MaxMessageBytes,
-		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup}
+		Limits: l.opts.Limits, LimitHelper: l.opts.LimitHelper, Cgroup: l.opts.Cgroup, Confine: l.opts.Confine}
 }
 
 // pooledEnv is a pre-started worker's environment: the base variables,

@@ -80,6 +80,10 @@ type ProcessConfig struct {
 	// before the limit helper, whose RLIMIT_NPROC then counts that
 	// account's processes).
 	Account *Account
+	// Confine starts the worker through LimitHelper even when no rlimit
+	// is set, because the helper's own arguments confine it (mcpgate
+	// exec-limited's sandbox): one exec, whatever it applies.
+	Confine bool
 
 	// MaxLineBytes bounds one message the worker writes; 0 means
 	// DefaultMaxLineBytes. A longer line is read through without being
@@ -140,10 +144,10 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		return nil, fmt.Errorf("worker: stderr pipe: %w", err)
 	}
 	argv := cfg.Command
-	if cfg.Limits.rlimited() {
+	if cfg.Limits.rlimited() || cfg.Confine {
 		if len(cfg.LimitHelper) == 0 {
 			closeAll(inR, inW, outR, outW, errR, errW)
-			return nil, errors.New("worker: rlimits are set but no limit helper is configured")
+			return nil, errors.New("worker: rlimits or confinement are set but no limit helper is configured")
 		}
 		prog, err := resolve(cfg.Command[0])
 		if err != nil {

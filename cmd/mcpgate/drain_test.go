@@ -110,6 +110,9 @@ func startLocalGateway(t *testing.T, env map[string]string) *localGateway {
 		"MCPGATE_LIMITS_DRAIN_MIN": "1ms",
 		// Not the default 127.0.0.1:9464: tests run side by side.
 		"MCPGATE_METRICS_LISTEN": "127.0.0.1:0",
+		// The stub worker runs confined, as any worker.command does; its
+		// FIFOs and call logs are in the tests' temporary directories.
+		"MCPGATE_WORKER_SANDBOX_WRITE_PATHS": os.TempDir(),
 	}
 	for k, v := range env {
 		full[k] = v
@@ -332,7 +335,8 @@ func TestSIGTERMTwiceSubprocess(t *testing.T) {
 	cmd := exec.Command(exe, "serve")
 	cmd.Env = append(os.Environ(), "MCPGATE_SERVER_LISTEN="+addr, "MCPGATE_WORKER_COMMAND="+stub,
 		"MCPGATE_LIMITS_DRAIN_TIMEOUT=10m", "MCPGATE_LIMITS_DRAIN_MIN=1ms", "MCPGATE_LIMITS_WORKER_START_TIMEOUT=60s",
-		"MCPGATE_METRICS_LISTEN=127.0.0.1:0") // not the default 9464: tests run side by side
+		"MCPGATE_METRICS_LISTEN=127.0.0.1:0",               // not the default 9464: tests run side by side
+		"MCPGATE_WORKER_SANDBOX_WRITE_PATHS="+os.TempDir()) // the stub's FIFO, as in startLocalGateway
 	log := &logWatch{}
 	cmd.Stderr = log
 	require.NoError(t, cmd.Start())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,14 +10,13 @@ import (
 	"github.com/mcpgate/mcpgate/worker"
 )
 
-// limitHelperCommand is the hidden sub-command that applies a worker's
-// rlimits to itself and execs the worker (worker.ExecLimited).
+// limitHelperCommand is the hidden sub-command that confines itself with
+// a worker's sandbox, applies its rlimits and execs the worker
+// (execLimited).
 const limitHelperCommand = "exec-limited"
 
 func init() {
-	commands[limitHelperCommand] = func(_ context.Context, _ *Main, args []string) error {
-		return worker.ExecLimited(args, os.Environ())
-	}
+	commands[limitHelperCommand] = execLimited
 }
 
 // limitHelper returns the rlimit helper: this executable's exec-limited.

@@ -117,6 +117,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	if err := workerAccounts(cfg, log, &wopts); err != nil {
 		return nil, opts, err
 	}
+	if err := workerSandbox(cfg, log, command, len(cfg.Worker.Command) == 0, &wopts); err != nil {
+		return nil, opts, err
+	}
 	launcher, err := worker.NewLauncher(command, wopts)
 	if err != nil {
 		return nil, opts, fmt.Errorf("mcpgate: %w", err)

@@ -62,6 +62,9 @@ func Run(ctx context.Context, p Program) error {
 	if id.User == "" {
 		return nil // a pre-started worker stopped unclaimed
 	}
+	if err := confine(p.Getenv); err != nil {
+		return err // before reading anything more, or opening the database
+	}
 	if id.Tools != nil && !id.ReadOnly {
 		// A worker that may run no writing tool opens its database
 		// read-only too: the engine enforces what the gateway decided.
@@ -193,6 +196,9 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (workerproto.
 		if err := sqlite.Warm(ctx); err != nil {
 			return workerproto.Identity{}, nil, nil, nil, err
 		}
+	}
+	if err := prepareConfinement(p.Getenv); err != nil {
+		return workerproto.Identity{}, nil, nil, nil, err
 	}
 	debug.FreeOSMemory()
 	in := bufio.NewReaderSize(p.Stdin, workerproto.MaxIdentityLine)

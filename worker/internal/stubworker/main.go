@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/sandbox"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -53,7 +54,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "exec-limited" {
 		// The rlimit helper, as mcpgate exec-limited is; not built with
 		// -race, whose shadow memory no address-space limit leaves room for.
-		err := worker.ExecLimited(os.Args[2:], os.Environ())
+		args, err := sandbox.ApplyArg(os.Args[2:]) // and confines itself, as mcpgate exec-limited does
+		if err == nil {
+			err = worker.ExecLimited(args, os.Environ())
+		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(127)
 	}

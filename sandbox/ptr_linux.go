@@ -1,0 +1,5 @@
+package sandbox
+
+import "unsafe"
+
+func uintptrOf[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
