@@ -109,12 +109,31 @@ func TestDPoPReplayCacheFull(t *testing.T) {
 	first := key.Proof("POST", resource, tok, "", e.clock.Now())
 	rec, _ := serve(e.a, proved(tok, first))
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.NotEmpty(t, rec.Header().Get("Retry-After"))
 	rec, _ = serve(e.a, proved(tok, first))
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "a refused proof is not remembered, nor let in")
 	rec, _ = serve(e.a, request("Bearer "+tok))
 	assert.Equal(t, 401, rec.Code, "nor the bound token as Bearer")
 	e.clock.Advance(auth.DefaultProofLifetime + 2*time.Second)
 	assert.Equal(t, 204, send())
+}
+
+// TestDPoPIatSkew: a proof made up to the leeway ahead of the clock
+// passes, one further ahead does not; one exactly as old as the proof
+// lifetime passes, one a second older does not.
+func TestDPoPIatSkew(t *testing.T) {
+	e := setup(t, nil)
+	key := authtest.MustDPoPKey(t, "ES256")
+	tok := mint(t)(e.iss.KeycloakDPoP(key, "alice", resource, full...))
+	for d, want := range map[time.Duration]int{
+		auth.DefaultLeeway:                       204,
+		auth.DefaultLeeway + time.Second:         401,
+		-auth.DefaultProofLifetime:               204,
+		-auth.DefaultProofLifetime - time.Second: 401,
+	} {
+		rec, _ := serve(e.a, proved(tok, key.Proof("POST", resource, tok, "", e.clock.Now().Add(d))))
+		assert.Equal(t, want, rec.Code, "iat %s from now", d)
+	}
 }
 
 // TestDPoPHostileKeys: the proof's jwk alone verifies it; an RSA jwk
