@@ -238,3 +238,25 @@ func TestDPoPCachedPrincipalRace(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestDPoPIntrospectedBoundToken: an opaque token whose introspection
+// answer carries cnf.jkt is bound as a JWT is: refused as Bearer, with no
+// proof or another key's, on the first request and from the cache alike.
+func TestDPoPIntrospectedBoundToken(t *testing.T) {
+	e := introEnv(t, nil)
+	key, other := authtest.MustDPoPKey(t, "ES256"), authtest.MustDPoPKey(t, "ES256")
+	tok := e.iss.Opaque(key.Bind(e.iss.KeycloakClaims("alice", resource, full...)))
+	for round := range 2 {
+		for name, r := range map[string]*http.Request{
+			"as Bearer":   request("Bearer " + tok),
+			"no proof":    request("DPoP " + tok),
+			"another key": proved(tok, other.Proof("POST", resource, tok, "", e.clock.Now())),
+		} {
+			rec, _ := serve(e.a, r)
+			assert.Equal(t, 401, rec.Code, "%s, round %d", name, round)
+		}
+		rec, p := serve(e.a, proved(tok, key.Proof("POST", resource, tok, "", e.clock.Now())))
+		require.Equal(t, 204, rec.Code, rec.Body.String())
+		assert.Equal(t, key.Thumbprint(), p.KeyThumbprint)
+	}
+}
