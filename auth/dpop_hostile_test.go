@@ -260,3 +260,23 @@ func TestDPoPIntrospectedBoundToken(t *testing.T) {
 		assert.Equal(t, key.Thumbprint(), p.KeyThumbprint)
 	}
 }
+
+// TestDPoPReplayCacheNotBlockedByAFutureProof: a proof made up to the
+// leeway ahead of the clock stays remembered longer than those after it;
+// once those have expired they make room, though it came first: the cache
+// is full only of proofs still inside their lifetime, as documented, and
+// one user's early iat does not get everyone else's proofs a 503.
+func TestDPoPReplayCacheNotBlockedByAFutureProof(t *testing.T) {
+	e := setup(t, func(o *auth.Options) { o.DPoP.ReplayCacheSize = 2 })
+	key := authtest.MustDPoPKey(t, "ES256")
+	tok := mint(t)(e.iss.KeycloakDPoP(key, "alice", resource, full...))
+	send := func(iat time.Time) int {
+		rec, _ := serve(e.a, proved(tok, key.Proof("POST", resource, tok, "", iat)))
+		return rec.Code
+	}
+	require.Equal(t, 204, send(e.clock.Now().Add(auth.DefaultLeeway)), "a proof made ahead of the clock")
+	require.Equal(t, 204, send(e.clock.Now()))
+	e.clock.Advance(auth.DefaultProofLifetime + 2*time.Second)
+	assert.Equal(t, 204, send(e.clock.Now()), "the second proof has expired: its slot is free")
+	assert.Equal(t, http.StatusServiceUnavailable, send(e.clock.Now()), "now full of live proofs")
+}
