@@ -2,11 +2,13 @@ package auth_test
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +113,62 @@ func TestCertificateFromTrustedProxy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCertificateHostile: a malformed Client-Cert from a trusted proxy is
+// no certificate; a request over TLS with its own client certificate is
+// judged by it, whatever header a trusted address adds; a token bound to
+// a certificate and a DPoP key needs both.
+func TestCertificateHostile(t *testing.T) {
+	_, certA, certB, tpA := clientCerts(t)
+	e := setup(t, func(o *auth.Options) {
+		o.MTLS = auth.MTLS{Enabled: true, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}}
+	})
+	claims := e.iss.KeycloakClaims("alice", resource, full...)
+	claims["cnf"] = map[string]any{"x5t#S256": tpA}
+	tok := mint(t)(e.iss.Sign(claims, authtest.SignOptions{}))
+	der := base64.StdEncoding.EncodeToString(certA.Certificate[0])
+	for name, v := range map[string]string{
+		"empty byte sequence": "::",
+		"not base64":          ":!!" + der[2:] + ":",
+		"URL-safe base64":     ":" + strings.NewReplacer("+", "-", "/", "_").Replace(der) + ":",
+		"one colon":           ":" + der,
+		"a list of two":       ":" + der + ":, :" + der + ":",
+		"a token":             "abc",
+	} {
+		r := request("Bearer " + tok)
+		r.RemoteAddr = "10.0.0.7:4711"
+		r.Header.Set("Client-Cert", v)
+		_, err := e.a.Authenticate(r)
+		assert.ErrorIs(t, err, auth.ErrCertMissing, name)
+	}
+
+	leafB, err := x509.ParseCertificate(certB.Certificate[0])
+	require.NoError(t, err)
+	r := request("Bearer " + tok)
+	r.RemoteAddr = "10.0.0.7:4711"
+	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{leafB}}
+	r.Header.Set("Client-Cert", ":"+der+":")
+	_, err = e.a.Authenticate(r)
+	assert.ErrorIs(t, err, auth.ErrCertMismatch, "TLS with certificate B, a header with A")
+
+	key := authtest.MustDPoPKey(t, "ES256")
+	both := e.iss.KeycloakClaims("alice", resource, full...)
+	both["cnf"] = map[string]any{"x5t#S256": tpA, "jkt": key.Thumbprint()}
+	btok := mint(t)(e.iss.Sign(both, authtest.SignOptions{}))
+	r = request("DPoP " + btok)
+	r.Header.Set("DPoP", key.Proof("POST", resource, btok, "", e.clock.Now()))
+	_, err = e.a.Authenticate(r)
+	assert.ErrorIs(t, err, auth.ErrCertMissing, "the key proved, no certificate")
+	r = request("Bearer " + btok)
+	r.RemoteAddr = "10.0.0.7:4711"
+	r.Header.Set("Client-Cert", ":"+der+":")
+	_, err = e.a.Authenticate(r)
+	assert.ErrorIs(t, err, auth.ErrDPoPAsBearer, "the certificate, no proof")
+	r.Header.Set("Authorization", "DPoP "+btok)
+	r.Header.Set("DPoP", key.Proof("POST", resource, btok, "", e.clock.Now()))
+	p, err := e.a.Authenticate(r)
+	require.NoError(t, err, "both")
+	assert.Equal(t, tpA, p.CertThumbprint)
+	assert.Equal(t, key.Thumbprint(), p.KeyThumbprint)
 }

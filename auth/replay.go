@@ -16,7 +16,10 @@ import (
 // proof is refused (ErrReplayCacheFull) rather than let a remembered one
 // be forgotten early. Entries leave in the order they came, which is
 // nearly the order they expire (iat is within the window of the clock at
-// insertion), so a sweep from the front frees what has expired.
+// insertion), so a sweep from the front frees what has expired. Nearly:
+// a proof made ahead of the clock expires after those behind it, and
+// would hold them in; so a full ring is compacted (every expired entry
+// dropped) before a proof is refused, at most once a second.
 type replayCache struct {
 	mu    sync.Mutex
 	max   int
@@ -24,6 +27,9 @@ type replayCache struct {
 	order []replayEntry          // a ring in insertion order
 	head  int                    // the oldest entry
 	n     int
+	// nextCompact is the whole second at or after the earliest expiry
+	// the last compaction kept: none before it could free anything.
+	nextCompact time.Time
 }
 
 type replayEntry struct {
@@ -64,6 +70,9 @@ func (c *replayCache) remember(key [16]byte, expiry, now time.Time) error {
 		c.head = (c.head + 1) % len(c.order)
 		c.n--
 	}
+	if c.n == c.max && !now.Before(c.nextCompact) {
+		c.compact(now)
+	}
 	if c.n == c.max {
 		return ErrReplayCacheFull
 	}
@@ -78,6 +87,39 @@ func (c *replayCache) remember(key [16]byte, expiry, now time.Time) error {
 	c.n++
 	c.seen[key] = expiry
 	return nil
+}
+
+// compact drops every expired entry from the ring, keeping the order of
+// the rest, and sets nextCompact to the whole second at or after the
+// earliest expiry among them.
+// It costs a pass over the ring, which the caller makes only when the
+// ring is full and nextCompact has come.
+func (c *replayCache) compact(now time.Time) {
+	kept := 0
+	var first time.Time
+	for i := 0; i < c.n; i++ {
+		e := c.order[(c.head+i)%len(c.order)]
+		if !now.Before(e.expiry) {
+			if x, ok := c.seen[e.key]; ok && x.Equal(e.expiry) {
+				delete(c.seen, e.key)
+			}
+			continue
+		}
+		if first.IsZero() || e.expiry.Before(first) {
+			first = e.expiry
+		}
+		// kept <= i: the write never passes the read.
+		c.order[(c.head+kept)%len(c.order)] = e
+		kept++
+	}
+	c.n = kept
+	// The whole second at or after it: every kept entry expires after
+	// now, so however the expiries are spread, a full ring is passed over
+	// at most once a second.
+	c.nextCompact = first.Truncate(time.Second)
+	if c.nextCompact.Before(first) {
+		c.nextCompact = c.nextCompact.Add(time.Second)
+	}
 }
 
 func (c *replayCache) len() int {

@@ -88,3 +88,53 @@ func TestNonceMaker(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayCacheCompacts: a full ring whose oldest entry outlives those
+// behind it (a proof made ahead of the clock) frees them once they have
+// expired, across the ring's wrap-around, keeping every live entry and
+// passing over the ring at most once a second.
+func TestReplayCacheCompacts(t *testing.T) {
+	now := time.Unix(1_900_000_000, 0)
+	c := newReplayCache(16)
+	key := func(i int) [16]byte { return replayKey("jkt", fmt.Sprint(i)) }
+	remember := func(i int, expiry, at time.Time) error { return c.remember(key(i), expiry, at) }
+	// Move the head past the ring's start, so that what follows wraps.
+	for i := range 16 {
+		if err := remember(i, now.Add(time.Second), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Second)
+	for i := 100; i < 116; i++ {
+		expiry := now.Add(10 * time.Second)
+		if i%4 == 0 {
+			expiry = now.Add(time.Hour) // the blockers
+		}
+		if err := remember(i, expiry, now); err != nil {
+			t.Fatalf("proof %d: %v", i, err)
+		}
+	}
+	if err := remember(200, now.Add(time.Hour), now); !errors.Is(err, ErrReplayCacheFull) {
+		t.Fatalf("full of live entries: got %v", err)
+	}
+	now = now.Add(10 * time.Second)
+	for i := 200; i < 212; i++ {
+		if err := remember(i, now.Add(time.Minute), now); err != nil {
+			t.Fatalf("proof %d once the others expired: %v", i, err)
+		}
+	}
+	if err := remember(212, now.Add(time.Minute), now); !errors.Is(err, ErrReplayCacheFull) {
+		t.Fatalf("full again: got %v", err)
+	}
+	for _, i := range []int{100, 104, 108, 112, 200, 211} {
+		if err := remember(i, now.Add(time.Hour), now); !errors.Is(err, ErrProofReplayed) {
+			t.Errorf("proof %d: got %v, want ErrProofReplayed", i, err)
+		}
+	}
+	if n := c.len(); n != 16 {
+		t.Errorf("got %d entries, want 16", n)
+	}
+	if !c.nextCompact.After(now) {
+		t.Errorf("nextCompact %v is not after %v: a full ring would be passed over on every proof", c.nextCompact, now)
+	}
+}

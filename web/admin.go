@@ -331,7 +331,9 @@ func (a *Admin) callback(w http.ResponseWriter, r *http.Request) {
 		a.log.Warn("web: refused an operator login without the required scope, role or group", "user", user, "require", a.opts.Require)
 		act.Outcome = "refused"
 		a.audit(act)
-		a.fail(w, http.StatusForbidden, "This account may not open the operator view. Ask for "+a.opts.Require+".")
+		// The page does not name Require: role and group names are not
+		// public (the connect page leaves them out too).
+		a.fail(w, http.StatusForbidden, "This account may not open the operator view. Ask the gateway's operators for access.")
 		return
 	}
 	s := session{User: user, Subject: idt.Subject, Issuer: idt.Issuer, CSRF: random(), Expires: a.opts.Now().Add(a.opts.SessionTTL).Unix()}
