@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
 // The request headers MCP 2026-07-28 §Streamable HTTP asks a client to
@@ -17,9 +19,12 @@ import (
 // revisions ignore them.
 
 // nameOf is the Mcp-Name source of a request: the params member named
-// exactly "name" (or "uri"), as servers and the gateway read it, not by
-// encoding/json's struct matching, which also takes "Name" or "NAME" and
-// keeps the last of several.
+// exactly "name" (or "uri"), read by jsonrpc.Member as the gateway reads it,
+// not by encoding/json's struct matching, which also takes "Name" or "NAME"
+// and keeps the last of several. A name that is ambiguous (its key twice,
+// or also spelled in another case) or not a string has no header: no
+// header could say which one the server will read, and the server refuses
+// such a request for want of one.
 func nameOf(method string, params json.RawMessage) string {
 	member := ""
 	switch method {
@@ -30,11 +35,7 @@ func nameOf(method string, params json.RawMessage) string {
 	default:
 		return ""
 	}
-	var p map[string]json.RawMessage
-	var v string
-	if json.Unmarshal(params, &p) == nil {
-		_ = json.Unmarshal(p[member], &v)
-	}
+	v, _ := jsonrpc.MemberString(params, member)
 	return v
 }
 
@@ -107,27 +108,35 @@ func walkSchema(raw json.RawMessage, path []string, found map[string]string, dep
 	}
 }
 
-// set adds the Mcp-Param headers of a tools/call request.
+// set adds the Mcp-Param headers of a tools/call request. The tool name
+// and the arguments on each path are read by jsonrpc.Member, as the
+// gateway checks them: an argument that is ambiguous (a key twice, or
+// spelled in another case) gets no header.
 func (p *paramHeaders) set(h http.Header, params json.RawMessage) {
-	var c struct {
-		Name      string         `json:"name"`
-		Arguments map[string]any `json:"arguments"`
-	}
-	if json.Unmarshal(params, &c) != nil {
+	tool, ok := jsonrpc.MemberString(params, "name")
+	if !ok {
 		return
 	}
 	p.mu.Lock()
-	headers := p.tools[c.Name]
+	headers := p.tools[tool]
 	p.mu.Unlock()
+	if len(headers) == 0 {
+		return
+	}
+	args, ok := jsonrpc.Member(params, "arguments")
+	if !ok || args == nil {
+		return
+	}
 	for name, path := range headers {
-		var v any = c.Arguments
+		raw := args
 		for _, k := range strings.Split(path, "\x00") {
-			m, ok := v.(map[string]any)
-			if !ok {
-				v = nil
+			if raw, ok = jsonrpc.Member(raw, k); !ok || raw == nil {
 				break
 			}
-			v = m[k]
+		}
+		var v any
+		if !ok || raw == nil || json.Unmarshal(raw, &v) != nil {
+			continue
 		}
 		var s string
 		switch v := v.(type) {
@@ -138,7 +147,7 @@ func (p *paramHeaders) set(h http.Header, params json.RawMessage) {
 		case float64:
 			s = strconv.FormatFloat(v, 'f', -1, 64)
 		default:
-			continue // absent, null or not a primitive: no header
+			continue // null or not a primitive: no header
 		}
 		h.Set("Mcp-Param-"+name, encodeValue(s))
 	}

@@ -59,7 +59,8 @@ type Gateway struct {
 
 // New returns a Gateway whose sessions get their workers from launcher. It
 // starts the idle reaper and fills the launcher's pool of pre-started
-// workers (worker.LauncherOptions.PoolSize); Close stops both.
+// workers (worker.LauncherOptions.PoolSize); Close stops both. It refuses
+// options that Options.Validate refuses.
 func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 	if launcher == nil {
 		return nil, errors.New("gateway: no worker launcher")
@@ -68,6 +69,9 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	if err := CheckDBBudget(opts.DB); err != nil {
+		return nil, err
+	}
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()

@@ -47,9 +47,12 @@ type modernMeta struct {
 
 	// name is the value of params' nameMember (a tools/call's tool name);
 	// nameOK is false when there is no such member for the method, or it is
-	// absent, ambiguous or not a string (jsonrpc.MemberString).
+	// absent, ambiguous or not a string (jsonrpc.MemberString). member is
+	// the member they were read from (nameMember; "" for none): "name" for
+	// a tools/call, whose tool name stepUp then reads here, not again.
 	name   string
 	nameOK bool
+	member string
 	// state is params.requestState (MCP 2026-07-28 §Multi Round-Trip
 	// Requests), read exactly; hasState is false when it is absent,
 	// ambiguous or not a string.
@@ -65,6 +68,7 @@ func readModernMeta(m *jsonrpc.Message) modernMeta {
 	meta := readMeta(m.Params)
 	if member != "" {
 		meta.name, meta.nameOK = jsonrpc.MemberString(m.Params, member)
+		meta.member = member
 	}
 	if mrtrMethods[m.Method] {
 		meta.state, meta.hasState = jsonrpc.MemberString(m.Params, "requestState")

@@ -264,20 +264,6 @@ func (g *Gateway) callWatcher(e *CallEvent) func(*worker.Answer) {
 	}
 }
 
-// traced passes a request on its way to a worker through Options.Trace; it
-// returns the request to forward and the callback that ends its span (nil
-// without tracing), for the request's one Watch.
-func (g *Gateway) traced(r *http.Request, m *jsonrpc.Message) (*jsonrpc.Message, func(*worker.Answer)) {
-	if g.opts.Trace == nil {
-		return m, nil
-	}
-	out, end := g.opts.Trace(r.Context(), m)
-	if out == nil {
-		return m, end
-	}
-	return out, end
-}
-
 // refusedAtEdge reports a request refused by a limit before it reached a
 // worker (408, 413, 429, 503); m is nil when its body was not read.
 func (g *Gateway) refusedAtEdge(c *call, m *jsonrpc.Message, to callee, readOnly bool, f failure) {

@@ -45,12 +45,16 @@ func scanProgressToken(params json.RawMessage) (string, bool) {
 	if len(params) == 0 {
 		return "", true
 	}
-	meta, ok := jsonrpc.PlainMember(params, "_meta", func(key, val []byte) bool {
-		// decodeProgressToken decodes the name as a string too: any
-		// other type fails it whole.
-		return !bytes.EqualFold(key, []byte("name")) || val[0] == '"' || string(val) == "null"
-	})
-	if !ok || meta == nil || string(meta) == "null" {
+	meta, ok := jsonrpc.PlainMember(params, "_meta", nil)
+	if !ok {
+		return "", false
+	}
+	// decodeProgressToken decodes the name as a string too: any other type
+	// fails it whole. A name spelled in another case or twice is left to it.
+	if name, ok := jsonrpc.PlainMember(params, "name", nil); !ok || name != nil && name[0] != '"' && string(name) != "null" {
+		return "", false
+	}
+	if meta == nil || string(meta) == "null" {
 		return "", ok
 	}
 	if meta[0] != '{' {

@@ -135,7 +135,11 @@ func (g *Gateway) stepUp(w http.ResponseWriter, c *call, msgs []*jsonrpc.Message
 		return false
 	}
 	m := msgs[0]
-	name, ok := toolName(m.Params)
+	// A 2026-07-28 tools/call's name was read at its edge (readModernMeta).
+	name, ok := c.meta.name, c.meta.nameOK
+	if c.meta.member != "name" {
+		name, ok = toolName(m.Params)
+	}
 	decision := DecisionPolicy
 	switch {
 	case !ok:

@@ -38,14 +38,14 @@ func (g *Gateway) servePOST(w http.ResponseWriter, c *call) {
 		f.write(w, nil)
 		return
 	}
-	firstID := firstRequestID(msgs)
-
 	// MCP 2026-07-28 §Versioning: the revision is chosen per request.
 	version, supported := c.version, c.versionOK
-	switch {
-	case version == modernVersion:
+	if version == modernVersion {
 		g.serveModern(w, c, msgs, batch)
 		return
+	}
+	firstID := firstRequestID(msgs)
+	switch {
 	case !supported:
 		unsupportedVersion(version).write(w, firstID)
 		return
@@ -194,10 +194,12 @@ func (g *Gateway) forwardTo(c *call, m *jsonrpc.Message, st *worker.Stream) {
 			g.watchCall(e, m, st)
 		}
 	}
-	if refusal := policyRefusal(c.log, m, c.allowed, c.granted); refusal != nil {
-		refused(DecisionPolicy)
-		st.Answer(m.ID, refusal)
-		return
+	if c.allowed != nil {
+		if refusal := policyRefusal(c.log, m, c.allowed, c.granted); refusal != nil {
+			refused(DecisionPolicy)
+			st.Answer(m.ID, refusal)
+			return
+		}
 	}
 	var filters []func(json.RawMessage) json.RawMessage
 	list := strings.EqualFold(m.Method, "tools/list")
@@ -239,6 +241,20 @@ func (g *Gateway) forwardTo(c *call, m *jsonrpc.Message, st *worker.Stream) {
 	m, endSpan := g.traced(c.r, m)
 	st.Watch(m.ID, watchEvent, endSpan)
 	c.conn.Call(m, progressToken(m), st, rewrite)
+}
+
+// traced passes a request on its way to a worker through Options.Trace; it
+// returns the request to forward and the callback that ends its span (nil
+// without tracing), for the request's one Watch.
+func (g *Gateway) traced(r *http.Request, m *jsonrpc.Message) (*jsonrpc.Message, func(*worker.Answer)) {
+	if g.opts.Trace == nil {
+		return m, nil
+	}
+	out, end := g.opts.Trace(r.Context(), m)
+	if out == nil {
+		return m, end
+	}
+	return out, end
 }
 
 // readBody reads a POST body within MaxBodyBytes and BodyReadTimeout. A

@@ -95,7 +95,8 @@ type Launcher struct {
 }
 
 // NewLauncher returns a Launcher that starts command (program first). It
-// refuses an empty command and an Env that sets an identity variable.
+// refuses an empty command, an Env that sets an identity variable and
+// options that LauncherOptions.Validate refuses.
 func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 	if len(command) == 0 || command[0] == "" {
 		return nil, errors.New("worker: no command to start")
@@ -104,6 +105,9 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 		if name, _, _ := strings.Cut(kv, "="); workerproto.IsReservedEnv(name) {
 			return nil, fmt.Errorf("%w: %s (the gateway sets it for each session)", ErrIdentityEnv, name)
 		}
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = DefaultServerName
@@ -119,9 +123,6 @@ func NewLauncher(command []string, opts LauncherOptions) (*Launcher, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
-	}
-	if opts.PoolSize < 0 {
-		return nil, errors.New("worker: the pool size must not be negative")
 	}
 	l := &Launcher{command: slices.Clone(command), opts: opts}
 	for _, k := range baseEnv {

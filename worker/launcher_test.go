@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
+	"github.com/mcpgate/mcpgate/options"
 	"github.com/mcpgate/mcpgate/workerproto"
 )
 
@@ -100,5 +101,33 @@ func TestRewriteLeavesTheReader(t *testing.T) {
 	}
 	if list.Results() != 1 || other.Results() != 1 {
 		t.Errorf("got %d and %d results, want 1 and 1", list.Results(), other.Results())
+	}
+}
+
+// TestNewLauncherRefusesInvalidOptions: NewLauncher answers with what
+// LauncherOptions.Validate finds, so a program that builds a launcher
+// without config cannot start workers with a message limit they cannot
+// work under or a pool beyond its bound.
+func TestNewLauncherRefusesInvalidOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  LauncherOptions
+		field string
+	}{
+		{"negative stop grace", LauncherOptions{StopGrace: -1}, "StopGrace"},
+		{"message limit under 1MiB", LauncherOptions{MaxMessageBytes: 1024}, "MaxMessageBytes"},
+		{"negative pool", LauncherOptions{PoolSize: -1}, "PoolSize"},
+		{"pool over its bound", LauncherOptions{PoolSize: MaxPoolSize + 1}, "PoolSize"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewLauncher([]string{"/bin/true"}, tc.opts)
+			if err == nil {
+				t.Fatal("NewLauncher accepted options Validate refuses")
+			}
+			errs := options.Errors(err)
+			if len(errs) != 1 || errs[0].Field != tc.field {
+				t.Fatalf("NewLauncher: %v; want one *options.Error on %s", err, tc.field)
+			}
+		})
 	}
 }
