@@ -127,8 +127,7 @@ func TestSessionUnreachableByAnyOtherOwner(t *testing.T) {
 			resp, body = rawDo(t, http.MethodPost, url, toolCall("pid"), h...)
 			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "tools/call: %s", body)
 			assert.NotContains(t, body, pid)
-			resp, body = rawDo(t, http.MethodGet, url, "", append(h, "Accept", "text/event-stream")...)
-			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "GET: %s", body)
+			assert.Equal(t, http.StatusNotFound, getStatus(t, url, h...), "GET")
 			resp, body = rawDo(t, http.MethodDelete, url, "", h...)
 			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "DELETE: %s", body)
 			assert.Equal(t, pid, sessionPid(t, url, sid, kim), "the session and its worker live on")
@@ -186,7 +185,8 @@ func TestQuotaAndEvictionPerPrincipal(t *testing.T) {
 	pa := sessionPid(t, url, sa, a)
 	sb := openAs(t, url, b) // b's first: a's idle session is not b's to end
 	assert.Equal(t, pa, sessionPid(t, url, sa, a), "b's session ended a's")
-	openAs(t, url, b) // over b's limit: b's own idle session goes
+	sessionPid(t, url, sb, b) // a's session is now the least recently used
+	openAs(t, url, b)         // over b's limit: b's own idle session goes
 	resp, _ := rawDo(t, http.MethodPost, url, toolCall("pid"), append(b.headers(), sidHdr, sb, protoHdr, "2025-11-25")...)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "b's own least recently used session was ended")
 	assert.Equal(t, pa, sessionPid(t, url, sa, a), "a's session outlives b's evictions")
@@ -358,4 +358,20 @@ func sleepStream(t *testing.T, url string, ms int, meta string) (*bufio.Reader, 
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	return bufio.NewReader(resp.Body), func() { cancel(); resp.Body.Close() }
+}
+
+// getStatus opens a GET stream with headers and returns its status,
+// without waiting for the stream to end.
+func getStatus(t *testing.T, url string, headers ...string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
 }
