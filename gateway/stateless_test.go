@@ -521,18 +521,7 @@ func TestModernInputRequestsFromA2025Worker(t *testing.T) {
 // its own progress (the worker sees tokens unique to each request).
 func TestModernProgressOfOneUsersClients(t *testing.T) {
 	_, srv := newTestGateway(t, Options{})
-	open := func(ms int) (*bufio.Reader, func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":` + strconv.Itoa(ms) + `,"steps":1},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(body))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			protoHdr: "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sleep"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		return bufio.NewReader(resp.Body), func() { cancel(); resp.Body.Close() }
-	}
+	open := func(ms int) (*bufio.Reader, func()) { return sleepStream(t, srv.URL, ms, `"progressToken":"p"`) }
 	next := func(r *bufio.Reader) string { return nextData(t, r) }
 	first, end1 := open(3000)
 	defer end1()

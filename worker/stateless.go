@@ -87,10 +87,26 @@ func uniqueProgressToken(m *jsonrpc.Message, gid int64) (out *jsonrpc.Message, o
 		return m, nil, false
 	}
 	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil || meta["progressToken"] == nil {
+	if json.Unmarshal(params["_meta"], &meta) != nil {
 		return m, nil, false
 	}
-	orig = meta["progressToken"]
+	// A key spelled otherwise ("ProgressToken") is one a worker that
+	// folds case (encoding/json) reads as the token: it goes, and the
+	// worker is given the one unique token whatever it reads.
+	for k, v := range meta {
+		if k != "progressToken" && strings.EqualFold(k, "progressToken") {
+			if meta["progressToken"] == nil {
+				orig = v
+			}
+			delete(meta, k)
+		}
+	}
+	if meta["progressToken"] != nil {
+		orig = meta["progressToken"]
+	}
+	if orig == nil {
+		return m, nil, false
+	}
 	meta["progressToken"] = json.RawMessage(strconv.Quote(progressPrefix + strconv.FormatInt(gid, 10)))
 	b, err := jsonrpc.Marshal(meta)
 	if err != nil {
