@@ -99,6 +99,14 @@ func NewAccounts(opts AccountsOptions) (*Accounts, error) {
 		if err := os.MkdirAll(opts.DataDir, 0o711); err != nil {
 			return nil, fmt.Errorf("worker: accounts: data directory: %w", err)
 		}
+		if err := a.closedDir(opts.DataDir); err != nil {
+			return nil, fmt.Errorf("worker: accounts: worker.data_dir: %w", err)
+		}
+	}
+	if opts.MapFile != "" {
+		if err := a.closedDir(filepath.Dir(opts.MapFile)); err != nil {
+			return nil, fmt.Errorf("worker: accounts: worker.uid_map_file's directory: %w", err)
+		}
 	}
 	switch {
 	case opts.RunAs == "" || opts.RunAs == RunAsGateway:
@@ -189,6 +197,32 @@ func (a *Accounts) existing(name string) (Account, error) {
 	return Account{Name: u.Username, UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
+// closedDir refuses a directory a worker account could write: one owned
+// by anyone but the gateway or root, one writable by others, or by a group
+// a worker holds (worker.group, or a number of the range, which allocated
+// uids have as their group). A worker that can create, rename or replace
+// entries there could plant a data directory for a user who has none yet,
+// or a mapping file that gives it another user's uid.
+func (a *Accounts) closedDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	perm := fi.Mode().Perm()
+	workerGroup := a.opts.HasGroup && st.Gid == a.opts.Group || a.opts.Last != 0 && st.Gid >= a.opts.First && st.Gid <= a.opts.Last
+	switch {
+	case st.Uid != a.opts.Self && st.Uid != 0:
+		return fmt.Errorf("%s is owned by uid %d, not the gateway's account or root", dir, st.Uid)
+	case perm&0o002 != 0, perm&0o020 != 0 && workerGroup:
+		return fmt.Errorf("%s is writable by others or by a group workers hold (mode %o, gid %d): a worker could put files there", dir, perm, st.Gid)
+	}
+	return nil
+}
+
 // allocated returns userID's uid from the range, allocating one on first
 // use. Its primary group is the uid's number, which names no group.
 func (a *Accounts) allocated(userID string) (Account, error) {
@@ -198,6 +232,9 @@ func (a *Accounts) allocated(userID string) (Account, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if uid, ok := a.mapped[userID]; ok {
+		if err := a.accountless(uid); err != nil {
+			return Account{}, err
+		}
 		return Account{UID: uid, GID: uid}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -215,7 +252,11 @@ func (a *Accounts) allocated(userID string) (Account, error) {
 		a.mapped[id] = uid
 	}
 	uid, ok := m[userID]
-	if !ok {
+	if ok {
+		if err := a.accountless(uid); err != nil {
+			return Account{}, err
+		}
+	} else {
 		if uid, err = a.free(m); err != nil {
 			return Account{}, err
 		}
@@ -255,6 +296,18 @@ func (a *Accounts) readMap() (map[string]uint32, error) {
 		owner[uid] = id
 	}
 	return m, nil
+}
+
+// accountless refuses an allocated uid that an account of the system's
+// user database has since been given (useradd with a uid inside the range,
+// a directory service that grew into it): the user's worker would run as
+// that account and reach its files. The entry is kept, for the operator to
+// resolve.
+func (a *Accounts) accountless(uid uint32) error {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		return fmt.Errorf("uid mapping: uid %d now belongs to the account %q; move the account or the mapping", uid, u.Username)
+	}
+	return nil
 }
 
 // free returns the lowest uid of the range that m does not hold and that

@@ -1,0 +1,152 @@
+package worker
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("MCPGATE_REQUIRE_ROOT") == "1" {
+			t.Fatal("this test must run as root (MCPGATE_REQUIRE_ROOT=1)")
+		}
+		t.Skip("needs root")
+	}
+}
+
+// TestAccountsLookalikeIDs: ids a user can give themselves that resemble
+// another's (case, a trailing dot, a suffix) get uids and directories of
+// their own, never another's; ids beyond ASCII letters, digits and ._@+-
+// (confusables, other normalization forms, spaces) are refused.
+func TestAccountsLookalikeIDs(t *testing.T) {
+	dir := t.TempDir()
+	a, err := NewAccounts(AccountsOptions{RunAs: RunAsUser, First: 500001, Last: 500100, MapFile: filepath.Join(dir, "uids.json"), DataDir: filepath.Join(dir, "users"), Self: uint32(os.Getuid())})
+	require.NoError(t, err)
+	ids := []string{"alice", "Alice", "ALICE", "alice.", "alice..", "alice@", "alice+x", "alice_", "alice-"}
+	uids := map[uint32]string{}
+	dirs := map[string]string{}
+	for _, id := range ids {
+		acc, err := a.For(id)
+		if os.Geteuid() != 0 { // the chown needs CAP_CHOWN
+			if err != nil {
+				continue
+			}
+		}
+		require.NoError(t, err, id)
+		assert.Empty(t, uids[acc.UID], "%q and %q share uid %d", uids[acc.UID], id, acc.UID)
+		assert.Empty(t, dirs[acc.Dir], "%q and %q share %s", dirs[acc.Dir], id, acc.Dir)
+		uids[acc.UID], dirs[acc.Dir] = id, id
+	}
+	for _, id := range []string{"аlice", "ａlice", "alice\u200b", "alice ", "al\u0131ce", "Å", "A\u030a", "alice/..", "a\\b"} {
+		_, err := a.For(id)
+		assert.ErrorIs(t, err, ErrNoAccount, "%q", id)
+	}
+}
+
+// TestAccountsLinkedDataDir: a data directory found as a link (to a
+// directory elsewhere, or to a file) is refused, not followed, and
+// what it points to keeps its owner and mode.
+func TestAccountsLinkedDataDir(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	a, err := NewAccounts(AccountsOptions{RunAs: RunAsUser, First: 500001, Last: 500100, MapFile: filepath.Join(dir, "uids.json"), DataDir: users})
+	require.NoError(t, err)
+	target := filepath.Join(dir, "elsewhere")
+	require.NoError(t, os.Mkdir(target, 0o755))
+	require.NoError(t, os.Symlink(target, filepath.Join(users, "mallory")))
+	_, err = a.For("mallory")
+	require.ErrorIs(t, err, ErrNoAccount)
+	fi, err := os.Stat(target)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+	assert.Equal(t, uint32(0), fi.Sys().(*syscall.Stat_t).Uid)
+}
+
+// TestAccountsLinkedMapFile: a mapping file that is a link is read, but
+// an allocation replaces the link, never writes through it.
+func TestAccountsLinkedMapFile(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	require.NoError(t, os.WriteFile(target, []byte("{}\n"), 0o600))
+	f := filepath.Join(dir, "uids.json")
+	require.NoError(t, os.Symlink(target, f))
+	a := newTestAccounts(t, f, 500001, 500010)
+	_, err := a.For("bob")
+	require.NoError(t, err)
+	got, _ := os.ReadFile(target)
+	assert.Equal(t, "{}\n", string(got))
+}
+
+// TestAccountsMappedUIDBecomesAccount: a uid allocated to a user id that
+// an account is given later (useradd into the range) is refused, not
+// run: the worker would reach that account's files.
+func TestAccountsMappedUIDBecomesAccount(t *testing.T) {
+	needRoot(t)
+	uid := 460000 + os.Getpid()%10000
+	f := filepath.Join(t.TempDir(), "uids.json")
+	require.NoError(t, os.WriteFile(f, []byte(`{"alice": `+strconv.Itoa(uid)+`}`), 0o600))
+	a := newTestAccounts(t, f, uint32(uid), uint32(uid)+10)
+	acc, err := a.For("alice")
+	require.NoError(t, err)
+	require.Equal(t, uint32(uid), acc.UID)
+
+	name := "mcpgl" + strconv.Itoa(os.Getpid())
+	out, err := exec.Command("useradd", "--no-create-home", "--uid", strconv.Itoa(uid), "--user-group", name).CombinedOutput()
+	require.NoError(t, err, string(out))
+	t.Cleanup(func() { _ = exec.Command("userdel", name).Run() })
+	for _, m := range []*Accounts{a, newTestAccounts(t, f, uint32(uid), uint32(uid)+10)} { // cached, and read afresh
+		_, err = m.For("alice")
+		assert.ErrorIs(t, err, ErrNoAccount)
+	}
+}
+
+// TestAccountsOpenDirs: a data directory or a mapping file's directory
+// that a worker could write (other-writable, writable by worker.group or
+// by a group of the range, owned by someone else) is refused at start: a
+// worker could plant another user's data directory or a mapping file that
+// gives it another user's uid.
+func TestAccountsOpenDirs(t *testing.T) {
+	needRoot(t)
+	for name, c := range map[string]struct {
+		mode     os.FileMode
+		uid, gid int
+		mapFile  bool
+	}{
+		"data dir other-writable":  {mode: 0o777},
+		"data dir of worker.group": {mode: 0o770 | os.ModeSetgid, gid: 4242},
+		"data dir of a range gid":  {mode: 0o770, gid: 500005},
+		"data dir of another uid":  {mode: 0o711, uid: 1234},
+		"map dir other-writable":   {mode: 0o1777, mapFile: true},
+		"map dir of worker.group":  {mode: 0o770 | os.ModeSetgid, gid: 4242, mapFile: true},
+		"map dir of another uid":   {mode: 0o700, uid: 500003, mapFile: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "d")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			require.NoError(t, os.Chown(dir, c.uid, c.gid))
+			require.NoError(t, os.Chmod(dir, c.mode))
+			o := AccountsOptions{RunAs: RunAsUser, First: 500001, Last: 500100, Group: 4242, HasGroup: true,
+				MapFile: filepath.Join(t.TempDir(), "uids.json"), DataDir: dir}
+			if c.mapFile {
+				o.MapFile, o.DataDir = filepath.Join(dir, "uids.json"), filepath.Join(t.TempDir(), "users")
+			}
+			_, err := NewAccounts(o)
+			assert.Error(t, err)
+		})
+	}
+	// Group-writable by a group no worker holds is the operator's.
+	dir := t.TempDir()
+	require.NoError(t, os.Chown(dir, 0, 77))
+	require.NoError(t, os.Chmod(dir, 0o2770))
+	_, err := NewAccounts(AccountsOptions{RunAs: RunAsUser, First: 500001, Last: 500100, Group: 4242, HasGroup: true, MapFile: filepath.Join(dir, "uids.json"), DataDir: filepath.Join(dir, "users")})
+	assert.NoError(t, err)
+}
