@@ -93,6 +93,9 @@ func (c *Config) validateAccounts(v *validator) {
 	if len(w.Command) == 0 && c.Database.Driver != "postgres" && w.Group == "" {
 		v.add("worker.group", "is required with worker.run_as other than gateway and the built-in worker on SQLite: the workers' accounts share the database file through this group (the gateway hands the file and its directory to it); or use PostgreSQL")
 	}
+	if len(w.Command) == 0 && c.Database.Driver != "postgres" && w.Group != "" {
+		c.validateBesideSQLite(v)
+	}
 	if w.RunAs == worker.RunAsUser {
 		if w.DataDir == "" {
 			v.add("worker.data_dir", "is required with worker.run_as user: each user's worker gets <data_dir>/<user id>, its own HOME, working and temp directory, e.g. /var/lib/mcpgate/users")
@@ -119,5 +122,26 @@ func (c *Config) validateAccounts(v *validator) {
 	}
 	if w.PoolSize > 0 && w.PoolSize != DefaultPoolSize {
 		v.add("worker.pool_size", "must be 0 with worker.run_as other than gateway: a pre-started worker runs as no user in particular, so none is kept; remove the key")
+	}
+}
+
+// validateBesideSQLite refuses a mapping file or data directory inside the
+// SQLite database's directory, which the gateway makes writable by
+// worker.group, and so by every worker: one could replace the mapping file
+// (taking another user's uid) or plant another user's data directory.
+func (c *Config) validateBesideSQLite(v *validator) {
+	db, err := filepath.Abs(c.Database.Path)
+	if err != nil {
+		return
+	}
+	shared := filepath.Dir(db)
+	for _, k := range []struct{ key, path string }{{"worker.uid_map_file", c.Worker.UIDMapFile}, {"worker.data_dir", c.Worker.DataDir}} {
+		p, err := filepath.Abs(k.path)
+		if k.path == "" || err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(shared, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			v.add(k.key, "%s is inside database.path's directory %s, which worker.group (every worker) may write: keep it apart, e.g. the database in /var/lib/mcpgate/data", k.path, shared)
+		}
 	}
 }
