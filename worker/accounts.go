@@ -178,7 +178,8 @@ func checkUserID(id string) error {
 
 // existing looks name up in the system's user database. It refuses the
 // system's accounts (uid or primary gid below MinAccountUID, root among
-// them) and the gateway's own.
+// them: a primary group of adm or docker is a system group too) and the
+// gateway's own.
 func (a *Accounts) existing(name string) (Account, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -189,7 +190,7 @@ func (a *Accounts) existing(name string) (Account, error) {
 	switch {
 	case err1 != nil || err2 != nil:
 		return Account{}, fmt.Errorf("account %q has a uid or gid that is not a number", name)
-	case uid < MinAccountUID || gid == 0 || uid == overflowID || gid == overflowID:
+	case uid < MinAccountUID || gid < MinAccountUID || uid == overflowID || gid == overflowID:
 		return Account{}, fmt.Errorf("account %q is a system account (uid %d, gid %d); only accounts from uid %d up, not nobody, serve users", name, uid, gid, MinAccountUID)
 	case uint32(uid) == a.opts.Self:
 		return Account{}, fmt.Errorf("account %q is the gateway's own", name)

@@ -150,3 +150,21 @@ func TestAccountsOpenDirs(t *testing.T) {
 	_, err := NewAccounts(AccountsOptions{RunAs: RunAsUser, First: 500001, Last: 500100, Group: 4242, HasGroup: true, MapFile: filepath.Join(dir, "uids.json"), DataDir: filepath.Join(dir, "users")})
 	assert.NoError(t, err)
 }
+
+// TestAccountsSystemPrimaryGroup: a host account from uid 1000 up whose
+// primary group is a system group (adm, docker: below 1000) is refused:
+// its worker would run with that group (the docker socket's, the logs').
+func TestAccountsSystemPrimaryGroup(t *testing.T) {
+	needRoot(t)
+	name := "mcpgg" + strconv.Itoa(os.Getpid())
+	uid := 470000 + os.Getpid()%10000
+	out, err := exec.Command("useradd", "--no-create-home", "--uid", strconv.Itoa(uid), "--gid", "4", name).CombinedOutput()
+	require.NoError(t, err, string(out))
+	t.Cleanup(func() { _ = exec.Command("userdel", name).Run() })
+	a, err := NewAccounts(AccountsOptions{RunAs: RunAsUser, Self: 12345})
+	require.NoError(t, err)
+	_, err = a.For(name)
+	assert.ErrorIs(t, err, ErrNoAccount)
+	_, err = NewAccounts(AccountsOptions{RunAs: name, Self: 12345})
+	assert.Error(t, err, "run_as naming it")
+}
