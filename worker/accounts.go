@@ -283,7 +283,7 @@ func (a *Accounts) readMap() (map[string]uint32, error) {
 	case err != nil:
 		return nil, fmt.Errorf("uid mapping: %v", err)
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := json.Unmarshal(b, &m); err != nil || m == nil { // null leaves no map to add to
 		return nil, fmt.Errorf("uid mapping: %s is not a JSON object of user id to uid: %v", a.opts.MapFile, err)
 	}
 	owner := map[uint32]string{}

@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -167,4 +169,47 @@ func TestAccountsSystemPrimaryGroup(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoAccount)
 	_, err = NewAccounts(AccountsOptions{RunAs: name, Self: 12345})
 	assert.Error(t, err, "run_as naming it")
+}
+
+// TestAccountsProcessesAgree: two gateway processes allocating from one
+// mapping file at once (the test binary run twice, each allocating the
+// same ids in another order) give every id one uid and no uid two ids:
+// the lock is a file lock between processes, not a mutex.
+func TestAccountsProcessesAgree(t *testing.T) {
+	if f := os.Getenv("MCPGATE_TEST_ALLOC_FILE"); f != "" {
+		a := newTestAccounts(t, f, 500001, 500200)
+		ids := make([]string, 60)
+		for i := range ids {
+			ids[i] = "p" + strconv.Itoa(i)
+		}
+		if os.Getenv("MCPGATE_TEST_ALLOC_REVERSE") == "1" {
+			slices.Reverse(ids)
+		}
+		for _, id := range ids {
+			_, err := a.For(id)
+			require.NoError(t, err)
+		}
+		return
+	}
+	f := filepath.Join(t.TempDir(), "uids.json")
+	var cmds []*exec.Cmd
+	for _, rev := range []string{"0", "1"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAccountsProcessesAgree$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "MCPGATE_TEST_ALLOC_FILE="+f, "MCPGATE_TEST_ALLOC_REVERSE="+rev)
+		require.NoError(t, cmd.Start())
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		require.NoError(t, cmd.Wait())
+	}
+	b, err := os.ReadFile(f)
+	require.NoError(t, err)
+	var m map[string]uint32
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Len(t, m, 60)
+	owner := map[uint32]string{}
+	for id, uid := range m {
+		assert.Empty(t, owner[uid], "uid %d given to %s and %s", uid, owner[uid], id)
+		owner[uid] = id
+	}
 }
