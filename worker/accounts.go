@@ -283,8 +283,11 @@ func (a *Accounts) readMap() (map[string]uint32, error) {
 	case err != nil:
 		return nil, fmt.Errorf("uid mapping: %v", err)
 	}
-	if err := json.Unmarshal(b, &m); err != nil || m == nil { // null leaves no map to add to
+	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("uid mapping: %s is not a JSON object of user id to uid: %v", a.opts.MapFile, err)
+	}
+	if m == nil { // null: no map to add to
+		return nil, fmt.Errorf("uid mapping: %s is null, not a JSON object of user id to uid", a.opts.MapFile)
 	}
 	owner := map[uint32]string{}
 	for id, uid := range m {
