@@ -7,7 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestValidateAccountsDatabaseBeside: with the built-in worker on SQLite,
+// TestValidateAccountsDatabaseBeside: nothing of the gateway's may lie in
+// worker.data_dir, where a user id names a directory the gateway hands to
+// its account (a user called "state" or "data" would be given the
+// directory of the mapping file or the database). With the built-in worker on SQLite,
 // the gateway makes the database's directory writable by worker.group,
 // which every worker holds. The mapping file and the data directory must
 // not lie in it or below it: a worker could replace the mapping file (and
@@ -36,7 +39,11 @@ func TestValidateAccountsDatabaseBeside(t *testing.T) {
 		{"data dir below", base("/var/lib/mcpgate/mcpgate.db", "/srv/uids.json", "/var/lib/mcpgate/users"),
 			[]string{"worker.data_dir: /var/lib/mcpgate/users is inside database.path's directory"}},
 		{"data dir is it", base("/var/lib/mcpgate/users/mcpgate.db", "/srv/uids.json", "/var/lib/mcpgate/users"),
-			[]string{"worker.data_dir: /var/lib/mcpgate/users is inside database.path's directory"}},
+			[]string{"worker.data_dir: /var/lib/mcpgate/users is inside database.path's directory", "database.path: /var/lib/mcpgate/users/mcpgate.db is inside worker.data_dir"}},
+		{"database inside the data dir", base("/var/lib/mcpgate/users/data/mcpgate.db", "/srv/uids.json", "/var/lib/mcpgate/users"),
+			[]string{"database.path: /var/lib/mcpgate/users/data/mcpgate.db is inside worker.data_dir"}},
+		{"mapping file inside the data dir", base("/var/lib/mcpgate/data/mcpgate.db", "/var/lib/mcpgate/users/state/uids.json", "/var/lib/mcpgate/users"),
+			[]string{"worker.uid_map_file: /var/lib/mcpgate/users/state/uids.json is inside worker.data_dir"}},
 		{"on PostgreSQL no matter", func() *Config {
 			c := base("/var/lib/mcpgate/mcpgate.db", "/var/lib/mcpgate/uids.json", "/var/lib/mcpgate/users")
 			c.Database.Driver, c.Database.DSN, c.Worker.Group = "postgres", "postgres://mcp@db.example.com/mcp", ""
