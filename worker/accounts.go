@@ -302,12 +302,15 @@ func (a *Accounts) readMap() (map[string]uint32, error) {
 	return m, nil
 }
 
-// accountless refuses an allocated uid that an account of the system's
-// user database has since been given (useradd with a uid inside the range,
+// accountless refuses an allocated uid that is the gateway's own, or that
+// an account of the system's user database has since been given (useradd with a uid inside the range,
 // a directory service that grew into it): the user's worker would run as
 // that account and reach its files. The entry is kept, for the operator to
 // resolve.
 func (a *Accounts) accountless(uid uint32) error {
+	if uid == a.opts.Self {
+		return fmt.Errorf("uid mapping: uid %d is the gateway's own", uid)
+	}
 	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
 		return fmt.Errorf("uid mapping: uid %d now belongs to the account %q; move the account or the mapping", uid, u.Username)
 	}

@@ -213,3 +213,15 @@ func TestAccountsProcessesAgree(t *testing.T) {
 		owner[uid] = id
 	}
 }
+
+// TestAccountsMappedUIDIsGateways: a mapping that gives a user id the
+// gateway's own uid (a gateway whose uid, with no passwd entry, lies in
+// the range: a container's) is refused, never run as the gateway.
+func TestAccountsMappedUIDIsGateways(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "uids.json")
+	require.NoError(t, os.WriteFile(f, []byte(`{"alice": 500003}`), 0o600))
+	a, err := NewAccounts(AccountsOptions{RunAs: RunAsUser, First: 500001, Last: 500010, MapFile: f, Self: 500003})
+	require.NoError(t, err)
+	_, err = a.For("alice")
+	assert.ErrorIs(t, err, ErrNoAccount)
+}
