@@ -93,6 +93,12 @@ func (c *Config) validateAccounts(v *validator) {
 	if len(w.Command) == 0 && c.Database.Driver != "postgres" && w.Group == "" {
 		v.add("worker.group", "is required with worker.run_as other than gateway and the built-in worker on SQLite: the workers' accounts share the database file through this group (the gateway hands the file and its directory to it); or use PostgreSQL")
 	}
+	if len(w.Command) == 0 && c.Database.Driver != "postgres" && w.Group != "" {
+		c.validateBesideSQLite(v)
+	}
+	if w.DataDir != "" {
+		c.validateInsideDataDir(v)
+	}
 	if w.RunAs == worker.RunAsUser {
 		if w.DataDir == "" {
 			v.add("worker.data_dir", "is required with worker.run_as user: each user's worker gets <data_dir>/<user id>, its own HOME, working and temp directory, e.g. /var/lib/mcpgate/users")
@@ -120,4 +126,51 @@ func (c *Config) validateAccounts(v *validator) {
 	if w.PoolSize > 0 && w.PoolSize != DefaultPoolSize {
 		v.add("worker.pool_size", "must be 0 with worker.run_as other than gateway: a pre-started worker runs as no user in particular, so none is kept; remove the key")
 	}
+}
+
+// validateBesideSQLite refuses a mapping file or data directory inside the
+// SQLite database's directory, which the gateway makes writable by
+// worker.group, and so by every worker: one could replace the mapping file
+// (taking another user's uid) or plant another user's data directory.
+func (c *Config) validateBesideSQLite(v *validator) {
+	db, err := filepath.Abs(c.Database.Path)
+	if err != nil {
+		return
+	}
+	shared := filepath.Dir(db)
+	for _, k := range []struct{ key, path string }{{"worker.uid_map_file", c.Worker.UIDMapFile}, {"worker.data_dir", c.Worker.DataDir}} {
+		p, err := filepath.Abs(k.path)
+		if k.path == "" || err != nil {
+			continue
+		}
+		if inside(shared, p) {
+			v.add(k.key, "%s is inside database.path's directory %s, which worker.group (every worker) may write: keep it apart, e.g. the database in /var/lib/mcpgate/data", k.path, shared)
+		}
+	}
+}
+
+// validateInsideDataDir refuses the mapping file or the SQLite database
+// inside worker.data_dir: a user id names a directory there that the
+// gateway hands to its account, so a user called after the directory
+// holding either would own it.
+func (c *Config) validateInsideDataDir(v *validator) {
+	dataDir, err := filepath.Abs(c.Worker.DataDir)
+	if err != nil {
+		return
+	}
+	for _, k := range []struct {
+		key, path string
+		on        bool
+	}{{"worker.uid_map_file", c.Worker.UIDMapFile, true}, {"database.path", c.Database.Path, c.Database.Driver != "postgres"}} {
+		p, err := filepath.Abs(k.path)
+		if k.on && k.path != "" && err == nil && inside(dataDir, p) {
+			v.add(k.key, "%s is inside worker.data_dir %s, where a user named after its directory would be given it: keep it apart", k.path, dataDir)
+		}
+	}
+}
+
+// inside reports whether path is dir or lies below it (both absolute).
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -26,7 +26,7 @@ func checkAccounts(r *Report, cfg *config.Config) {
 	}
 	a, err := worker.NewAccounts(*o)
 	if err != nil {
-		r.fail("accounts", err.Error(), "name an account from uid 1000 up that is not the gateway's, or use worker.run_as user")
+		r.fail("accounts", err.Error(), "name an account from uid 1000 up that is not the gateway's, or use worker.run_as user; give worker.data_dir and the mapping file's directory to the gateway's account, writable by no worker")
 		return
 	}
 	if o.RunAs != worker.RunAsUser {

@@ -48,4 +48,15 @@ func TestCheckAccounts(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, Fail, f.Status)
 	assert.Contains(t, f.Detail, "outside worker.uid_range")
+
+	// A mapping file's directory any worker could write is named, with
+	// what to do about it.
+	require.NoError(t, os.Chmod(dir, 0o777))
+	r = &Report{}
+	checkAccounts(r, cfg)
+	f, ok = r.Find("accounts")
+	require.True(t, ok)
+	assert.Equal(t, Fail, f.Status)
+	assert.Contains(t, f.Detail, "writable by others")
+	assert.Contains(t, f.Fix, "writable by no worker")
 }

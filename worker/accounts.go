@@ -99,6 +99,14 @@ func NewAccounts(opts AccountsOptions) (*Accounts, error) {
 		if err := os.MkdirAll(opts.DataDir, 0o711); err != nil {
 			return nil, fmt.Errorf("worker: accounts: data directory: %w", err)
 		}
+		if err := a.closedDir(opts.DataDir); err != nil {
+			return nil, fmt.Errorf("worker: accounts: worker.data_dir: %w", err)
+		}
+	}
+	if opts.MapFile != "" {
+		if err := a.closedDir(filepath.Dir(opts.MapFile)); err != nil {
+			return nil, fmt.Errorf("worker: accounts: worker.uid_map_file's directory: %w", err)
+		}
 	}
 	switch {
 	case opts.RunAs == "" || opts.RunAs == RunAsGateway:
@@ -170,7 +178,8 @@ func checkUserID(id string) error {
 
 // existing looks name up in the system's user database. It refuses the
 // system's accounts (uid or primary gid below MinAccountUID, root among
-// them) and the gateway's own.
+// them: a primary group of adm or docker is a system group too) and the
+// gateway's own.
 func (a *Accounts) existing(name string) (Account, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -181,12 +190,38 @@ func (a *Accounts) existing(name string) (Account, error) {
 	switch {
 	case err1 != nil || err2 != nil:
 		return Account{}, fmt.Errorf("account %q has a uid or gid that is not a number", name)
-	case uid < MinAccountUID || gid == 0 || uid == overflowID || gid == overflowID:
+	case uid < MinAccountUID || gid < MinAccountUID || uid == overflowID || gid == overflowID:
 		return Account{}, fmt.Errorf("account %q is a system account (uid %d, gid %d); only accounts from uid %d up, not nobody, serve users", name, uid, gid, MinAccountUID)
 	case uint32(uid) == a.opts.Self:
 		return Account{}, fmt.Errorf("account %q is the gateway's own", name)
 	}
 	return Account{Name: u.Username, UID: uint32(uid), GID: uint32(gid)}, nil
+}
+
+// closedDir refuses a directory a worker account could write: one owned
+// by anyone but the gateway or root, one writable by others, or by a group
+// a worker holds (worker.group, or a number of the range, which allocated
+// uids have as their group). A worker that can create, rename or replace
+// entries there could plant a data directory for a user who has none yet,
+// or a mapping file that gives it another user's uid.
+func (a *Accounts) closedDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	perm := fi.Mode().Perm()
+	workerGroup := a.opts.HasGroup && st.Gid == a.opts.Group || a.opts.Last != 0 && st.Gid >= a.opts.First && st.Gid <= a.opts.Last
+	switch {
+	case st.Uid != a.opts.Self && st.Uid != 0:
+		return fmt.Errorf("%s is owned by uid %d, not the gateway's account or root", dir, st.Uid)
+	case perm&0o002 != 0, perm&0o020 != 0 && workerGroup:
+		return fmt.Errorf("%s is writable by others or by a group workers hold (mode %o, gid %d): a worker could put files there", dir, perm, st.Gid)
+	}
+	return nil
 }
 
 // allocated returns userID's uid from the range, allocating one on first
@@ -198,6 +233,9 @@ func (a *Accounts) allocated(userID string) (Account, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if uid, ok := a.mapped[userID]; ok {
+		if err := a.accountless(uid); err != nil {
+			return Account{}, err
+		}
 		return Account{UID: uid, GID: uid}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -215,7 +253,11 @@ func (a *Accounts) allocated(userID string) (Account, error) {
 		a.mapped[id] = uid
 	}
 	uid, ok := m[userID]
-	if !ok {
+	if ok {
+		if err := a.accountless(uid); err != nil {
+			return Account{}, err
+		}
+	} else {
 		if uid, err = a.free(m); err != nil {
 			return Account{}, err
 		}
@@ -244,6 +286,9 @@ func (a *Accounts) readMap() (map[string]uint32, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("uid mapping: %s is not a JSON object of user id to uid: %v", a.opts.MapFile, err)
 	}
+	if m == nil { // null: no map to add to
+		return nil, fmt.Errorf("uid mapping: %s is null, not a JSON object of user id to uid", a.opts.MapFile)
+	}
 	owner := map[uint32]string{}
 	for id, uid := range m {
 		if uid < a.opts.First || uid > a.opts.Last {
@@ -255,6 +300,21 @@ func (a *Accounts) readMap() (map[string]uint32, error) {
 		owner[uid] = id
 	}
 	return m, nil
+}
+
+// accountless refuses an allocated uid that is the gateway's own, or that
+// an account of the system's user database has since been given (useradd with a uid inside the range,
+// a directory service that grew into it): the user's worker would run as
+// that account and reach its files. The entry is kept, for the operator to
+// resolve.
+func (a *Accounts) accountless(uid uint32) error {
+	if uid == a.opts.Self {
+		return fmt.Errorf("uid mapping: uid %d is the gateway's own", uid)
+	}
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		return fmt.Errorf("uid mapping: uid %d now belongs to the account %q; move the account or the mapping", uid, u.Username)
+	}
+	return nil
 }
 
 // free returns the lowest uid of the range that m does not hold and that

@@ -31,6 +31,9 @@ func TestAccountsMapFileRefusesDamage(t *testing.T) {
 		"outside range": `{"alice": 0}`,
 		"shared uid":    `{"alice": 500001, "mallory": 500001}`,
 		"not a number":  `{"alice": "root"}`,
+		"empty":         ``,
+		"a JSON null":   `null`,
+		"negative uid":  `{"alice": -1}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "uids.json")

@@ -61,9 +61,46 @@ func shareSQLite(path string, gid uint32) error {
 		return err
 	}
 	for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
-		if err := share(f, gid, 0o660); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := shareFile(f, gid); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+	}
+	return nil
+}
+
+// shareFile gives the file at path group gid and mode 0660, through a
+// descriptor opened without following a link. Every worker may write the
+// directory, so any of these names may be a link a worker left there to a
+// file of the gateway's or the system's (its TLS key, /etc/shadow): a
+// symbolic link, or a hard link (a second name), or anything but a
+// regular file, is refused rather than handed to the workers.
+func shareFile(path string, gid uint32) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s is a symbolic link, not the database's own file; remove it", path)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file; remove it", path)
+	case !ok || st.Nlink != 1:
+		return fmt.Errorf("%s has more than one name (a hard link); remove it", path)
+	}
+	if st.Gid != gid {
+		if err := f.Chown(-1, int(gid)); err != nil {
+			return err
+		}
+	}
+	if fi.Mode()&(os.ModePerm|os.ModeSetgid|os.ModeSetuid) != 0o660 {
+		return f.Chmod(0o660)
 	}
 	return nil
 }

@@ -323,12 +323,17 @@ func TestRunAsUserUnprivilegedGateway(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	first, last := testUIDs(7, 1)
+	// The mapping file and the data directories live in a directory of
+	// the gateway's account, closed to others (dir is open to all).
+	state := filepath.Join(dir, "state")
+	require.NoError(t, os.Mkdir(state, 0o711))
+	require.NoError(t, os.Chown(state, 65534, 65534))
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "MCPGATE_SERVER_LISTEN=" + addr, "MCPGATE_METRICS_LISTEN=127.0.0.2:0",
 		"MCPGATE_SERVER_LOCAL_USER=acct-amb", "MCPGATE_WORKER_COMMAND=" + stub, "MCPGATE_WORKER_POOL_SIZE=0",
 		"MCPGATE_WORKER_RUN_AS=user", fmt.Sprintf("MCPGATE_WORKER_UID_RANGE=%d-%d", first, last),
-		"MCPGATE_WORKER_UID_MAP_FILE=" + filepath.Join(dir, "uids.json"), "MCPGATE_WORKER_DATA_DIR=" + filepath.Join(dir, "users")}
+		"MCPGATE_WORKER_UID_MAP_FILE=" + filepath.Join(state, "uids.json"), "MCPGATE_WORKER_DATA_DIR=" + filepath.Join(state, "users")}
 	const capChown, capKill, capSetgid, capSetuid = 0, 5, 6, 7
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}},
 		AmbientCaps: []uintptr{capChown, capKill, capSetgid, capSetuid}}
@@ -336,10 +341,11 @@ func TestRunAsUserUnprivilegedGateway(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	done := make(chan struct{})
+	go func() { exited <- cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
+		<-done
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", log.String())
 		}
