@@ -37,7 +37,19 @@ type Options struct {
 	// Tools are tool names that always get their own label (the built-in
 	// toolsets' tools, worker.safe_tools).
 	Tools []string
+	// Sandbox is the worker sandbox profile every worker of this gateway
+	// starts under: SandboxBuiltin, SandboxExternal or SandboxNone (the
+	// default, and what any other value counts as).
+	Sandbox string
 }
+
+// The sandbox profiles a worker starts under, the values of
+// mcpgate_worker_sandbox_starts_total's profile label.
+const (
+	SandboxBuiltin  = "builtin"
+	SandboxExternal = "external"
+	SandboxNone     = "none"
+)
 
 // Metrics is the gateway's metrics: a gateway.Observer, HTTP middleware and
 // the /metrics handler.
@@ -49,6 +61,8 @@ type Metrics struct {
 	workerStarts  *prometheus.CounterVec
 	workerExits   *prometheus.CounterVec
 	workerStartup *prometheus.HistogramVec
+	sandboxStarts *prometheus.CounterVec
+	sandbox       string // the profile label of every worker start
 	toolCalls     *prometheus.CounterVec
 	refusals      *prometheus.CounterVec
 	authRefusals  *prometheus.CounterVec
@@ -87,6 +101,11 @@ func New(opts Options) *Metrics {
 			Help:    "Time from starting a worker process (claiming a pre-started one) to its answer to the first request, by kind and start (pooled, cold).",
 			Buckets: []float64{.0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"kind", "start"}),
+		sandboxStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_worker_sandbox_starts_total",
+			Help: "Workers started and ready, by the sandbox profile they run under (builtin, external, none).",
+		}, []string{"profile"}),
+		sandbox: sandboxLabel(opts.Sandbox),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_tool_calls_total",
 			Help: "tools/call requests settled, by tool and outcome (ok, a tool error kind, a gateway error kind, a JSON-RPC error code, cancelled, refused).",
@@ -114,7 +133,7 @@ func New(opts Options) *Metrics {
 	}
 	m.zeroSeries()
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.workerStarts, m.workerExits, m.workerStartup,
-		m.toolCalls, m.refusals, m.authRefusals, m.issuerFetches, m.auditFailures,
+		m.sandboxStarts, m.toolCalls, m.refusals, m.authRefusals, m.issuerFetches, m.auditFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -139,6 +158,7 @@ func (m *Metrics) zeroSeries() {
 	for _, reason := range refusalReasons {
 		m.refusals.WithLabelValues(reason)
 	}
+	m.sandboxStarts.WithLabelValues(m.sandbox)
 	for _, check := range auth.Reasons() {
 		m.authRefusals.WithLabelValues(check)
 	}
@@ -219,6 +239,16 @@ func (m *Metrics) WorkerStarted(kind string, pooled bool, took time.Duration) {
 	}
 	m.workerStarts.WithLabelValues(kind, start).Inc()
 	m.workerStartup.WithLabelValues(kind, start).Observe(took.Seconds())
+	m.sandboxStarts.WithLabelValues(m.sandbox).Inc()
+}
+
+// sandboxLabel bounds Options.Sandbox to the three profiles.
+func sandboxLabel(profile string) string {
+	switch profile {
+	case SandboxBuiltin, SandboxExternal:
+		return profile
+	}
+	return SandboxNone
 }
 
 // WorkerExited counts a worker gone (gateway.Observer).

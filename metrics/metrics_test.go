@@ -362,7 +362,7 @@ func TestDocsAndAlertsNameRealMetrics(t *testing.T) {
 			exported[name] = true
 		}
 	}
-	require.Len(t, exported, 13)
+	require.Len(t, exported, 14)
 
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
 	require.NoError(t, err)
@@ -457,4 +457,25 @@ func TestWorkerStartedPooled(t *testing.T) {
 	want := map[string]float64{"kind=session,start=cold": 1, "kind=session,start=pooled": 1, "kind=user,start=pooled": 1}
 	assert.Equal(t, want, values(fams, "mcpgate_worker_starts_total"))
 	assert.Equal(t, want, values(fams, "mcpgate_worker_start_duration_seconds"))
+}
+
+// TestWorkerSandboxStarts: each worker start is counted under the sandbox
+// profile of the gateway's workers; the label has three values only, and
+// the series exists at 0 before the first start.
+func TestWorkerSandboxStarts(t *testing.T) {
+	for _, tc := range []struct{ profile, want string }{
+		{metrics.SandboxBuiltin, "builtin"},
+		{metrics.SandboxExternal, "external"},
+		{metrics.SandboxNone, "none"},
+		{"", "none"},
+		{"a user's words", "none"},
+	} {
+		m := metrics.New(metrics.Options{Sandbox: tc.profile})
+		mx := httptest.NewServer(m.Handler())
+		assert.Equal(t, map[string]float64{"profile=" + tc.want: 0}, values(scrape(t, mx.URL), "mcpgate_worker_sandbox_starts_total"), "%q before a start", tc.profile)
+		m.WorkerStarted(gateway.WorkerSession, false, time.Millisecond)
+		m.WorkerStarted(gateway.WorkerUser, true, time.Millisecond)
+		assert.Equal(t, map[string]float64{"profile=" + tc.want: 2}, values(scrape(t, mx.URL), "mcpgate_worker_sandbox_starts_total"), "%q", tc.profile)
+		mx.Close()
+	}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -78,14 +76,7 @@ func TestWorkerOverMemoryLimitDiesAlone(t *testing.T) {
 	// The audit event (in the main log: no audit.path) names the limit,
 	// and the metrics count the exit as one.
 	assert.Regexp(t, `msg=audit event=tools/call .*tool=alloc .*outcome=-32603 .*error_kind=workerExited error_limit=address_space`, lg.log.String())
-	addr := regexp.MustCompile(`serving metrics" url=(http://\S+/metrics)`).FindStringSubmatch(lg.log.String())
-	require.NotNil(t, addr, "no metrics listener in the log")
-	resp, err := http.Get(addr[1])
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	metricsText, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	assert.Contains(t, string(metricsText), `mcpgate_worker_exits_total{kind="session",reason="limit"} 1`)
+	assert.Contains(t, lg.metricsText(t), `mcpgate_worker_exits_total{kind="session",reason="limit"} 1`)
 }
 
 // TestExecLimitedCommand: mcpgate exec-limited (this test binary) sets the

@@ -44,7 +44,7 @@ func newObservability(ctx context.Context, cfg *config.Config, log *slog.Logger)
 			return nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
 		}
 	}
-	o := &observability{log: log, metrics: metrics.New(metrics.Options{Tools: names}), done: make(chan struct{})}
+	o := &observability{log: log, metrics: metrics.New(metrics.Options{Tools: names, Sandbox: sandboxProfile(cfg)}), done: make(chan struct{})}
 	a := cfg.Audit
 	opts := audit.Options{
 		Path: a.Path, Arguments: a.Arguments, MaxArgumentBytes: int(a.MaxArgumentBytes),

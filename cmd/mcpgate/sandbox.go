@@ -8,6 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/metrics"
 	"github.com/mcpgate/mcpgate/sandbox"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -33,6 +34,19 @@ var probeSandbox = sandbox.Probe
 func sandboxSpec(s config.WorkerSandbox) sandbox.Spec {
 	ports, any := s.ConnectPorts()
 	return sandbox.Spec{Require: s.Require, Read: s.ReadPaths, Write: s.WritePaths, Connect: ports, ConnectAny: any}
+}
+
+// sandboxProfile names the profile the gateway's workers start under, for
+// the metrics: none with worker.sandbox off, else the built-in worker's or
+// an external worker.command's.
+func sandboxProfile(cfg *config.Config) string {
+	switch {
+	case !cfg.Worker.Sandbox.Enabled:
+		return metrics.SandboxNone
+	case len(cfg.Worker.Command) == 0:
+		return metrics.SandboxBuiltin
+	}
+	return metrics.SandboxExternal
 }
 
 // workerSandbox maps worker.sandbox to the launcher's options. The

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,14 +203,15 @@ func TestGatewayConfinesExternalWorker(t *testing.T) {
 	hostile, err := hostileWorker()
 	require.NoError(t, err)
 	for _, c := range []struct {
-		enabled, want string
-	}{{"", "errno EACCES"}, {"false", "ok"}} {
+		enabled, want, profile string
+	}{{"", "errno EACCES", "external"}, {"false", "ok", "none"}} {
 		t.Run("enabled="+c.enabled, func(t *testing.T) {
 			lg := startLocalGateway(t, map[string]string{"MCPGATE_WORKER_COMMAND": hostile, "MCPGATE_WORKER_SANDBOX_ENABLED": c.enabled})
 			sid := lg.session(t)
 			code, _, body := lg.post(t, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/etc/shadow"}}}`)
 			require.Equal(t, 200, code, body)
 			assert.Contains(t, body, `"text":"`+c.want+`"`)
+			assert.Equal(t, map[string]string{c.profile: "1"}, sandboxStarts(t, lg))
 		})
 	}
 }
@@ -239,8 +243,33 @@ func TestGatewayBuiltinWorkerConfinesItself(t *testing.T) {
 				}
 			}
 			assert.Equal(t, 1, confined, "the session's worker, and only it")
+			assert.Equal(t, map[string]string{"builtin": "1"}, sandboxStarts(t, lg))
 		})
 	}
+}
+
+// metricsText is a scrape of the gateway's metrics listener.
+func (lg *localGateway) metricsText(t *testing.T) string {
+	t.Helper()
+	addr := regexp.MustCompile(`serving metrics" url=(http://\S+/metrics)`).FindStringSubmatch(lg.log.String())
+	require.NotNil(t, addr, "no metrics listener in the log")
+	resp, err := http.Get(addr[1])
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(text)
+}
+
+// sandboxStarts is mcpgate_worker_sandbox_starts_total from the gateway's
+// metrics listener, its values by profile.
+func sandboxStarts(t *testing.T, lg *localGateway) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^mcpgate_worker_sandbox_starts_total\{profile="(\w+)"\} (\S+)$`).FindAllStringSubmatch(lg.metricsText(t), -1) {
+		out[m[1]] = m[2]
+	}
+	return out
 }
 
 // seccompFilters is the number of seccomp filters on process pid, or -1

@@ -12,7 +12,8 @@
 // tmpfs, unmounted at once), unshare (CLONE_NEWUSER, in a child: a
 // threaded process cannot), clonens (clone with CLONE_NEWUSER), exec
 // (/bin/true: what a worker may do), io_uring, personality, int80 (getpid
-// through the 32-bit system call ABI).
+// through the 32-bit system call ABI), setuid {path} (runs the program at
+// path, which prints its effective uid, and answers with what it printed).
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
 
@@ -131,6 +133,13 @@ func main() {
 			return fmt.Errorf("the 32-bit getpid answered %d", r)
 		}
 		return nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "setuid"}, func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		out, err := exec.Command(a.Path).Output()
+		if err != nil {
+			return outcome(err), nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil, nil
 	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
