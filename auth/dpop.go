@@ -1,11 +1,6 @@
 package auth
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -14,9 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 )
 
 // DPoP modes (DPoP.Mode).
@@ -184,6 +176,7 @@ type dpopState struct {
 	leeway  time.Duration
 	algs    map[string]bool
 	replay  *replayCache
+	keys    *keyCache   // parsed proof keys
 	nonces  *nonceMaker // nil without DPoP.Nonce
 	algList string      // the challenge's algs
 }
@@ -195,6 +188,7 @@ func newDPoPState(o *Options) (*dpopState, error) {
 	}
 	d.algList = strings.Join(DPoPAlgorithms(), " ")
 	d.replay = newReplayCache(o.DPoP.ReplayCacheSize)
+	d.keys = newKeyCache(proofKeyCacheSize)
 	if o.DPoP.Nonce {
 		n, err := newNonceMaker(o.DPoP.NonceSecret, o.DPoP.NonceLifetime)
 		if err != nil {
@@ -238,7 +232,7 @@ func (d *dpopState) verifyProof(r *http.Request, raw, token string, now time.Tim
 		return nil, ErrProofHeader
 	}
 	// 7: a public key, of the kind alg needs.
-	key, jkt, err := proofKey(h.JWK, h.Alg)
+	key, err := d.proofKeyOf(h.JWK, h.Alg)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +241,7 @@ func (d *dpopState) verifyProof(r *http.Request, raw, token string, now time.Tim
 	if err != nil {
 		return nil, ErrProofMalformed
 	}
-	if err := jwsbb.Verify(key, h.Alg, []byte(raw[:last]), sig); err != nil {
+	if !key.verify(h.Alg, []byte(raw[:last]), sig) {
 		return nil, ErrProofSignature
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(raw[first+1 : last])
@@ -279,7 +273,7 @@ func (d *dpopState) verifyProof(r *http.Request, raw, token string, now time.Tim
 	if c.Ath != base64.RawURLEncoding.EncodeToString(sum[:]) {
 		return nil, ErrProofTokenHash
 	}
-	return &proof{jkt: jkt, jti: c.Jti, iat: c.Iat.Time, nonce: c.Nonce}, nil
+	return &proof{jkt: key.jkt, jti: c.Jti, iat: c.Iat.Time, nonce: c.Nonce}, nil
 }
 
 // sameURI reports whether htu names r's URI as the client reached it: the
@@ -381,54 +375,6 @@ func decodeProofClaims(b []byte) (proofClaims, error) {
 // privateMembers are the JWK members of private and symmetric keys (RFC
 // 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2): a proof's jwk must hold none.
 var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
-
-// proofKey reads a proof's jwk: a public EC, RSA or OKP key with no
-// private members, of the curve or size alg needs (RSA 2048 to 4096 bits). It returns the key for
-// jwsbb.Verify and its RFC 7638 SHA-256 thumbprint, base64url.
-func proofKey(raw json.RawMessage, alg string) (any, string, error) {
-	if raw == nil {
-		return nil, "", ErrProofKey
-	}
-	all, err := members(raw)
-	if err != nil {
-		return nil, "", ErrProofKey
-	}
-	for _, m := range privateMembers {
-		if _, ok := all[m]; ok {
-			return nil, "", ErrProofKey
-		}
-	}
-	k, err := jwk.ParseKey(raw)
-	if err != nil {
-		return nil, "", ErrProofKey
-	}
-	var pub any
-	if err := jwk.Export(k, &pub); err != nil {
-		return nil, "", ErrProofKey
-	}
-	ok := false
-	switch p := pub.(type) {
-	case *ecdsa.PublicKey:
-		want := map[string]elliptic.Curve{"ES256": elliptic.P256(), "ES384": elliptic.P384(), "ES512": elliptic.P521()}[alg]
-		ok = want != nil && p.Curve == want
-	case *rsa.PublicKey:
-		ok = strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")
-		// At least 2048 bits (RFC 8725 §3.5), and at most 4096: a proof
-		// comes before anything else is known of its sender's key, and a
-		// huge modulus costs a slow verification.
-		ok = ok && p.N.BitLen() >= 2048 && p.N.BitLen() <= 4096
-	case ed25519.PublicKey:
-		ok = alg == "EdDSA"
-	}
-	if !ok {
-		return nil, "", ErrProofKey
-	}
-	tp, err := k.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return nil, "", ErrProofKey
-	}
-	return pub, base64.RawURLEncoding.EncodeToString(tp), nil
-}
 
 // jktPattern: a SHA-256 thumbprint, base64url without padding.
 func validJKT(s string) bool {

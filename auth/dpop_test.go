@@ -224,10 +224,11 @@ func TestDPoPCacheNeverSkipsTheProof(t *testing.T) {
 	}
 }
 
-// TestDPoPKeyAlgorithms: proofs by every kind of key the clients use.
+// TestDPoPKeyAlgorithms: proofs by every algorithm of the allow-list, the
+// key's thumbprint as RFC 7638 makes it.
 func TestDPoPKeyAlgorithms(t *testing.T) {
 	e := setup(t, nil)
-	for _, alg := range []string{"ES256", "ES384", "RS256", "PS256", "EdDSA"} {
+	for _, alg := range auth.DPoPAlgorithms() {
 		t.Run(alg, func(t *testing.T) {
 			key := authtest.MustDPoPKey(t, alg)
 			tok := mint(t)(e.iss.KeycloakDPoP(key, "alice", resource, full...))

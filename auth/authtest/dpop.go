@@ -28,7 +28,8 @@ type DPoPKey struct {
 	thumbprint string
 }
 
-// NewDPoPKey makes a key for alg: ES256, ES384, RS256, PS256 or EdDSA.
+// NewDPoPKey makes a key for alg: ES256, ES384, ES512, RS256, RS384,
+// RS512, PS256, PS384, PS512 or EdDSA.
 func NewDPoPKey(alg string) (*DPoPKey, error) {
 	var priv crypto.Signer
 	var err error
@@ -37,7 +38,9 @@ func NewDPoPKey(alg string) (*DPoPKey, error) {
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case "ES384":
 		priv, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	case "RS256", "PS256":
+	case "ES512":
+		priv, err = ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
+	case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512":
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
 	case "EdDSA":
 		_, priv, err = ed25519.GenerateKey(rand.Reader)
