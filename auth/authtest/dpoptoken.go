@@ -70,7 +70,7 @@ func (i *Issuer) tokenProof(w http.ResponseWriter, r *http.Request) (jkt string,
 	if err != nil {
 		return bad()
 	}
-	if _, private := k.(interface{ D() ([]byte, bool) }); private {
+	if private, err := jwk.IsPrivateKey(k); err != nil || private {
 		return bad()
 	}
 	var pub any
