@@ -104,3 +104,19 @@ func TestLoginWithoutDPoP(t *testing.T) {
 	_, errOut, err = c.run(t, "login", "--dpop=bogus")
 	require.Error(t, err, errOut)
 }
+
+// TestDoctorWithDPoP: the doctor checks a cached DPoP-bound token the way
+// the bridge sends it, with a proof; as Bearer the gateway would refuse it.
+func TestDoctorWithDPoP(t *testing.T) {
+	g := startTLSGateway(t, nil) // auth.dpop: allowed
+	g.issuer.DPoP = true
+	c := newClientSide(t, g)
+	_, errOut, err := c.run(t, "login")
+	require.NoError(t, err, errOut)
+	e, err := oauthclient.Cache{Path: c.cache}.Lookup(g.resource)
+	require.NoError(t, err)
+	require.Equal(t, "DPoP", e.TokenType, "the default gateway offers DPoP, so auto turned it on")
+	out, _, err := c.run(t, "doctor", "--user-claim", "preferred_username")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "OK    token accepted")
+}
