@@ -43,6 +43,13 @@ func TestLoginAndBridgeWithDPoP(t *testing.T) {
 	proofs := g.issuer.TokenProofs()
 	require.Equal(t, 1, proofs, "the code exchange carried a proof")
 
+	// The doctor reads the DPoP-only challenge and sends the token
+	// with a proof.
+	out, _, err := c.run(t, "doctor", "--user-claim", "preferred_username")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "OK    challenge")
+	assert.Contains(t, out, "OK    token accepted")
+
 	// The bound token alone, as Bearer, is refused.
 	code, _, _ := g.raw(t, e.AccessToken, "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	assert.Equal(t, 401, code)
@@ -52,7 +59,7 @@ func TestLoginAndBridgeWithDPoP(t *testing.T) {
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "bridge-test", Version: "1"}, nil)
 	ctx := context.Background()
-	refreshes := g.issuer.Refreshes()
+	refreshes, proofs := g.issuer.Refreshes(), g.issuer.TokenProofs()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err, "bridge stderr:\n%s", stderr.String())
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{}})
