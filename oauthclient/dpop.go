@@ -197,13 +197,32 @@ func readDPoPKey(p string) (*DPoPKey, error) {
 // origin for the next proofs. Other requests pass unchanged. A request
 // with a body is retried only when it has GetBody (http.NewRequest sets it).
 type DPoPTransport struct {
-	Base     http.RoundTripper // default http.DefaultTransport
+	Base http.RoundTripper // default http.DefaultTransport
+	// Key makes the proofs; when nil, LoadKey gives it at the first
+	// request that needs one.
 	Key      *DPoPKey
+	LoadKey  func() (*DPoPKey, error)
 	TokenURL string
 	Bound    func(token string) bool
 
 	mu     sync.Mutex
 	nonces map[string]string // origin → latest DPoP-Nonce
+}
+
+func (t *DPoPTransport) key() (*DPoPKey, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.Key == nil {
+		if t.LoadKey == nil {
+			return nil, errors.New("oauthclient: no DPoP key")
+		}
+		k, err := t.LoadKey()
+		if err != nil {
+			return nil, err
+		}
+		t.Key = k
+	}
+	return t.Key, nil
 }
 
 // DPoPClient is a copy of hc whose transport is a DPoPTransport over hc's.
@@ -255,8 +274,12 @@ func (t *DPoPTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !resource && !toToken {
 		return base.RoundTrip(r)
 	}
+	key, err := t.key()
+	if err != nil {
+		return nil, err
+	}
 	send := func(r *http.Request) (*http.Response, error) {
-		proof, err := t.Key.Proof(r.Method, r.URL, token, t.nonce(r.URL))
+		proof, err := key.Proof(r.Method, r.URL, token, t.nonce(r.URL))
 		if err != nil {
 			return nil, err
 		}

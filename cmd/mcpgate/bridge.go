@@ -48,15 +48,14 @@ session. Logs go to stderr only.
 	if err != nil {
 		return err
 	}
-	if ts.Entry().DPoP {
-		// A DPoP-bound token goes with a fresh proof of the key it is
-		// bound to on every request (RFC 9449 §7).
-		key, err := oauthclient.Cache{Path: cf.cache}.DPoPKey()
-		if err != nil {
-			return err
-		}
-		hc = oauthclient.DPoPClient(hc, key, "", func(string) bool { e := ts.Entry(); return e.Bound() })
-	}
+	// A DPoP-bound token goes with a fresh proof of the key it is bound
+	// to on every request (RFC 9449 §7). The login may become a DPoP one
+	// while the bridge runs (a new login here or in another process), so
+	// the key is loaded when the first bound token is sent.
+	dc := *hc
+	dc.Transport = &oauthclient.DPoPTransport{Base: hc.Transport, LoadKey: oauthclient.Cache{Path: cf.cache}.DPoPKey,
+		Bound: func(string) bool { e := ts.Entry(); return e.Bound() }}
+	hc = &dc
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	var reauth func(context.Context, string) (string, error)
 	if f, ok := m.Stderr.(*os.File); ok && isTerminal(f) {

@@ -127,3 +127,38 @@ func TestDoctorWithDPoP(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "OK    token accepted")
 }
+
+// TestBridgeFollowsALoginThatTurnsDPoPOn: a bridge started with a bearer
+// login keeps working when the user logs in again meanwhile and gets a
+// DPoP-bound token: the bridge takes the new token from the cache and
+// sends it with proofs.
+func TestBridgeFollowsALoginThatTurnsDPoPOn(t *testing.T) {
+	g := startTLSGateway(t, nil) // auth.dpop: allowed
+	g.issuer.DPoP = true
+	c := newClientSide(t, g)
+	_, errOut, err := c.run(t, "login", "--dpop=off")
+	require.NoError(t, err, errOut)
+
+	var stderr lockedBuffer
+	cmd := exec.Command(os.Args[0], "bridge", "--url", g.resource, "--ca-file", c.caFile, "--cache", c.cache)
+	cmd.Stderr = &stderr
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bridge-test", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, "bridge stderr:\n%s", stderr.String())
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+
+	_, errOut, err = c.run(t, "login")
+	require.NoError(t, err, errOut)
+	e, err := oauthclient.Cache{Path: c.cache}.Lookup(g.resource)
+	require.NoError(t, err)
+	require.Equal(t, "DPoP", e.TokenType)
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{}})
+	require.NoError(t, err, "bridge stderr:\n%s", stderr.String())
+	assert.False(t, res.IsError)
+	require.NoError(t, cs.Close())
+	assert.NotContains(t, stderr.String(), "level=WARN", "bridge stderr")
+}
