@@ -68,7 +68,7 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		tlsFindings(r, state, o.Now())
 	}
 	var scopes []string
-	bearer, isBearer := oauthclient.BearerChallenge(challenge)
+	scheme, bearer, isBearer := oauthclient.AuthChallenge(challenge)
 	switch {
 	case status == http.StatusUnauthorized && isBearer:
 		rm := bearer["resource_metadata"]
@@ -76,10 +76,10 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		if rm == "" {
 			r.warn("challenge", "401 without resource_metadata", "clients then guess the well-known path; set server.public_url so the gateway can name it")
 		} else {
-			r.ok("challenge", fmt.Sprintf("401 Bearer, resource_metadata %s, scope %q", rm, strings.Join(scopes, " ")))
+			r.ok("challenge", fmt.Sprintf("401 %s, resource_metadata %s, scope %q", challengeScheme(scheme), rm, strings.Join(scopes, " ")))
 		}
 	case status == http.StatusUnauthorized:
-		r.fail("challenge", "401 without a Bearer challenge", "MCP clients start OAuth from WWW-Authenticate: Bearer resource_metadata=…; check what answers in front of the gateway")
+		r.fail("challenge", "401 without a Bearer or DPoP challenge", "MCP clients start OAuth from WWW-Authenticate: Bearer resource_metadata=… (DPoP … under auth.dpop: required); check what answers in front of the gateway")
 	case status >= 200 && status < 300:
 		r.warn("challenge", fmt.Sprintf("a request without a token was answered %d", status), "the endpoint is open to anyone who reaches it; set auth.issuer unless this is a loopback-only gateway")
 	default:
@@ -351,4 +351,12 @@ func tlsFindings(r *Report, st *tls.ConnectionState, now time.Time) {
 	default:
 		r.ok("tls", detail)
 	}
+}
+
+// challengeScheme spells a challenge's scheme as servers send it.
+func challengeScheme(s string) string {
+	if s == "dpop" {
+		return "DPoP (only: the gateway requires DPoP-bound tokens)"
+	}
+	return "Bearer"
 }

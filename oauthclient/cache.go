@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -34,12 +35,17 @@ type Entry struct {
 	Saved         time.Time `json:"saved"`
 	Registered    bool      `json:"registered,omitempty"` // the client id came from dynamic registration
 	ResourceParam bool      `json:"resource_param"`       // RFC 8707 resource was sent
+	DPoP          bool      `json:"dpop,omitempty"`       // token requests carry proofs of the cache's DPoP key
 }
 
 // Token is the entry's tokens in golang.org/x/oauth2's form.
 func (e *Entry) Token() *oauth2.Token {
 	return &oauth2.Token{AccessToken: e.AccessToken, TokenType: e.TokenType, RefreshToken: e.RefreshToken, Expiry: e.Expiry}
 }
+
+// Bound says whether the access token is DPoP-bound (RFC 9449 §5: the
+// token endpoint answered token_type DPoP).
+func (e *Entry) Bound() bool { return strings.EqualFold(e.TokenType, "DPoP") }
 
 // Config is the oauth2 configuration the entry's tokens refresh with.
 func (e *Entry) Config() *oauth2.Config {

@@ -57,10 +57,26 @@ func BearerChallenge(field string) (map[string]string, bool) {
 	return nil, false
 }
 
+// AuthChallenge returns the params of the field's first Bearer challenge,
+// else of its first DPoP challenge (RFC 9449 §7.1: a server that takes
+// only DPoP-bound tokens sends no Bearer one), with the scheme found.
+func AuthChallenge(field string) (scheme string, params map[string]string, ok bool) {
+	cs := ParseChallenges(field)
+	for _, want := range []string{"bearer", "dpop"} {
+		for _, c := range cs {
+			if c.Scheme == want {
+				return want, c.Params, true
+			}
+		}
+	}
+	return "", nil, false
+}
+
 // ChallengeParam reads one auth-param of the field's first Bearer
-// challenge (RFC 6750 §3): "" when there is no such challenge or param.
+// challenge (RFC 6750 §3), else of its first DPoP challenge: "" when there
+// is no such challenge or param.
 func ChallengeParam(field, name string) string {
-	params, _ := BearerChallenge(field)
+	_, params, _ := AuthChallenge(field)
 	return params[strings.ToLower(name)]
 }
 

@@ -50,9 +50,10 @@ func TestParseChallengesHostile(t *testing.T) {
 	}
 }
 
-// TestChallengeParamReadsOnlyTheBearerChallenge: a param of another scheme's
-// challenge, or text inside a quoted value, is not the Bearer challenge's.
-func TestChallengeParamReadsOnlyTheBearerChallenge(t *testing.T) {
+// TestChallengeParamReadsTheBearerChallenge: a param of another scheme's
+// challenge, or text inside a quoted value, is not the Bearer challenge's;
+// without a Bearer challenge, the DPoP one is read.
+func TestChallengeParamReadsTheBearerChallenge(t *testing.T) {
 	for _, tc := range []struct {
 		field, name, want string
 	}{
@@ -62,6 +63,11 @@ func TestChallengeParamReadsOnlyTheBearerChallenge(t *testing.T) {
 		{`DPoP scope="admin", Bearer scope="read"`, "scope", "read"},
 		{`Basic realm="a", scope="admin"`, "scope", ""},
 		{`bearer SCOPE="read"`, "Scope", "read"},
+		// Only DPoP (a server that requires DPoP-bound tokens): its
+		// challenge is read.
+		{`DPoP error="insufficient_scope", scope="read write", algs="ES256"`, "scope", "read write"},
+		{`Basic realm="a", DPoP error="insufficient_scope"`, "error", "insufficient_scope"},
+		{`Basic scope="admin"`, "scope", ""},
 	} {
 		assert.Equal(t, tc.want, oauthclient.ChallengeParam(tc.field, tc.name), tc.field)
 	}

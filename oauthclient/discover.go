@@ -25,6 +25,10 @@ type ResourceMetadata struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers"`
 	ScopesSupported      []string `json:"scopes_supported"`
+	// RFC 9449 §5.1: the resource accepts DPoP-bound tokens, and may
+	// require them.
+	DPoPSigningAlgs   []string `json:"dpop_signing_alg_values_supported"`
+	DPoPBoundRequired bool     `json:"dpop_bound_access_tokens_required"`
 }
 
 // ServerMetadata is the authorization server metadata (RFC 8414; OpenID
@@ -43,6 +47,8 @@ type ServerMetadata struct {
 	// Client ID Metadata Documents (MCP 2025-11-25): a client may use an
 	// https URL as its client_id.
 	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported"`
+	// RFC 9449 §5.1: the server binds tokens to DPoP proofs.
+	DPoPSigningAlgs []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // Discovery is what a client learns about a protected MCP server before it

@@ -48,6 +48,29 @@ type LoginOptions struct {
 	// Previous is the cached entry of an earlier login: its registered
 	// client and loopback port are reused when they still fit.
 	Previous *Entry
+	// DPoP says whether to ask for DPoP-bound tokens (RFC 9449): "on",
+	// "off", or "auto" (the default): when the resource's metadata
+	// requires them or lists dpop_signing_alg_values_supported, and the
+	// authorization server's metadata lists ES256 among its
+	// dpop_signing_alg_values_supported.
+	DPoP string
+	// DPoPKey returns the key proofs are made with; required unless DPoP
+	// is "off".
+	DPoPKey func() (*DPoPKey, error)
+}
+
+// wantDPoP decides o.DPoP for the discovered metadata.
+func wantDPoP(mode string, d *Discovery) (bool, error) {
+	switch mode {
+	case "off":
+		return false, nil
+	case "on":
+		return true, nil
+	case "", "auto":
+		return (d.Resource.DPoPBoundRequired || len(d.Resource.DPoPSigningAlgs) > 0) &&
+			slices.Contains(d.Server.DPoPSigningAlgs, "ES256"), nil
+	}
+	return false, fmt.Errorf("oauthclient: DPoP must be auto, on or off, not %q", mode)
 }
 
 // ErrAuthorization is a refusal by the authorization server or the user.
@@ -81,6 +104,20 @@ func Login(ctx context.Context, o LoginOptions) (*Entry, error) {
 		// advertise PKCE S256.
 		return nil, fmt.Errorf("oauthclient: %s does not advertise PKCE S256 (code_challenge_methods_supported); refusing to log in without it", as.Issuer)
 	}
+	dpop, err := wantDPoP(o.DPoP, d)
+	if err != nil {
+		return nil, err
+	}
+	if dpop {
+		if o.DPoPKey == nil {
+			return nil, errors.New("oauthclient: LoginOptions.DPoPKey is required for DPoP")
+		}
+		key, err := o.DPoPKey()
+		if err != nil {
+			return nil, err
+		}
+		hc = DPoPClient(hc, key, as.TokenEndpoint, nil)
+	}
 	scopes := o.Scopes
 	if len(scopes) == 0 {
 		scopes = strings.Fields(d.ChallengeScope)
@@ -97,7 +134,7 @@ func Login(ctx context.Context, o LoginOptions) (*Entry, error) {
 	redirect := fmt.Sprintf("http://%s/callback", ln.Addr().String())
 
 	e := &Entry{Issuer: as.Issuer, Resource: o.Resource, AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint,
-		RedirectURI: redirect, Scopes: scopes, ResourceParam: true}
+		RedirectURI: redirect, Scopes: scopes, ResourceParam: true, DPoP: dpop}
 	switch {
 	case o.ClientID != "":
 		e.ClientID, e.ClientSecret = o.ClientID, o.ClientSecret

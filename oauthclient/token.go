@@ -25,6 +25,7 @@ type TokenSource struct {
 
 	mu    sync.Mutex
 	entry *Entry
+	dpop  *http.Client // s.hc sending DPoP proofs to the token endpoint
 }
 
 // NewTokenSource serves the tokens of the newest cached login for resource.
@@ -141,7 +142,20 @@ func (s *TokenSource) refresh(ctx context.Context) (*oauth2.Token, error) {
 	defer cancel()
 	cur := s.entry.Token()
 	cur.Expiry = time.Unix(1, 0) // makes oauth2 refresh
-	tok, err := s.entry.Config().TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.hc), cur).Token()
+	hc := s.hc
+	if s.entry.DPoP {
+		// RFC 9449 §5: the refresh carries a proof of the key the
+		// tokens are bound to.
+		if s.dpop == nil {
+			key, err := s.cache.DPoPKey()
+			if err != nil {
+				return nil, err
+			}
+			s.dpop = DPoPClient(s.hc, key, s.entry.TokenURL, nil)
+		}
+		hc = s.dpop
+	}
+	tok, err := s.entry.Config().TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), cur).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {

@@ -33,6 +33,7 @@ type grants struct {
 
 type grant struct {
 	client, redirect, challenge, user, aud, nonce string
+	jkt                                           string // the DPoP key the tokens are bound to
 	scopes                                        []string
 	expires                                       time.Time
 }
@@ -133,7 +134,7 @@ func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 
 // userGrant serves the authorization_code and refresh_token grants; ok
 // false means the request was answered with an error.
-func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request) {
+func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request, jkt string) {
 	f := r.PostForm
 	i.grants.mu.Lock()
 	i.grants.init()
@@ -156,6 +157,16 @@ func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request) {
 		g, found = i.grants.refresh[f.Get("refresh_token")]
 		delete(i.grants.refresh, f.Get("refresh_token")) // rotated
 		i.grants.refreshes.Add(1)
+		if found && g.jkt != "" && g.jkt != jkt {
+			// RFC 9449 §5: a bound public client's refresh token needs
+			// a proof of the same key.
+			i.grants.mu.Unlock()
+			oauthError(w, http.StatusBadRequest, "invalid_dpop_proof")
+			return
+		}
+	}
+	if found && g.jkt == "" {
+		g.jkt = jkt
 	}
 	var rt string
 	var extra map[string]any
@@ -179,13 +190,17 @@ func (i *Issuer) userGrant(w http.ResponseWriter, r *http.Request) {
 	for k, v := range extra {
 		c[k] = v
 	}
+	typ := "Bearer"
+	if g.jkt != "" {
+		c["cnf"], typ = map[string]any{"jkt": g.jkt}, "DPoP"
+	}
 	tok, err := i.Sign(c, SignOptions{})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	answer := map[string]any{
-		"access_token": tok, "token_type": "Bearer", "expires_in": int(ttl.Seconds()),
+		"access_token": tok, "token_type": typ, "expires_in": int(ttl.Seconds()),
 		"refresh_token": rt, "scope": strings.Join(g.scopes, " "),
 	}
 	if contains(g.scopes, "openid") {

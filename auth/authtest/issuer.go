@@ -64,6 +64,12 @@ type Issuer struct {
 	// AccessTokenTTL is the lifetime of tokens from the authorization
 	// code and refresh grants; default five minutes.
 	AccessTokenTTL time.Duration
+	// DPoP makes the metadata list dpop_signing_alg_values_supported
+	// (the token endpoint binds tokens to a valid proof either way).
+	DPoP bool
+	// DPoPNonce, when set, is the nonce token requests' proofs must
+	// carry (RFC 9449 §8).
+	DPoPNonce string
 
 	addr    string
 	tlsConf *tls.Config
@@ -83,6 +89,8 @@ type Issuer struct {
 	fetches   atomic.Int64
 	discovers atomic.Int64
 	grants    grants
+
+	tokenProofs atomic.Int64
 
 	intro introspection
 }
@@ -207,7 +215,7 @@ func (i *Issuer) JWKSFetches() int { return int(i.fetches.Load()) }
 func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 	i.discovers.Add(1)
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
+	doc := map[string]any{
 		"issuer":                                i.URL,
 		"jwks_uri":                              i.JWKSURL(),
 		"authorization_endpoint":                i.URL + "/authorize",
@@ -221,7 +229,11 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"code_challenge_methods_supported":      []string{"S256"},
 
 		"authorization_response_iss_parameter_supported": true,
-	})
+	}
+	if i.DPoP {
+		doc["dpop_signing_alg_values_supported"] = dpopAlgs
+	}
+	json.NewEncoder(w).Encode(doc)
 }
 
 // token is a client-credentials token endpoint (RFC 6749 §4.4) that trusts
@@ -239,10 +251,14 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_request")
 		return
 	}
+	jkt, ok := i.tokenProof(w, r)
+	if !ok {
+		return
+	}
 	switch r.PostForm.Get("grant_type") {
 	case "client_credentials":
 	case "authorization_code", "refresh_token":
-		i.userGrant(w, r)
+		i.userGrant(w, r, jkt)
 		return
 	default:
 		fail("unsupported_grant_type")
@@ -267,6 +283,10 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	scopes := strings.Fields(r.PostForm.Get("scope"))
 	c := i.KeycloakClaims(user, aud, scopes...)
 	c["azp"] = client
+	typ := "Bearer"
+	if jkt != "" {
+		c["cnf"], typ = map[string]any{"jkt": jkt}, "DPoP"
+	}
 	tok, err := i.Sign(c, SignOptions{})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -275,7 +295,7 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(map[string]any{
-		"access_token": tok, "token_type": "Bearer", "expires_in": 300, "scope": strings.Join(scopes, " "),
+		"access_token": tok, "token_type": typ, "expires_in": 300, "scope": strings.Join(scopes, " "),
 	})
 }
 

@@ -48,6 +48,14 @@ session. Logs go to stderr only.
 	if err != nil {
 		return err
 	}
+	// A DPoP-bound token goes with a fresh proof of the key it is bound
+	// to on every request (RFC 9449 §7). The login may become a DPoP one
+	// while the bridge runs (a new login here or in another process), so
+	// the key is loaded when the first bound token is sent.
+	dc := *hc
+	dc.Transport = &oauthclient.DPoPTransport{Base: hc.Transport, LoadKey: oauthclient.Cache{Path: cf.cache}.DPoPKey,
+		Bound: func(string) bool { e := ts.Entry(); return e.Bound() }}
+	hc = &dc
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	var reauth func(context.Context, string) (string, error)
 	if f, ok := m.Stderr.(*os.File); ok && isTerminal(f) {
@@ -62,7 +70,11 @@ session. Logs go to stderr only.
 				}
 			}
 			lo := oauthclient.LoginOptions{Resource: cf.url, HTTPClient: hc, Scopes: scopes,
-				OpenBrowser: func(u string) error { return systemBrowser(m, u) }, Previous: &prev}
+				OpenBrowser: func(u string) error { return systemBrowser(m, u) }, Previous: &prev,
+				DPoP: "auto", DPoPKey: oauthclient.Cache{Path: cf.cache}.DPoPKey}
+			if prev.DPoP {
+				lo.DPoP = "on"
+			}
 			if !prev.Registered { // a client id the user gave at login
 				lo.ClientID, lo.ClientSecret = prev.ClientID, prev.ClientSecret
 			}

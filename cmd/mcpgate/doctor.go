@@ -92,6 +92,14 @@ algorithm allow-list, the clock against the issuer's, and the audience.
 			if t, err := ts.Token(); err == nil {
 				token = t.AccessToken
 			}
+			if e := ts.Entry(); e.DPoP && e.Bound() && token != "" {
+				// A bound token is checked the way the bridge sends it:
+				// as DPoP, with a proof of the cached key.
+				if key, err := (oauthclient.Cache{Path: cf.cache}).DPoPKey(); err == nil {
+					bound := token
+					hc = oauthclient.DPoPClient(hc, key, "", func(t string) bool { return t == bound })
+				}
+			}
 		}
 		r = doctor.CheckURL(ctx, doctor.URLOptions{URL: cf.url, HTTPClient: hc, Token: token, UserClaim: *userClaim})
 		if token == "" {

@@ -104,7 +104,9 @@ finds its authorization server (RFC 9728 metadata), registers a client there
 when it offers dynamic registration (else pass --client-id), opens your
 browser for the authorization code flow with PKCE and a loopback redirect to
 http://127.0.0.1:PORT/callback, and keeps the tokens in the token cache
-(mode 0600), refreshing them later as needed.
+(mode 0600), refreshing them later as needed. When the gateway and its
+issuer offer DPoP (RFC 9449), the tokens are bound to a key kept beside the
+cache (dpop-key.pem, mode 0600) and are useless without it.
 
 `)
 		fs.PrintDefaults()
@@ -115,6 +117,7 @@ http://127.0.0.1:PORT/callback, and keeps the tokens in the token cache
 	secretFile := fs.String("client-secret-file", "", "file holding the client secret of a confidential --client-id")
 	scopes := fs.StringSlice("scope", nil, "scope to ask for; repeat (default: the scopes the gateway's challenge names)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the browser")
+	dpop := fs.String("dpop", "auto", "DPoP-bound tokens (RFC 9449): auto (when the gateway and its issuer both offer them), on, or off")
 	if done, err := parseClientFlags(m, fs, args, &cf); done {
 		return err
 	}
@@ -134,7 +137,7 @@ http://127.0.0.1:PORT/callback, and keeps the tokens in the token cache
 	}
 	e, err := oauthclient.Login(ctx, oauthclient.LoginOptions{
 		Resource: cf.url, HTTPClient: hc, ClientID: *clientID, ClientSecret: secret, Scopes: *scopes,
-		OpenBrowser: open, Timeout: *timeout, Previous: prev,
+		OpenBrowser: open, Timeout: *timeout, Previous: prev, DPoP: *dpop, DPoPKey: cache.DPoPKey,
 	})
 	if err != nil {
 		return err
