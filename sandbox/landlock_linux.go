@@ -69,21 +69,29 @@ func rules(s Spec, workDir string) []landlock.Rule {
 	return rs
 }
 
-// restrictLandlock applies the Landlock part of s to every thread.
-func restrictLandlock(s Spec) error {
+// landlockRuleset creates the Landlock rule set of s, its paths opened
+// now: its fd (-1 when nothing is restricted) and restrict_self's flags.
+func landlockRuleset(s Spec) (int, uint32, error) {
 	c, err := landlockConfig(s)
 	if err != nil {
-		return err
+		return -1, 0, err
 	}
 	wd, err := os.Getwd()
 	if err != nil && s.WorkDir {
-		return fmt.Errorf("sandbox: the working directory: %w", err)
+		return -1, 0, fmt.Errorf("sandbox: the working directory: %w", err)
 	}
-	if err := c.Restrict(rules(s, wd)...); err != nil {
+	rs := rules(s, wd)
+	if cgoPSX {
+		// libpsx lists this directory right after restricting each
+		// thread, and fails when it may not.
+		rs = append(rs, landlock.PathAccess(llsys.AccessFSReadDir, pidTaskDir()))
+	}
+	fd, flags, err := c.NewRulesetFD(rs...)
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("sandbox: a path vanished while the rules were built: %w", err)
+			return -1, 0, fmt.Errorf("sandbox: a path vanished while the rules were built: %w", err)
 		}
-		return fmt.Errorf("sandbox: landlock: %w", err)
+		return -1, 0, fmt.Errorf("sandbox: landlock: %w", err)
 	}
-	return nil
+	return fd, flags, nil
 }

@@ -40,3 +40,20 @@ func Apply(s Spec) (Report, error) {
 
 // Prepare does nothing off Linux.
 func Prepare() error { return nil }
+
+// Pending is a confinement made ready: nothing, off Linux.
+type Pending struct{ report Report }
+
+// Ready refuses a Spec with Require and does nothing otherwise.
+func Ready(s Spec) (*Pending, error) {
+	if _, err := Apply(s); err != nil {
+		return nil, err
+	}
+	return &Pending{}, nil
+}
+
+// Enforce does nothing off Linux.
+func (p *Pending) Enforce() (Report, error) { return p.report, nil }
+
+// Close does nothing off Linux.
+func (p *Pending) Close() {}

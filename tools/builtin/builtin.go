@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/sandbox"
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/tools/db/postgres"
@@ -54,15 +55,18 @@ func Engine(driver string) (db.Engine, bool) {
 // only: stdout carries the protocol.
 func Run(ctx context.Context, p Program) error {
 	logger := slog.New(slog.NewTextHandler(p.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	id, stdin, cfg, prepared, err := identity(ctx, p, logger)
+	id, stdin, cfg, prepared, pending, err := identity(ctx, p, logger)
 	if err != nil {
 		return err
 	}
 	prestarted := prepared != nil // only a pre-started worker prepares
 	if id.User == "" {
+		if pending != nil {
+			pending.Close()
+		}
 		return nil // a pre-started worker stopped unclaimed
 	}
-	if err := confine(p.Getenv); err != nil {
+	if err := confine(p.Getenv, pending); err != nil {
 		return err // before reading anything more, or opening the database
 	}
 	if id.Tools != nil && !id.ReadOnly {
@@ -162,21 +166,21 @@ func Run(ctx context.Context, p Program) error {
 // database settings, SQLite's file, the server of every tool the engine
 // serves) and then waits for its identity, the first line on stdin; stdin
 // closed before it is a clean stop, an empty identity and no error.
-func identity(ctx context.Context, p Program, logger *slog.Logger) (workerproto.Identity, io.Reader, *db.Config, *tools.Prepared, error) {
+func identity(ctx context.Context, p Program, logger *slog.Logger) (workerproto.Identity, io.Reader, *db.Config, *tools.Prepared, *sandbox.Pending, error) {
 	switch v := p.Getenv(workerproto.EnvPrestarted); v {
 	case "":
 		id, err := workerproto.IdentityFromEnv(p.Getenv)
-		return id, p.Stdin, nil, nil, err // the database settings once the toolsets are known
+		return id, p.Stdin, nil, nil, nil, err // the database settings once the toolsets are known
 	case "true":
 	default:
-		return workerproto.Identity{}, nil, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", workerproto.EnvPrestarted, v)
+		return workerproto.Identity{}, nil, nil, nil, nil, fmt.Errorf("mcpgate worker: %s=%q: want true (the gateway sets it)", workerproto.EnvPrestarted, v)
 	}
 	if err := workerproto.CheckPooledEnv(p.Getenv); err != nil {
-		return workerproto.Identity{}, nil, nil, nil, err
+		return workerproto.Identity{}, nil, nil, nil, nil, err
 	}
 	cfg, err := dbConfig(ctx, p.Getenv)
 	if err != nil {
-		return workerproto.Identity{}, nil, nil, nil, err
+		return workerproto.Identity{}, nil, nil, nil, nil, err
 	}
 	// What a session would otherwise wait for and needs no identity: the
 	// server with every tool the engine serves registered (Run narrows it
@@ -187,33 +191,39 @@ func identity(ctx context.Context, p Program, logger *slog.Logger) (workerproto.
 	// Run).
 	prepared, err := tools.Prepare(engines[cfg.Driver].Name(), logger)
 	if err != nil {
-		return workerproto.Identity{}, nil, nil, nil, err
+		return workerproto.Identity{}, nil, nil, nil, nil, err
 	}
 	if err := tools.Warm(ctx); err != nil {
-		return workerproto.Identity{}, nil, nil, nil, err
+		return workerproto.Identity{}, nil, nil, nil, nil, err
 	}
 	if cfg.Driver == db.SQLite {
 		if err := sqlite.Warm(ctx); err != nil {
-			return workerproto.Identity{}, nil, nil, nil, err
+			return workerproto.Identity{}, nil, nil, nil, nil, err
 		}
 	}
-	if err := prepareConfinement(p.Getenv); err != nil {
-		return workerproto.Identity{}, nil, nil, nil, err
+	// The sandbox made ready (rules, rule set, filter, no_new_privs):
+	// a session waits only for its enforcing.
+	pending, err := readyConfinement(p.Getenv)
+	if err != nil {
+		return workerproto.Identity{}, nil, nil, nil, nil, err
 	}
 	debug.FreeOSMemory()
 	in := bufio.NewReaderSize(p.Stdin, workerproto.MaxIdentityLine)
 	id, err := workerproto.ReadIdentityLine(in)
 	if errors.Is(err, io.EOF) {
-		return workerproto.Identity{}, nil, nil, nil, nil
+		return workerproto.Identity{}, nil, nil, nil, pending, nil
 	}
 	if err != nil {
-		return id, nil, nil, nil, fmt.Errorf("mcpgate worker: %w", err)
+		if pending != nil {
+			pending.Close()
+		}
+		return id, nil, nil, nil, nil, fmt.Errorf("mcpgate worker: %w", err)
 	}
 	// The server reads on from stdin itself (it buffers its own input):
 	// first what came in the identity line's read after the line, which
 	// is the session's, then stdin. The identity's 64 KiB buffer goes.
 	rest, _ := in.Peek(in.Buffered())
-	return id, io.MultiReader(bytes.NewReader(bytes.Clone(rest)), p.Stdin), &cfg, prepared, nil
+	return id, io.MultiReader(bytes.NewReader(bytes.Clone(rest)), p.Stdin), &cfg, prepared, pending, nil
 }
 
 // freeOSMemory returns the start-up garbage to the system; a test watches it.

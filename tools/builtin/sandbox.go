@@ -14,41 +14,51 @@ import (
 // this process, widened by the built-in profile: this executable and the
 // database of the worker's settings. Nothing is exec'd: the worker
 // confines itself, once its identity is known and before it opens its
-// database or reads another byte of input. No variable: no sandbox.
-func confine(getenv func(string) string) error {
-	v := getenv(sandbox.EnvSpec)
-	if v == "" {
-		return nil
+// database or reads another byte of input. No variable: no sandbox. A
+// pre-started worker made it ready before its identity came (pending):
+// then only the enforcing is left.
+func confine(getenv func(string) string, pending *sandbox.Pending) error {
+	if pending == nil {
+		var err error
+		if pending, err = readyConfinement(getenv); err != nil || pending == nil {
+			return err
+		}
 	}
-	base, err := sandbox.Decode(v)
-	if err != nil {
-		return fmt.Errorf("mcpgate worker: %w", err)
-	}
-	cfg, err := db.ConfigFromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	need, err := databaseNeeds(cfg, getenv)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("mcpgate worker: finding this executable for the sandbox: %w", err)
-	}
-	if _, err := sandbox.Apply(sandbox.Builtin(base, exe, need)); err != nil {
+	if _, err := pending.Enforce(); err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
 	return nil
 }
 
-// prepareConfinement does, for a pre-started worker, the part of confine
-// that needs no identity: assembling the seccomp filter.
-func prepareConfinement(getenv func(string) string) error {
-	if getenv(sandbox.EnvSpec) == "" {
-		return nil
+// readyConfinement does the part of confine that needs no identity: the
+// rules resolved, the Landlock rule set and the seccomp filter made.
+// No variable: nil.
+func readyConfinement(getenv func(string) string) (*sandbox.Pending, error) {
+	v := getenv(sandbox.EnvSpec)
+	if v == "" {
+		return nil, nil
 	}
-	return sandbox.Prepare()
+	base, err := sandbox.Decode(v)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate worker: %w", err)
+	}
+	cfg, err := db.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	need, err := databaseNeeds(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate worker: finding this executable for the sandbox: %w", err)
+	}
+	p, err := sandbox.Ready(sandbox.Builtin(base, exe, need))
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate worker: %w", err)
+	}
+	return p, nil
 }
 
 // databaseNeeds is what the worker's database needs under the sandbox:
