@@ -82,9 +82,15 @@ else
 	gateway_args="--worker-command '$worker'"
 fi
 
-# mcpgate, localhost mode.
+# mcpgate, localhost mode; and once more with the worker sandbox off
+# (mcpgate-nosandbox), taking turns with the others, so that the table shows
+# what the sandbox costs a session start and a call (docs/sandbox.md).
 if has_command bin/mcpgate serve; then
 	args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} $gateway_args" -mcpgate-env "$gateway_env")
+	if has_command bin/mcpgate sandbox; then
+		args+=(-variant "mcpgate-nosandbox=mcpgate:MCPGATE_WORKER_SANDBOX_ENABLED=false"
+			-systems "floor,sdk,mcpgate,mcpgate-nosandbox,mcpgate-tls,supergateway,sdk-stateless")
+	fi
 else
 	skip mcpgate "this checkout's mcpgate has no serve command"
 fi
