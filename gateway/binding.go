@@ -383,7 +383,6 @@ func (g *Gateway) stopBindings(ctx context.Context, list []*binding, reason, why
 	var wg sync.WaitGroup
 	for i, b := range list {
 		wg.Go(func() {
-			b.stop.set(reason)
 			errs[i] = g.stopTaken(ctx, b, g.removeKeepDB(b), reason, why)
 		})
 	}

@@ -102,7 +102,7 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 			return
 		}
 		if f, ok := checkParamHeaders(r, m.Params, binds); !ok {
-			uw.log.Info("gateway: refused a tools/call", "tool", name, "reason", f.msg)
+			uw.log.Info("gateway: refused a tools/call", "tool", clip(name), "reason", f.msg)
 			g.refusedInvalid(c, m, f)
 			f.write(w, m.ID)
 			return

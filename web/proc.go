@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,8 +52,11 @@ func procInfo(pid int) (started time.Time, rss int64) {
 	return
 }
 
-// bootTime is /proc/stat's btime.
-func bootTime() time.Time {
+// bootTime is /proc/stat's btime, read once: it does not change while the
+// system runs.
+var bootTime = sync.OnceValue(readBootTime)
+
+func readBootTime() time.Time {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return time.Time{}

@@ -163,14 +163,14 @@ func (a *Accounts) For(userID string) (Account, error) {
 
 // checkUserID refuses an id that cannot be a directory name of its own or
 // a key of the mapping file as written: empty, ".", "..", a leading dot or
-// dash, a character beyond letters, digits and ._@+-_ , or over 128 bytes.
+// dash, a character beyond letters, digits and ._@+- , or over 128 bytes.
 func checkUserID(id string) error {
 	if id == "" || id == "." || id == ".." || id[0] == '.' || id[0] == '-' || len(id) > 128 {
 		return errors.New("the user id cannot name a data directory (empty, too long, or starts with . or -)")
 	}
 	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@+-", r) || r == '_') {
-			return errors.New("the user id holds a character other than letters, digits and ._@+-_")
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@+-", r)) {
+			return errors.New("the user id holds a character other than letters, digits and ._@+-")
 		}
 	}
 	return nil
