@@ -25,10 +25,16 @@ type holdRun struct {
 // all are open, reads the memory, and the CPU spent while nobody calls. The
 // sessions stay open for holdRound until finishHold.
 func (b *bench) startHold(ctx context.Context, n int) (*holdRun, error) {
-	h := &holdRun{res: HoldResult{Sessions: n}, lat: make(Latencies, 0, 1024)}
+	h := &holdRun{res: HoldResult{Sessions: n, Users: 1}, lat: make(Latencies, 0, 1024)}
 	res := &h.res
+	open := b.openSession
+	if ut, ok := b.t.(userTarget); ok && b.cfg.HoldUsers > 1 && len(ut.modernUsers()) >= b.cfg.HoldUsers {
+		users := b.cfg.HoldUsers
+		res.Users = users
+		open = func(ctx context.Context, i int) (*session, error) { return ut.openUser(ctx, i%users) }
+	}
 	t0 := time.Now()
-	sessions, errs := b.openMany(ctx, n, 16, b.openSession)
+	sessions, errs := b.openMany(ctx, n, 16, open)
 	res.OpenTime = time.Since(t0)
 	h.sessions = sessions
 	res.Opened = len(sessions)
@@ -120,6 +126,13 @@ func (b *bench) finishHold(h *holdRun) HoldResult {
 		res.FirstError = h.errs.String()
 	}
 	return res
+}
+
+// userTarget is a system whose sessions can act as several users.
+type userTarget interface {
+	// openUser starts a session of modernUsers()[u].
+	openUser(ctx context.Context, u int) (*session, error)
+	modernUsers() []string
 }
 
 // hold is the held phase of one system alone, its calls in a single round.
