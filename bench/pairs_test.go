@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -265,5 +267,69 @@ func TestPairTable(t *testing.T) {
 	}
 	if pairTable(&Run{}) != "" {
 		t.Error("no pairs: got a table")
+	}
+}
+
+// runFakeGateway stands in for a gateway the pairs start: the stand-in
+// tools at /mcp/bench, and at /mcp a combined endpoint knowing echo as
+// bench__echo, on addr (host:port, or unix:PATH).
+func runFakeGateway(addr string) error {
+	network := "tcp"
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, addr = "unix", p
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return err
+	}
+	named := newToolServer("bench")
+	combined := mcp.NewServer(&mcp.Implementation{Name: "combined", Version: "0"}, nil)
+	combined.AddTool(&mcp.Tool{Name: "bench__echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil
+		})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp/bench", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return named }, nil))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return combined }, nil))
+	return http.Serve(ln, mux)
+}
+
+func TestCombinedAndLocalPairs(t *testing.T) {
+	hs, _ := countingServer(t)
+	self := os.Args[0]
+	helper := []string{"MCPBENCH_TEST_HELPER=1"}
+	cfg := Config{Trivial: echoTool, Duration: 50 * time.Millisecond, CallTimeout: 10 * time.Second, Skip: map[string]string{},
+		Pairs:   []string{pairCombined, pairLocal, pairDPoP},
+		Servers: []string{self, "fake-gateway", "{addr}"}, ServersEnv: helper, ServersName: "bench",
+		LocalDaemon: []string{self, "fake-gateway", "unix:{socket}"},
+		// The shim: the stand-in worker over stdio (it does not reach the
+		// socket, but the pair's plumbing is what is tested here).
+		LocalShim:  []string{self},
+		MCPGateEnv: []string{"MCPBENCH_TEST_HELPER=1", "MCPBENCH_TEST_STDIO_SERVER=1"},
+	}
+	pe := pairEnv{cfg: cfg, client: testClient(), logDir: t.TempDir(),
+		running: map[string]target{sysMCPGate: &httpTarget{client: testClient(), endpoint: hs.URL, procfs: pfs()}}}
+	got := runPairs(context.Background(), pe, io.Discard)
+	if len(got) != 3 {
+		t.Fatalf("got %d pairs, want 3", len(got))
+	}
+	comb, local, dpop := got[0], got[1], got[2]
+	if comb.Skipped != "" || comb.Errors != 0 || comb.Calls == 0 || comb.A != "/mcp/bench" || comb.B != "/mcp" {
+		t.Errorf("combined: got %+v", comb)
+	}
+	if local.Skipped != "" || local.Errors != 0 || local.Calls == 0 || local.SecondClient == nil ||
+		local.SecondClient.Before != 1 || local.SecondClient.Second != 1 {
+		t.Errorf("local: got %+v (second client %+v)", local, local.SecondClient)
+	}
+	if !strings.Contains(dpop.Skipped, "mcpgate-tls") {
+		t.Errorf("dpop without the TLS system: got %+v, want it skipped with the reason", dpop)
+	}
+
+	// What bench.sh says is missing is the reason given.
+	pe.cfg.Skip = map[string]string{pairCombined: "no servers list here"}
+	pe.cfg.Pairs = []string{pairCombined}
+	pe.cfg.Servers = nil
+	if got := runPairs(context.Background(), pe, io.Discard); got[0].Skipped != "no servers list here" {
+		t.Errorf("got %+v, want the skip reason given", got[0])
 	}
 }
