@@ -99,7 +99,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 		Systems:      slices.Clone(allSystems),
 		Concurrency:  []int{1, 16, 64},
 		HoldSystems:  []string{sysSDK, sysMCPGate, sysMCPGateTLS},
-		HoldUsers:    16,
+		SessionUsers: 16,
 		Pairs:        slices.Clone(allPairs),
 		Worker:       []string{self, "stdio-server"},
 		SDKServer:    []string{self, "sdk-server", "--listen", "{addr}"},
@@ -122,7 +122,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Idle, "idle", 100, "idle sessions opened to measure memory per session (0: skip)")
 	fs.IntVar(&cfg.Hold, "hold", 1000, "sessions held open at once (0: skip)")
 	fs.Var(stringList{&cfg.HoldSystems, ","}, "hold-systems", "systems the hold phase runs on")
-	fs.IntVar(&cfg.HoldUsers, "hold-users", cfg.HoldUsers, "users the held sessions are spread over, on a system that can act as that many (mcpgate-tls with -user-tokens; the others hold sessions of their one user)")
+	fs.IntVar(&cfg.SessionUsers, "session-users", cfg.SessionUsers, "users the sessions of the closed loops and of the hold phase are spread over, on a system that can act as that many (mcpgate-tls with -user-tokens; the others' sessions are of their one user)")
 	trivial := "echo:{\"text\":\"hello\"}"
 	fs.StringVar(&trivial, "trivial", trivial, "the trivial tool: name or name:{json arguments}")
 	realistic := ""
@@ -190,8 +190,8 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 			errs = append(errs, fmt.Errorf("mcpbench: -pairs: unknown pair %q (known: %s)", p, strings.Join(allPairs, ",")))
 		}
 	}
-	if cfg.HoldUsers < 1 {
-		errs = append(errs, errors.New("mcpbench: -hold-users must be positive"))
+	if cfg.SessionUsers < 1 {
+		errs = append(errs, errors.New("mcpbench: -session-users must be positive"))
 	}
 	for _, s := range cfg.Systems {
 		if _, ok := cfg.Variants[s]; !ok && !slices.Contains(allSystems, s) {

@@ -27,12 +27,8 @@ type holdRun struct {
 func (b *bench) startHold(ctx context.Context, n int) (*holdRun, error) {
 	h := &holdRun{res: HoldResult{Sessions: n, Users: 1}, lat: make(Latencies, 0, 1024)}
 	res := &h.res
-	open := b.openSession
-	if ut, ok := b.t.(userTarget); ok && b.cfg.HoldUsers > 1 && len(ut.modernUsers()) >= b.cfg.HoldUsers {
-		users := b.cfg.HoldUsers
-		res.Users = users
-		open = func(ctx context.Context, i int) (*session, error) { return ut.openUser(ctx, i%users) }
-	}
+	open, users := b.sessionOpener()
+	res.Users = users
 	t0 := time.Now()
 	sessions, errs := b.openMany(ctx, n, 16, open)
 	res.OpenTime = time.Since(t0)
@@ -126,6 +122,18 @@ func (b *bench) finishHold(h *holdRun) HoldResult {
 		res.FirstError = h.errs.String()
 	}
 	return res
+}
+
+// sessionOpener opens the sessions of the closed loops and of the hold
+// phase: spread over cfg.SessionUsers users on a system that can act as
+// that many, else all of its one user.
+func (b *bench) sessionOpener() (opener, int) {
+	users := b.cfg.SessionUsers
+	ut, ok := b.t.(userTarget)
+	if !ok || users < 2 || len(ut.modernUsers()) < users {
+		return b.openSession, 1
+	}
+	return func(ctx context.Context, i int) (*session, error) { return ut.openUser(ctx, i%users) }, users
 }
 
 // userTarget is a system whose sessions can act as several users.

@@ -28,19 +28,19 @@ func TestParseConfigPairsAndHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cfg.Pairs, allPairs) || cfg.HoldUsers != 16 || !slices.Contains(cfg.HoldSystems, sysMCPGateTLS) {
-		t.Errorf("got pairs %v hold users %d hold systems %v", cfg.Pairs, cfg.HoldUsers, cfg.HoldSystems)
+	if !slices.Equal(cfg.Pairs, allPairs) || cfg.SessionUsers != 16 || !slices.Contains(cfg.HoldSystems, sysMCPGateTLS) {
+		t.Errorf("got pairs %v hold users %d hold systems %v", cfg.Pairs, cfg.SessionUsers, cfg.HoldSystems)
 	}
 	if !slices.Contains(cfg.Systems, sysMCPProxy) || !slices.Contains(modernSystems, sysMCPProxy) {
 		t.Errorf("mcp-proxy is not a system of both phases: %v %v", cfg.Systems, modernSystems)
 	}
-	cfg, err = parseConfig([]string{"-pairs", "dpop", "-hold-users", "4", "-mcp-proxy", "/x/mcp-proxy",
+	cfg, err = parseConfig([]string{"-pairs", "dpop", "-session-users", "4", "-mcp-proxy", "/x/mcp-proxy",
 		"-mcpgate-servers", "bin/mcpgate serve --config 's.yaml'", "-servers-name", "db",
 		"-local-daemon", "bin/mcpgate serve --listen unix:{socket}", "-local-shim", "bin/mcpgate bridge --socket {socket}"}, "/self", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cfg.Pairs, []string{"dpop"}) || cfg.HoldUsers != 4 || cfg.ServersName != "db" ||
+	if !slices.Equal(cfg.Pairs, []string{"dpop"}) || cfg.SessionUsers != 4 || cfg.ServersName != "db" ||
 		!slices.Equal(cfg.Servers, []string{"bin/mcpgate", "serve", "--config", "s.yaml"}) ||
 		!slices.Equal(cfg.MCPProxy, []string{"/x/mcp-proxy"}) || len(cfg.LocalDaemon) != 4 || len(cfg.LocalShim) != 4 {
 		t.Errorf("got %+v", cfg)
@@ -50,7 +50,7 @@ func TestParseConfigPairsAndHold(t *testing.T) {
 		want string
 	}{
 		{[]string{"-pairs", "dpop,grpc"}, `unknown pair "grpc"`},
-		{[]string{"-hold-users", "0"}, "-hold-users must be positive"},
+		{[]string{"-session-users", "0"}, "-session-users must be positive"},
 	} {
 		if _, err := parseConfig(bad.args, "/self", io.Discard); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: got error %v, want one containing %q", bad.args, err, bad.want)
@@ -88,11 +88,11 @@ func testClient() *mcp.Client {
 
 var echoTool = Tool{Label: "trivial", Name: "echo", Args: json.RawMessage(`{"text":"hi"}`)}
 
-func TestHoldSpreadsSessionsOverUsers(t *testing.T) {
+func TestSessionsSpreadOverUsers(t *testing.T) {
 	hs, inits := countingServer(t)
 	tg := &httpTarget{client: testClient(), endpoint: hs.URL, procfs: pfs(), token: "t0",
 		users: []string{"u1", "u2", "u3"}, userTokens: []string{"t1", "t2", "t3"}}
-	b := &bench{cfg: Config{Duration: 50 * time.Millisecond, CallTimeout: 10 * time.Second, HoldUsers: 3}, t: tg, trivial: echoTool}
+	b := &bench{cfg: Config{Duration: 50 * time.Millisecond, CallTimeout: 10 * time.Second, SessionUsers: 3}, t: tg, trivial: echoTool}
 	res, err := b.hold(context.Background(), 6)
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +104,16 @@ func TestHoldSpreadsSessionsOverUsers(t *testing.T) {
 		t.Errorf("got initializes by token %v, want %v", got, want)
 	}
 
+	// The closed loops' sessions are spread alike.
+	if lr := b.load(context.Background(), echoTool, 3); lr.Errors != 0 {
+		t.Fatalf("load: %s", lr.FirstError)
+	}
+	if got, want := inits(), map[string]int{"Bearer t1": 3, "Bearer t2": 3, "Bearer t3": 3}; !maps.Equal(got, want) {
+		t.Errorf("after a closed loop of 3: got initializes by token %v, want %v", got, want)
+	}
+
 	// A system that cannot act as that many users holds sessions of its one.
-	b.cfg.HoldUsers = 4
+	b.cfg.SessionUsers = 4
 	res, err = b.hold(context.Background(), 2)
 	if err != nil || res.Users != 1 || inits()["Bearer t0"] != 2 {
 		t.Errorf("got users %d, initializes %v, error %v; want 1 user, its token twice", res.Users, inits(), err)

@@ -51,6 +51,7 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 			modern = append(modern, live{res: res, b: b})
 		}
 		if cfg.kind(name) != sysSDKStateless {
+			_, res.SessionUsers = b.sessionOpener()
 			systems = append(systems, live{res: res, b: b})
 		}
 	}

@@ -50,11 +50,12 @@ type Config struct {
 	Idle        int           `json:"idle"`         // idle sessions for memory per session
 	Hold        int           `json:"hold"`         // sessions held open at once
 	HoldSystems []string      `json:"hold_systems"` // systems the hold phase runs on
-	// HoldUsers: the held sessions are spread over this many users on a
-	// system that can act as them (mcpgate-tls given -user-tokens).
-	HoldUsers int   `json:"hold_users"`
-	Trivial   Tool  `json:"trivial"`
-	Realistic *Tool `json:"realistic,omitempty"`
+	// SessionUsers: the sessions of the closed loops and the held ones are
+	// spread over this many users on a system that can act as them
+	// (mcpgate-tls given -user-tokens).
+	SessionUsers int   `json:"session_users"`
+	Trivial      Tool  `json:"trivial"`
+	Realistic    *Tool `json:"realistic,omitempty"`
 	// The stateless phase (MCP 2026-07-28): ModernClients clients at once,
 	// acting as each of ModernUsers users in turn.
 	ModernClients int   `json:"modern_clients"`
@@ -107,6 +108,8 @@ type SystemResult struct {
 	Start   *StartResult `json:"start,omitempty"`
 	Load    []LoadResult `json:"load,omitempty"`
 	Hold    *HoldResult  `json:"hold,omitempty"`
+	// SessionUsers is how many users the closed loops' sessions act as.
+	SessionUsers int `json:"session_users,omitempty"`
 	// WarmStart is session start while the same user holds a session
 	// already (whose worker a new session could share).
 	WarmStart *StartResult `json:"warm_start,omitempty"`

@@ -35,6 +35,9 @@ func Table(r *Run) string {
 	if r.Config.Realistic != nil {
 		tools = append(tools, *r.Config.Realistic)
 	}
+	add("users the sessions act as", func(s *SystemResult) string {
+		return strconv.Itoa(max(s.SessionUsers, 1))
+	})
 	conc := r.Config.Concurrency
 	top := 0
 	if len(conc) > 0 {
