@@ -297,10 +297,14 @@ func tableNotes(r *Run) string {
 			}
 		}
 		if s.ModernUsers > 0 && r.Config.ModernClients > 0 {
+			var more []string
 			for _, u := range r.Config.ModernUsers {
 				if u > s.ModernUsers {
-					notes = append(notes, fmt.Sprintf("%s: 2026-07-28 with %d users: not run; its clients can act as %d user(s) (only mcpgate-tls, given per-user tokens with -user-tokens, has more)", s.Name, u, s.ModernUsers))
+					more = append(more, strconv.Itoa(u))
 				}
+			}
+			if len(more) > 0 {
+				notes = append(notes, fmt.Sprintf("%s: 2026-07-28 with %s users: not run; its clients can act as %d user(s) (only mcpgate-tls, given per-user tokens with -user-tokens, has more)", s.Name, strings.Join(more, ", "), s.ModernUsers))
 			}
 		}
 	}
