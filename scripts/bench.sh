@@ -165,7 +165,7 @@ fi
 # against mcpgate over TCP. Skipped when the bridge has no --socket.
 if has_command bin/mcpgate serve && bin/mcpgate bridge --help 2>&1 </dev/null | grep -q -- --socket; then
 	args+=(-local-daemon "$PWD/bin/mcpgate serve --listen unix:{socket} $gateway_args"
-		-local-shim "$PWD/bin/mcpgate bridge --socket {socket}")
+		-local-shim "$PWD/bin/mcpgate bridge --socket={socket}")
 else
 	skip local "this checkout's mcpgate bridge has no --socket (local mode on a Unix socket)"
 fi
