@@ -22,28 +22,20 @@ func (pe pairEnv) combined(ctx context.Context) PairResult {
 	}
 	p, endpoint, err := startHTTP(ctx, "mcpgate-servers", "", nil, pe.cfg.Servers, sessionEnv(os.Environ(), pe.cfg.ServersEnv), pe.logDir, "http")
 	if err != nil {
-		res.Errors++
-		res.FirstError = err.Error()
+		res.fail(err)
 		return res
 	}
 	defer p.stop(10 * time.Second)
 	named := &httpTarget{client: pe.client, endpoint: endpoint + "/" + name, procfs: pfs()}
 	all := &httpTarget{client: pe.client, endpoint: endpoint, procfs: pfs()}
-	a := pe.pairOpen(ctx, &res, named.open, res.A)
-	b := pe.pairOpen(ctx, &res, all.open, res.B)
-	if a == nil || b == nil {
-		for _, s := range []*session{a, b} {
-			if s != nil {
-				_ = s.Close()
-			}
-		}
+	a, b, ok := pe.openBoth(ctx, &res, named.open, all.open)
+	if !ok {
 		return res
 	}
 	tool, err := combinedName(ctx, b, name, pe.cfg.Trivial.Name)
 	if err != nil {
 		_, _ = a.Close(), b.Close()
-		res.Errors++
-		res.FirstError = err.Error()
+		res.fail(err)
 		return res
 	}
 	pe.measure(ctx, &res, a, b, tool)

@@ -30,27 +30,20 @@ func (pe pairEnv) dpop(ctx context.Context) PairResult {
 		return res
 	}
 	key, err := oauthclient.NewDPoPKey()
+	var tok string
 	if err == nil {
-		var tok string
 		tok, err = t.dpopToken(ctx, key)
-		if err == nil {
-			a := pe.pairOpen(ctx, &res, t.open, "Bearer")
-			b := pe.pairOpen(ctx, &res, func(ctx context.Context) (*session, error) { return t.openDPoP(ctx, tok, key) }, "DPoP")
-			if a != nil && b != nil {
-				res.ClientWork = proofTime(key, t.endpoint, tok)
-				pe.measure(ctx, &res, a, b, pe.cfg.Trivial.Name)
-				return res
-			}
-			for _, s := range []*session{a, b} {
-				if s != nil {
-					_ = s.Close()
-				}
-			}
-			return res
-		}
 	}
-	res.Errors++
-	res.FirstError = err.Error()
+	if err != nil {
+		res.fail(err)
+		return res
+	}
+	a, b, ok := pe.openBoth(ctx, &res, t.open, func(ctx context.Context) (*session, error) { return t.openDPoP(ctx, tok, key) })
+	if !ok {
+		return res
+	}
+	res.ClientWork = proofTime(key, t.endpoint, tok)
+	pe.measure(ctx, &res, a, b, pe.cfg.Trivial.Name)
 	return res
 }
 

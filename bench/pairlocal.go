@@ -32,8 +32,7 @@ func (pe pairEnv) local(ctx context.Context) PairResult {
 	// A directory of its own, 0700, as a daemon expects a socket's to be.
 	dir, err := os.MkdirTemp("", "mcpbench-local-")
 	if err != nil {
-		res.Errors++
-		res.FirstError = err.Error()
+		res.fail(err)
 		return res
 	}
 	defer os.RemoveAll(dir)
@@ -45,31 +44,21 @@ func (pe pairEnv) local(ctx context.Context) PairResult {
 		err = waitDial(ctx, p, "unix", v["socket"], 30*time.Second)
 	}
 	if err != nil {
-		res.Errors++
-		res.FirstError = err.Error()
+		res.fail(err)
 		return res
 	}
 	shim := v.expand(pe.cfg.LocalShim)
-	a := pe.pairOpen(ctx, &res, tcp.open, res.A)
-	b := pe.pairOpen(ctx, &res, func(ctx context.Context) (*session, error) {
+	a, b, ok := pe.openBoth(ctx, &res, tcp.open, func(ctx context.Context) (*session, error) {
 		return pe.openShim(ctx, shim, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
-	}, res.B)
-	if a == nil || b == nil {
-		for _, s := range []*session{a, b} {
-			if s != nil {
-				_ = s.Close()
-			}
-		}
+	})
+	if !ok {
 		return res
 	}
 	pe.measure(ctx, &res, a, b, pe.cfg.Trivial.Name)
 	steps, err := pe.secondClient(ctx, p, shim)
 	res.SecondClient = steps
 	if err != nil {
-		res.Errors++
-		if res.FirstError == "" {
-			res.FirstError = err.Error()
-		}
+		res.fail(err)
 	}
 	return res
 }

@@ -131,20 +131,36 @@ func runPairs(ctx context.Context, pe pairEnv, stderr io.Writer) []PairResult {
 	return out
 }
 
-// pairOpen opens both sides' sessions, each answering one call, or
-// records why it could not.
-func (pe pairEnv) pairOpen(ctx context.Context, res *PairResult, open func(context.Context) (*session, error), side string) *session {
-	octx, cancel := context.WithTimeout(ctx, pe.cfg.CallTimeout)
-	defer cancel()
-	s, err := open(octx)
-	if err != nil {
-		res.Errors++
-		if res.FirstError == "" {
-			res.FirstError = fmt.Sprintf("%s: open: %v", side, err)
-		}
-		return nil
+// fail counts err and keeps it when it is the first.
+func (res *PairResult) fail(err error) {
+	res.Errors++
+	if res.FirstError == "" {
+		res.FirstError = err.Error()
 	}
-	return s
+}
+
+// openBoth opens side A's session and side B's; when either fails it
+// records why, closes the other and returns ok false.
+func (pe pairEnv) openBoth(ctx context.Context, res *PairResult, openA, openB func(context.Context) (*session, error)) (a, b *session, ok bool) {
+	open := func(f func(context.Context) (*session, error), side string) *session {
+		octx, cancel := context.WithTimeout(ctx, pe.cfg.CallTimeout)
+		defer cancel()
+		s, err := f(octx)
+		if err != nil {
+			res.fail(fmt.Errorf("%s: open: %w", side, err))
+		}
+		return s
+	}
+	a, b = open(openA, res.A), open(openB, res.B)
+	if a != nil && b != nil {
+		return a, b, true
+	}
+	for _, s := range []*session{a, b} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+	return nil, nil, false
 }
 
 // measure runs the pair on two open sessions with the trivial tool (named
