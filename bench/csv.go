@@ -33,9 +33,14 @@ func CSVRecords(r *Run) [][]string {
 			rec(s.Name, r.Config.Trivial.Label, "session_start_p50", 1, us(st.Latency.P50), "us")
 			rec(s.Name, r.Config.Trivial.Label, "session_start_p99", 1, us(st.Latency.P99), "us")
 		}
+		if st := s.WarmStart; st != nil {
+			rec(s.Name, r.Config.Trivial.Label, "session_start_user_holding_p50", 1, us(st.Latency.P50), "us")
+			rec(s.Name, r.Config.Trivial.Label, "session_start_user_holding_p99", 1, us(st.Latency.P99), "us")
+		}
 		if i := s.Idle; i != nil {
 			rec(s.Name, "", "idle_session_rss", i.Opened, strconv.FormatInt(i.PerSessionRSS, 10), "bytes")
 			rec(s.Name, "", "idle_session_pss", i.Opened, strconv.FormatInt(i.PerSessionPSS, 10), "bytes")
+			rec(s.Name, "", "idle_processes", i.Opened, strconv.Itoa(i.After.Procs), "count")
 		}
 		for _, m := range s.Modern {
 			fig := func(f string) string { return fmt.Sprintf("mcp2026_users%d_%s", m.Users, f) }
@@ -46,6 +51,7 @@ func CSVRecords(r *Run) [][]string {
 			rec(s.Name, m.Tool, fig("errors"), m.Sessions, strconv.Itoa(m.Errors), "count")
 			rec(s.Name, m.Tool, fig("server_cpu_per_call"), m.Sessions, us(m.ServerCPU), "us")
 			rec(s.Name, m.Tool, fig("client_cpu_per_call"), m.Sessions, us(m.ClientCPU), "us")
+			rec(s.Name, m.Tool, fig("processes"), m.Sessions, strconv.Itoa(m.Processes), "count")
 			if c := m.Workers; c != nil {
 				rec(s.Name, m.Tool, fig("user_workers"), m.Sessions, strconv.Itoa(c.Workers), "count")
 				rec(s.Name, m.Tool, fig("worker_rss_per_user"), m.Sessions, strconv.FormatInt(c.PerUserRSS, 10), "bytes")
@@ -54,10 +60,25 @@ func CSVRecords(r *Run) [][]string {
 		}
 		if h := s.Hold; h != nil {
 			rec(s.Name, "", "held_answered", h.Sessions, strconv.Itoa(h.Answered), "count")
+			rec(s.Name, "", "held_users", h.Sessions, strconv.Itoa(h.Users), "count")
+			rec(s.Name, "", "held_processes", h.Sessions, strconv.Itoa(h.Memory.Procs), "count")
 			rec(s.Name, "", "held_rss", h.Sessions, strconv.FormatInt(h.Memory.RSS, 10), "bytes")
 			rec(s.Name, "", "held_pss", h.Sessions, strconv.FormatInt(h.Memory.PSS, 10), "bytes")
 			rec(s.Name, r.Config.Trivial.Label, "held_call_p50", h.Sessions, us(h.Call.P50), "us")
 			rec(s.Name, "", "held_idle_cpu", h.Sessions, strconv.FormatFloat(h.IdleCPU, 'f', 3, 64), "cores")
+		}
+	}
+	for _, p := range r.Pairs {
+		if p.Skipped != "" {
+			continue
+		}
+		sys := "pair:" + p.Name
+		rec(sys, p.Tool, "a_p50", 1, us(p.ALatency.P50), "us")
+		rec(sys, p.Tool, "b_p50", 1, us(p.BLatency.P50), "us")
+		rec(sys, p.Tool, "b_minus_a_p50", 1, us(p.BLatency.P50-p.ALatency.P50), "us")
+		rec(sys, p.Tool, "calls", 1, strconv.Itoa(p.Calls), "count")
+		if c := p.SecondClient; c != nil {
+			rec(sys, "", "second_client_new_processes", 1, strconv.Itoa(c.Second-c.First), "count")
 		}
 	}
 	return out

@@ -98,7 +98,9 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	cfg := Config{
 		Systems:      slices.Clone(allSystems),
 		Concurrency:  []int{1, 16, 64},
-		HoldSystems:  []string{sysSDK, sysMCPGate},
+		HoldSystems:  []string{sysSDK, sysMCPGate, sysMCPGateTLS},
+		SessionUsers: 16,
+		Pairs:        slices.Clone(allPairs),
 		Worker:       []string{self, "stdio-server"},
 		SDKServer:    []string{self, "sdk-server", "--listen", "{addr}"},
 		SDKStateless: []string{self, "sdk-server", "--stateless", "--listen", "{addr}"},
@@ -120,6 +122,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Idle, "idle", 100, "idle sessions opened to measure memory per session (0: skip)")
 	fs.IntVar(&cfg.Hold, "hold", 1000, "sessions held open at once (0: skip)")
 	fs.Var(stringList{&cfg.HoldSystems, ","}, "hold-systems", "systems the hold phase runs on")
+	fs.IntVar(&cfg.SessionUsers, "session-users", cfg.SessionUsers, "users the sessions of the closed loops and of the hold phase are spread over, on a system that can act as that many (mcpgate-tls with -user-tokens; the others' sessions are of their one user)")
 	trivial := "echo:{\"text\":\"hello\"}"
 	fs.StringVar(&trivial, "trivial", trivial, "the trivial tool: name or name:{json arguments}")
 	realistic := ""
@@ -129,7 +132,7 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	fs.Var(stringList{&cfg.SDKServer, " "}, "sdk-server", "the sdk system's command")
 	fs.Var(stringList{&cfg.SDKStateless, " "}, "sdk-stateless", "the sdk-stateless system's command (the go-sdk server in its stateless mode)")
 	fs.IntVar(&cfg.ModernClients, "modern-clients", 64, "stateless MCP 2026-07-28 clients at once in the stateless phase (0: skip the phase)")
-	modernUsers := "1,16"
+	modernUsers := "1,16,64"
 	fs.StringVar(&modernUsers, "modern-users", modernUsers, "users the stateless phase's clients act as, one closed loop each")
 	fs.StringVar(&cfg.UserTokens, "user-tokens", "", "directory of NAME.jwt bearer tokens, one per user NAME, for the TLS system's stateless clients (written by the issuer, waited for with its ready line)")
 	fs.Var(stringList{&cfg.MCPGate, " "}, "mcpgate", "mcpgate in localhost mode")
@@ -140,6 +143,13 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.TLSCA, "tls-ca", "", "CA certificate (PEM) the TLS system's certificate chains to")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "file the issuer writes the bearer token into; waited for")
 	fs.Var(stringList{&cfg.Supergateway, " "}, "supergateway", "the supergateway program (empty: skipped)")
+	fs.Var(stringList{&cfg.MCPProxy, " "}, "mcp-proxy", "the mcp-proxy program (empty: skipped)")
+	fs.Var(stringList{&cfg.Pairs, ","}, "pairs", "paired comparisons to run: "+strings.Join(allPairs, ",")+" (each skipped with a note when what it needs is missing)")
+	fs.Var(stringList{&cfg.Servers, " "}, "mcpgate-servers", "mcpgate configured with a servers list, for the combined pair; {addr} (empty: that pair is skipped)")
+	fs.Var(stringList{&cfg.ServersEnv, " "}, "mcpgate-servers-env", "KEY=value pairs added to that gateway's environment")
+	fs.StringVar(&cfg.ServersName, "servers-name", "bench", "the server of -mcpgate-servers whose /mcp/NAME the combined /mcp is compared with")
+	fs.Var(stringList{&cfg.LocalDaemon, " "}, "local-daemon", "mcpgate serving on a Unix socket, for the local pair; {socket}; mcpgate's environment (empty: that pair is skipped)")
+	fs.Var(stringList{&cfg.LocalShim, " "}, "local-shim", "the stdio shim an MCP client starts to reach that socket; {socket}")
 	fs.Func("skip", "system=reason: skip a system with a note (repeatable)", func(v string) error {
 		name, reason, ok := strings.Cut(v, "=")
 		if !ok || reason == "" {
@@ -175,6 +185,14 @@ func parseConfig(args []string, self string, stderr io.Writer) (Config, error) {
 	cfg.ModernUsers, more = positiveList("-modern-users", modernUsers)
 	errs = append(errs, more...)
 	var err error
+	for _, p := range cfg.Pairs {
+		if !slices.Contains(allPairs, p) {
+			errs = append(errs, fmt.Errorf("mcpbench: -pairs: unknown pair %q (known: %s)", p, strings.Join(allPairs, ",")))
+		}
+	}
+	if cfg.SessionUsers < 1 {
+		errs = append(errs, errors.New("mcpbench: -session-users must be positive"))
+	}
 	for _, s := range cfg.Systems {
 		if _, ok := cfg.Variants[s]; !ok && !slices.Contains(allSystems, s) {
 			errs = append(errs, fmt.Errorf("mcpbench: -systems: unknown system %q (known: %s)", s, strings.Join(allSystems, ",")))

@@ -25,10 +25,12 @@ type holdRun struct {
 // all are open, reads the memory, and the CPU spent while nobody calls. The
 // sessions stay open for holdRound until finishHold.
 func (b *bench) startHold(ctx context.Context, n int) (*holdRun, error) {
-	h := &holdRun{res: HoldResult{Sessions: n}, lat: make(Latencies, 0, 1024)}
+	h := &holdRun{res: HoldResult{Sessions: n, Users: 1}, lat: make(Latencies, 0, 1024)}
 	res := &h.res
+	open, users := b.sessionOpener()
+	res.Users = users
 	t0 := time.Now()
-	sessions, errs := b.openMany(ctx, n, 16, b.openSession)
+	sessions, errs := b.openMany(ctx, n, 16, open)
 	res.OpenTime = time.Since(t0)
 	h.sessions = sessions
 	res.Opened = len(sessions)
@@ -120,6 +122,25 @@ func (b *bench) finishHold(h *holdRun) HoldResult {
 		res.FirstError = h.errs.String()
 	}
 	return res
+}
+
+// sessionOpener opens the sessions of the closed loops and of the hold
+// phase: spread over cfg.SessionUsers users on a system that can act as
+// that many, else all of its one user.
+func (b *bench) sessionOpener() (opener, int) {
+	users := b.cfg.SessionUsers
+	ut, ok := b.t.(userTarget)
+	if !ok || users < 2 || len(ut.modernUsers()) < users {
+		return b.openSession, 1
+	}
+	return func(ctx context.Context, i int) (*session, error) { return ut.openUser(ctx, i%users) }, users
+}
+
+// userTarget is a system whose sessions can act as several users.
+type userTarget interface {
+	// openUser starts a session of modernUsers()[u].
+	openUser(ctx context.Context, u int) (*session, error)
+	modernUsers() []string
 }
 
 // hold is the held phase of one system alone, its calls in a single round.

@@ -27,7 +27,8 @@ type loadRun struct {
 // startLoad opens the n sessions of a closed loop. When some fail to open
 // the run is over before it starts, with the error in its result.
 func (b *bench) startLoad(ctx context.Context, tool Tool, n int) *loadRun {
-	return b.startLoadWith(ctx, tool, n, b.openSession, tool)
+	open, _ := b.sessionOpener()
+	return b.startLoadWith(ctx, tool, n, open, tool)
 }
 
 // startLoadWith is startLoad with the clients that open opens; a profile,

@@ -25,6 +25,9 @@ type ModernResult struct {
 	LoadResult
 	Users   int           `json:"users"`             // distinct users the clients act as
 	Workers *WorkerCensus `json:"workers,omitempty"` // mcpgate: its per-user workers after the loop
+	// Processes is how many processes the system ran right after the loop
+	// (server and workers).
+	Processes int `json:"processes,omitempty"`
 }
 
 // WorkerCensus is the per-user worker processes of a system (the built-in
@@ -114,10 +117,11 @@ func (b *bench) startModern(ctx context.Context, t modernTarget, tool Tool, n, u
 // with per-user workers, counts those of the run's users.
 func (b *bench) finishModern(lr *loadRun, t modernTarget, users int, census bool) ModernResult {
 	res := ModernResult{LoadResult: b.finishLoad(lr), Users: users}
+	pids, err := b.t.pids()
+	res.Processes = len(pids)
 	if !census {
 		return res
 	}
-	pids, err := b.t.pids()
 	if err == nil {
 		var c WorkerCensus
 		var logged map[int]string

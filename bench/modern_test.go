@@ -208,7 +208,7 @@ func TestParseConfigModern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ModernClients != 64 || !slices.Equal(cfg.ModernUsers, []int{1, 16}) ||
+	if cfg.ModernClients != 64 || !slices.Equal(cfg.ModernUsers, []int{1, 16, 64}) ||
 		strings.Join(cfg.SDKStateless, " ") != "/self sdk-server --stateless --listen {addr}" {
 		t.Errorf("got clients %d users %v sdk-stateless %q", cfg.ModernClients, cfg.ModernUsers, cfg.SDKStateless)
 	}

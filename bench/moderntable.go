@@ -61,6 +61,17 @@ func modernTable(r *Run, tools []Tool) string {
 			add(fmt.Sprintf("%s calls/s @%d, %s", tool.Name, n, users(u)), fig(
 				func(m *ModernResult) float64 { return m.CallsPerSec },
 				func(v float64) string { return thousands(int64(v + 0.5)) }))
+			if u > 1 {
+				// What spreading the clients over users costs: the
+				// same system's calls/s at u users over 1 user's.
+				add(fmt.Sprintf("%s calls/s @%d, %s vs 1 user", tool.Name, n, users(u)), func(s *SystemResult) string {
+					m, one := s.modern(tool.Label, u), s.modern(tool.Label, 1)
+					if m == nil || one == nil {
+						return "—"
+					}
+					return ratio(m.CallsPerSec, one.CallsPerSec)
+				})
+			}
 		}
 	}
 	// Per-user workers, after the first tool's loops.
@@ -74,6 +85,13 @@ func modernTable(r *Run, tools []Tool) string {
 				return f(m.Workers)
 			}
 		}
+		add(fmt.Sprintf("processes after the loop, %s", users(u)), func(s *SystemResult) string {
+			m := s.modern(tools[0].Label, u)
+			if m == nil || m.Processes == 0 {
+				return "—"
+			}
+			return strconv.Itoa(m.Processes)
+		})
 		add(fmt.Sprintf("per-user worker processes, %s", users(u)), census(func(c *WorkerCensus) string {
 			return strconv.Itoa(c.Workers)
 		}))

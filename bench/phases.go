@@ -81,6 +81,7 @@ type IdleResult struct {
 // HoldResult is many sessions held open at once.
 type HoldResult struct {
 	Sessions   int           `json:"sessions"`
+	Users      int           `json:"users"` // distinct users the sessions act as
 	Opened     int           `json:"opened"`
 	Answered   int           `json:"answered"`
 	FirstError string        `json:"first_error,omitempty"`

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,8 +21,16 @@ import (
 )
 
 // The test binary doubles as the stand-in worker, so the floor's stdio path
-// runs against a real subprocess without building anything.
+// runs against a real subprocess without building anything, and as a
+// stand-in gateway (fake-gateway ADDR) for the combined and local pairs.
 func TestMain(m *testing.M) {
+	if os.Getenv("MCPBENCH_TEST_HELPER") == "1" && len(os.Args) == 3 && os.Args[1] == "fake-gateway" {
+		if err := runFakeGateway(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("MCPBENCH_TEST_STDIO_SERVER") == "1" {
 		if err := runStdioServer(context.Background(), nil); err != nil {
 			os.Exit(1)

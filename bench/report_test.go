@@ -56,11 +56,13 @@ func testRun() *Run {
 			{Name: sysFloor,
 				Load:  []LoadResult{load("trivial", 1, 100*us, 200*us, 8000), load("trivial", 64, 5000*us, 9000*us, 10000)},
 				Start: &StartResult{Count: 5, Latency: Summary{Count: 5, P50: 4 * time.Millisecond, P99: 6 * time.Millisecond}},
-				Idle:  &IdleResult{Sessions: 10, Opened: 10, PerSessionRSS: 8 << 20, PerSessionPSS: 2 << 20, After: Memory{PSS: 1}}},
+				Idle:  &IdleResult{Sessions: 10, Opened: 10, PerSessionRSS: 8 << 20, PerSessionPSS: 2 << 20, After: Memory{PSS: 1, Procs: 10}}},
 			{Name: sysSDK,
 				Load: []LoadResult{load("trivial", 1, 150*us, 400*us, 5000), load("trivial", 64, 8000*us, 20000*us, 5000)},
 				Hold: &HoldResult{Sessions: 1000, Opened: 1000, Answered: 1000, Memory: Memory{RSS: 100 << 20, PSS: 90 << 20}, Call: Summary{Count: 9, P50: 300 * us}}},
-			{Name: sysMCPGate,
+			{Name: sysMCPGate, SessionUsers: 16,
+				WarmStart: &StartResult{Count: 5, Latency: Summary{Count: 5, P50: 2 * time.Millisecond}},
+				Hold:      &HoldResult{Sessions: 1000, Users: 16, Answered: 1000, Memory: Memory{PSS: 180 << 20, Procs: 1005}, Call: Summary{Count: 9, P50: 390 * us}},
 				Load: []LoadResult{load("trivial", 1, 220*us, 500*us, 4000), load("trivial", 64, 9000*us, 30000*us, 7500),
 					{Tool: "trivial", Sessions: 64, Errors: 3, FirstError: "boom"}}},
 			{Name: sysSupergateway, Skipped: "npm not found"},
@@ -123,6 +125,14 @@ func TestTable(t *testing.T) {
 		{"1000 sessions held: RSS / PSS (MiB)", 1, "100 / 90"},
 		{"1000 sessions held: call p50 (µs)", 1, "300"},
 		{"1000 sessions held: call p50 (µs)", 0, "—"},
+		{"users the sessions act as", 0, "1"},
+		{"users the sessions act as", 2, "16"},
+		{"session start p50, user holding a session (ms)", 2, "2.00 (0.50×)"},
+		{"session start p50, user holding a session (ms)", 0, "—"},
+		{"processes with 10 idle sessions", 0, "10"},
+		{"1000 sessions held: users", 2, "16"},
+		{"1000 sessions held: processes", 2, "1,005"},
+		{"1000 sessions held: PSS / call p50 vs sdk", 2, "2.00× / 1.30×"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.row, func(t *testing.T) {
@@ -250,6 +260,7 @@ func TestModernTable(t *testing.T) {
 		"echo p50 @64, 16 users (µs)", "8,000",
 		"per-user worker processes, 16 users", "worker RSS / PSS per active user, 16 users (MiB)", "18.00 / 4.00",
 		"mcpgate: 2026-07-28 with 16 users: not run; its clients can act as 1 user(s)",
+		"echo calls/s @64, 16 users vs 1 user", "processes after the loop, 16 users",
 	} {
 		if !strings.Contains(modern, want) {
 			t.Errorf("2026-07-28 table lacks %q:\n%s", want, modern)

@@ -25,6 +25,7 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 	cfg := r.Config
 	r.Systems = make([]SystemResult, len(cfg.Systems))
 	var systems, modern []live // sessions' phases, the stateless phase
+	running := map[string]target{}
 	for i, name := range cfg.Systems {
 		res := &r.Systems[i]
 		*res = SystemResult{Name: name, Skipped: cfg.Skip[name]}
@@ -39,6 +40,7 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 			continue
 		}
 		defer t.stop()
+		running[name] = t
 		progress(stderr, name, "started")
 		b := &bench{cfg: cfg, t: t, trivial: cfg.Trivial}
 		if slices.Contains(cfg.Perf, name) {
@@ -49,6 +51,7 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 			modern = append(modern, live{res: res, b: b})
 		}
 		if cfg.kind(name) != sysSDKStateless {
+			_, res.SessionUsers = b.sessionOpener()
 			systems = append(systems, live{res: res, b: b})
 		}
 	}
@@ -68,6 +71,10 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 			s.res.Start = &st
 			progress(stderr, s.res.Name, "session start: p50 %s p99 %s (%d errors) %s",
 				fmtDur(st.Latency.P50), fmtDur(st.Latency.P99), st.Errors, errNote(st.FirstError))
+			warm := s.b.warmStarts(ctx, cfg.Starts)
+			s.res.WarmStart = &warm
+			progress(stderr, s.res.Name, "session start, the user holding a session: p50 %s p99 %s (%d errors) %s",
+				fmtDur(warm.Latency.P50), fmtDur(warm.Latency.P99), warm.Errors, errNote(warm.FirstError))
 		}
 	}
 	tools := []Tool{cfg.Trivial}
@@ -108,6 +115,9 @@ func runAll(ctx context.Context, r *Run, client *mcp.Client, logDir string, stde
 			}
 		}
 		runHold(ctx, cfg, held, stderr)
+	}
+	if len(cfg.Pairs) > 0 {
+		r.Pairs = runPairs(ctx, pairEnv{cfg: cfg, client: client, logDir: logDir, running: running}, stderr)
 	}
 	// Last: the per-user workers it starts outlive it (until their idle
 	// timeout), and would count in the memory figures of the phases above.

@@ -21,16 +21,19 @@ const (
 	sysMCPGate      = "mcpgate"
 	sysMCPGateTLS   = "mcpgate-tls"
 	sysSupergateway = "supergateway"
+	// sysMCPProxy is mcp-proxy (npm): one stdio worker shared by every
+	// client, serving both protocol generations.
+	sysMCPProxy = "mcp-proxy"
 	// sysSDKStateless is the go-sdk server in its stateless mode: it runs
 	// only the stateless phase (MCP 2026-07-28), the others being about
 	// sessions.
 	sysSDKStateless = "sdk-stateless"
 )
 
-var allSystems = []string{sysFloor, sysSDK, sysMCPGate, sysMCPGateTLS, sysSupergateway, sysSDKStateless}
+var allSystems = []string{sysFloor, sysSDK, sysMCPGate, sysMCPGateTLS, sysSupergateway, sysMCPProxy, sysSDKStateless}
 
 // modernSystems are the kinds of system the stateless phase runs on.
-var modernSystems = []string{sysSDKStateless, sysMCPGate, sysMCPGateTLS}
+var modernSystems = []string{sysSDKStateless, sysMCPGate, sysMCPGateTLS, sysMCPProxy}
 
 // Config is one benchmark run's settings. Commands are argv lists; {addr},
 // {host} and {port} in a server's arguments become the loopback address the
@@ -47,32 +50,45 @@ type Config struct {
 	Idle        int           `json:"idle"`         // idle sessions for memory per session
 	Hold        int           `json:"hold"`         // sessions held open at once
 	HoldSystems []string      `json:"hold_systems"` // systems the hold phase runs on
-	Trivial     Tool          `json:"trivial"`
-	Realistic   *Tool         `json:"realistic,omitempty"`
+	// SessionUsers: the sessions of the closed loops and the held ones are
+	// spread over this many users on a system that can act as them
+	// (mcpgate-tls given -user-tokens).
+	SessionUsers int   `json:"session_users"`
+	Trivial      Tool  `json:"trivial"`
+	Realistic    *Tool `json:"realistic,omitempty"`
 	// The stateless phase (MCP 2026-07-28): ModernClients clients at once,
 	// acting as each of ModernUsers users in turn.
 	ModernClients int   `json:"modern_clients"`
 	ModernUsers   []int `json:"modern_users"`
 
-	Worker       []string           `json:"worker"`             // the stdio worker
-	WorkerEnv    []string           `json:"worker_env"`         // added to the worker's environment
-	SDKServer    []string           `json:"sdk_server"`         // the sdk system
-	SDKStateless []string           `json:"sdk_stateless"`      // the sdk-stateless system
-	MCPGate      []string           `json:"mcpgate"`            // localhost mode
-	MCPGateEnv   []string           `json:"mcpgate_env"`        // added to mcpgate's environment (config: MCPGATE_SECTION_KEY)
-	MCPGateTLS   []string           `json:"mcpgate_tls"`        // TLS and JWT
-	TLSEnv       []string           `json:"tls_env"`            // added to the TLS system's environment
-	TLSIssuer    []string           `json:"tls_issuer"`         // the test issuer, started before the TLS system
-	TLSCA        string             `json:"tls_ca"`             // PEM file the TLS system's certificate chains to
-	TokenFile    string             `json:"token_file"`         // the bearer token the issuer writes
-	UserTokens   string             `json:"user_tokens"`        // directory of NAME.jwt tokens, one per user, for the stateless phase
-	Supergateway []string           `json:"supergateway"`       // the supergateway program
-	Variants     map[string]Variant `json:"variants,omitempty"` // extra systems: a known one with more environment
-	Skip         map[string]string  `json:"skip"`               // system → why it is skipped
-	Out          string             `json:"out"`                // results directory
-	DB           string             `json:"db,omitempty"`       // SQLite demo database, made before any system starts
-	Perf         []string           `json:"perf,omitempty"`     // systems recorded with perf(1) during closed loops
-	Notes        []string           `json:"notes"`              // free text for the report
+	Worker       []string `json:"worker"`        // the stdio worker
+	WorkerEnv    []string `json:"worker_env"`    // added to the worker's environment
+	SDKServer    []string `json:"sdk_server"`    // the sdk system
+	SDKStateless []string `json:"sdk_stateless"` // the sdk-stateless system
+	MCPGate      []string `json:"mcpgate"`       // localhost mode
+	MCPGateEnv   []string `json:"mcpgate_env"`   // added to mcpgate's environment (config: MCPGATE_SECTION_KEY)
+	MCPGateTLS   []string `json:"mcpgate_tls"`   // TLS and JWT
+	TLSEnv       []string `json:"tls_env"`       // added to the TLS system's environment
+	TLSIssuer    []string `json:"tls_issuer"`    // the test issuer, started before the TLS system
+	TLSCA        string   `json:"tls_ca"`        // PEM file the TLS system's certificate chains to
+	TokenFile    string   `json:"token_file"`    // the bearer token the issuer writes
+	UserTokens   string   `json:"user_tokens"`   // directory of NAME.jwt tokens, one per user, for the stateless phase
+	Supergateway []string `json:"supergateway"`  // the supergateway program
+	MCPProxy     []string `json:"mcp_proxy"`     // the mcp-proxy program
+	// The paired comparisons (pairs.go): which run, and what the
+	// combined and local ones start.
+	Pairs       []string           `json:"pairs"`
+	Servers     []string           `json:"servers,omitempty"`      // mcpgate with a servers list ({addr})
+	ServersEnv  []string           `json:"servers_env,omitempty"`  // added to its environment
+	ServersName string             `json:"servers_name,omitempty"` // the server /mcp/NAME serves and /mcp combines
+	LocalDaemon []string           `json:"local_daemon,omitempty"` // mcpgate on a Unix socket ({socket}), mcpgate's environment
+	LocalShim   []string           `json:"local_shim,omitempty"`   // the stdio shim to it ({socket})
+	Variants    map[string]Variant `json:"variants,omitempty"`     // extra systems: a known one with more environment
+	Skip        map[string]string  `json:"skip"`                   // system → why it is skipped
+	Out         string             `json:"out"`                    // results directory
+	DB          string             `json:"db,omitempty"`           // SQLite demo database, made before any system starts
+	Perf        []string           `json:"perf,omitempty"`         // systems recorded with perf(1) during closed loops
+	Notes       []string           `json:"notes"`                  // free text for the report
 }
 
 // kind is the system a name runs: itself, or a variant's base.
@@ -92,6 +108,11 @@ type SystemResult struct {
 	Start   *StartResult `json:"start,omitempty"`
 	Load    []LoadResult `json:"load,omitempty"`
 	Hold    *HoldResult  `json:"hold,omitempty"`
+	// SessionUsers is how many users the closed loops' sessions act as.
+	SessionUsers int `json:"session_users,omitempty"`
+	// WarmStart is session start while the same user holds a session
+	// already (whose worker a new session could share).
+	WarmStart *StartResult `json:"warm_start,omitempty"`
 	// Modern is the stateless phase; ModernUsers is how many distinct
 	// users the system's clients could act as (runs of more are not made).
 	Modern      []ModernResult `json:"modern,omitempty"`
@@ -126,6 +147,7 @@ type Run struct {
 	Command string         `json:"command"`
 	Config  Config         `json:"config"`
 	Systems []SystemResult `json:"systems"`
+	Pairs   []PairResult   `json:"pairs,omitempty"`
 }
 
 func (r *Run) system(name string) *SystemResult {

@@ -19,7 +19,7 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 	kind, sdkEnv := cfg.kind(name), []string(nil)
 	if v, ok := cfg.Variants[name]; ok {
 		switch kind {
-		case sysFloor, sysSupergateway:
+		case sysFloor, sysSupergateway, sysMCPProxy:
 			cfg.WorkerEnv = append(slices.Clone(cfg.WorkerEnv), v.Env...)
 		case sysMCPGate:
 			cfg.MCPGateEnv = append(slices.Clone(cfg.MCPGateEnv), v.Env...)
@@ -69,6 +69,21 @@ func startTarget(ctx context.Context, cfg Config, client *mcp.Client, name, logD
 			"--stdio", shellQuote(cfg.Worker),
 			"--outputTransport", "streamableHttp", "--stateful",
 			"--port", "{port}", "--logLevel", "none")
+		p, endpoint, err := startHTTP(ctx, name, "", nil, argv, sessionEnv(env, cfg.WorkerEnv), logDir, "http")
+		if err != nil {
+			return nil, err
+		}
+		return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, procfs: pfs()}, nil
+	case sysMCPProxy:
+		if len(cfg.MCPProxy) == 0 {
+			return nil, errors.New("mcpbench: no -mcp-proxy program given")
+		}
+		// Its defaults but the address and the one transport the others
+		// serve: one stdio child, started at once and shared by every
+		// client of either protocol generation.
+		argv := append(slices.Clone(cfg.MCPProxy),
+			"--host", "{host}", "--port", "{port}", "--server", "stream", "--")
+		argv = append(argv, cfg.Worker...)
 		p, endpoint, err := startHTTP(ctx, name, "", nil, argv, sessionEnv(env, cfg.WorkerEnv), logDir, "http")
 		if err != nil {
 			return nil, err
@@ -134,7 +149,7 @@ func startTLS(ctx context.Context, cfg Config, client *mcp.Client, name string, 
 	}
 	return &httpTarget{client: client, endpoint: endpoint, procs: []*proc{p}, helpers: []*proc{iss}, procfs: pfs(),
 		tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, token: string(tok),
-		users: users, userTokens: userTokens, perUserWorkers: true}, nil
+		users: users, userTokens: userTokens, perUserWorkers: true, issuer: "https://" + issAddr}, nil
 }
 
 func pfs() ProcFS { return ProcFS{Root: "/proc"} }

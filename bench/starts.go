@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -28,4 +29,17 @@ func (b *bench) starts(ctx context.Context, count int) StartResult {
 	res.FirstError = errs.String()
 	res.Latency = Summarize(lat)
 	return res
+}
+
+// warmStarts is starts while the same user holds one session open the
+// whole time: a session start for a user who already has a worker, which a
+// gateway that lets a user's sessions share a worker process need not
+// start. Whatever the system does, this measures it.
+func (b *bench) warmStarts(ctx context.Context, count int) StartResult {
+	keep, err := b.openAnswered(ctx, b.openSession, 0)
+	if err != nil {
+		return StartResult{Count: count, Errors: count, FirstError: fmt.Sprintf("the session held open: %v", err)}
+	}
+	defer keep.Close()
+	return b.starts(ctx, count)
 }

@@ -114,9 +114,14 @@ func (p *proc) stop(grace time.Duration) error {
 // the timeout passes. Polling is the only way to learn that an arbitrary
 // server (supergateway, mcpgate) is listening.
 func waitReady(ctx context.Context, p *proc, addr string, timeout time.Duration) error {
+	return waitDial(ctx, p, "tcp", addr, timeout)
+}
+
+// waitDial is waitReady on any network ("unix": a socket's path).
+func waitDial(ctx context.Context, p *proc, network, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout(network, addr, time.Second)
 		if err == nil {
 			c.Close()
 			return nil
@@ -225,10 +230,23 @@ type httpTarget struct {
 	// perUserWorkers: the system runs a worker process per user for MCP
 	// 2026-07-28 requests (mcpgate), counted after each stateless run.
 	perUserWorkers bool
+	// issuer is the test issuer's URL (the TLS system), whose token
+	// endpoint binds a token to a DPoP key.
+	issuer string
 }
 
 func (t *httpTarget) open(ctx context.Context) (*session, error) {
 	return t.connect(ctx, t.token, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+}
+
+// openUser starts a session of user u (an index into modernUsers), as
+// open does for the system's one user.
+func (t *httpTarget) openUser(ctx context.Context, u int) (*session, error) {
+	token := t.token
+	if len(t.userTokens) > 0 {
+		token = t.userTokens[u%len(t.userTokens)]
+	}
+	return t.connect(ctx, token, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 }
 
 // openModern starts a stateless client of user u (an index into
@@ -263,6 +281,17 @@ func (t *httpTarget) modernUsers() []string {
 // connect opens a client with its own http.Transport and opts (nil: the
 // go-sdk client's defaults).
 func (t *httpTarget) connect(ctx context.Context, token string, opts *mcp.ClientSessionOptions) (*session, error) {
+	return t.connectVia(ctx, func(tr *http.Transport) http.RoundTripper {
+		if token == "" {
+			return tr
+		}
+		return bearer{next: tr, value: "Bearer " + token}
+	}, opts)
+}
+
+// connectVia opens a client whose requests go through via(its own
+// transport), for a client that adds more than a Bearer token (DPoP).
+func (t *httpTarget) connectVia(ctx context.Context, via func(*http.Transport) http.RoundTripper, opts *mcp.ClientSessionOptions) (*session, error) {
 	// Each session gets its own http.Transport, hence its own connections,
 	// as separate clients would have.
 	tr := &http.Transport{
@@ -271,10 +300,7 @@ func (t *httpTarget) connect(ctx context.Context, token string, opts *mcp.Client
 		IdleConnTimeout:     5 * time.Minute,
 		DisableCompression:  true,
 	}
-	var rt http.RoundTripper = tr
-	if token != "" {
-		rt = bearer{next: tr, value: "Bearer " + token}
-	}
+	rt := via(tr)
 	cs, err := t.client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   t.endpoint,
 		HTTPClient: &http.Client{Transport: rt},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,6 +21,7 @@ func Table(r *Run) string {
 	floor := r.system(sysFloor)
 	sdk := r.system(sysSDK)
 	sg := r.system(sysSupergateway)
+	mp := r.system(sysMCPProxy)
 	var rows [][]string
 	add := func(label string, cell func(s *SystemResult) string) {
 		row := []string{label}
@@ -33,6 +35,9 @@ func Table(r *Run) string {
 	if r.Config.Realistic != nil {
 		tools = append(tools, *r.Config.Realistic)
 	}
+	add("users the sessions act as", func(s *SystemResult) string {
+		return strconv.Itoa(max(s.SessionUsers, 1))
+	})
 	conc := r.Config.Concurrency
 	top := 0
 	if len(conc) > 0 {
@@ -120,7 +125,7 @@ func Table(r *Run) string {
 				}
 				return withRatio(thousands(int64(v+0.5)), v, cps(floor), s == floor)
 			})
-			for _, peer := range []*SystemResult{sdk, sg} {
+			for _, peer := range []*SystemResult{sdk, sg, mp} {
 				if peer == nil || peer.Skipped != "" || cps(peer) <= 0 {
 					continue
 				}
@@ -148,6 +153,18 @@ func Table(r *Run) string {
 	}
 	add("session start p50 (ms)", startP(func(s Summary) time.Duration { return s.P50 }))
 	add("session start p99 (ms)", startP(func(s Summary) time.Duration { return s.P99 }))
+	// Against the floor's session start: a bare worker start.
+	add("session start p50, user holding a session (ms)", func(s *SystemResult) string {
+		if s.WarmStart == nil || s.WarmStart.Latency.Count == 0 {
+			return "—"
+		}
+		var base float64
+		if floor != nil && floor.Start != nil {
+			base = float64(floor.Start.Latency.P50)
+		}
+		v := s.WarmStart.Latency.P50
+		return withRatio(fmt.Sprintf("%.2f", float64(v)/float64(time.Millisecond)), float64(v), base, false)
+	})
 	add(fmt.Sprintf("idle session RSS (MiB, of %d)", r.Config.Idle), func(s *SystemResult) string {
 		if s.Idle == nil || s.Idle.Opened == 0 {
 			return "—"
@@ -160,6 +177,12 @@ func Table(r *Run) string {
 		}
 		return fmt.Sprintf("%.2f", mib(s.Idle.PerSessionPSS))
 	})
+	add(fmt.Sprintf("processes with %d idle sessions", r.Config.Idle), func(s *SystemResult) string {
+		if s.Idle == nil || s.Idle.Opened == 0 || s.Idle.After.Procs == 0 {
+			return "—"
+		}
+		return thousands(int64(s.Idle.After.Procs))
+	})
 	held := func(f func(h *HoldResult) string) func(s *SystemResult) string {
 		return func(s *SystemResult) string {
 			if s.Hold == nil {
@@ -169,8 +192,14 @@ func Table(r *Run) string {
 		}
 	}
 	n := r.Config.Hold
+	add(fmt.Sprintf("%d sessions held: users", n), held(func(h *HoldResult) string {
+		return strconv.Itoa(max(h.Users, 1))
+	}))
 	add(fmt.Sprintf("%d sessions held: answered", n), held(func(h *HoldResult) string {
 		return fmt.Sprintf("%d/%d", h.Answered, h.Sessions)
+	}))
+	add(fmt.Sprintf("%d sessions held: processes", n), held(func(h *HoldResult) string {
+		return thousands(int64(h.Memory.Procs))
 	}))
 	add(fmt.Sprintf("%d sessions held: RSS / PSS (MiB)", n), held(func(h *HoldResult) string {
 		return fmt.Sprintf("%.0f / %.0f", mib(h.Memory.RSS), mib(h.Memory.PSS))
@@ -181,6 +210,12 @@ func Table(r *Run) string {
 	add(fmt.Sprintf("%d sessions held: call p50 (µs)", n), held(func(h *HoldResult) string {
 		return fmtMicros0(h.Call.P50)
 	}))
+	if sdk != nil && sdk.Hold != nil {
+		add(fmt.Sprintf("%d sessions held: PSS / call p50 vs sdk", n), held(func(h *HoldResult) string {
+			return ratio(float64(h.Memory.PSS), float64(sdk.Hold.Memory.PSS)) + " / " +
+				ratio(float64(h.Call.P50), float64(sdk.Hold.Call.P50))
+		}))
+	}
 
 	var b strings.Builder
 	header := []string{"figure"}
@@ -189,6 +224,7 @@ func Table(r *Run) string {
 	}
 	writeMarkdown(&b, header, rows)
 	b.WriteString(modernTable(r, tools))
+	b.WriteString(pairTable(r))
 	b.WriteString(tableNotes(r))
 	return b.String()
 }
@@ -261,11 +297,23 @@ func tableNotes(r *Run) string {
 			}
 		}
 		if s.ModernUsers > 0 && r.Config.ModernClients > 0 {
+			var more []string
 			for _, u := range r.Config.ModernUsers {
 				if u > s.ModernUsers {
-					notes = append(notes, fmt.Sprintf("%s: 2026-07-28 with %d users: not run; its clients can act as %d user(s) (only mcpgate-tls, given per-user tokens with -user-tokens, has more)", s.Name, u, s.ModernUsers))
+					more = append(more, strconv.Itoa(u))
 				}
 			}
+			if len(more) > 0 {
+				notes = append(notes, fmt.Sprintf("%s: 2026-07-28 with %s users: not run; its clients can act as %d user(s) (only mcpgate-tls, given per-user tokens with -user-tokens, has more)", s.Name, strings.Join(more, ", "), s.ModernUsers))
+			}
+		}
+	}
+	for _, p := range r.Pairs {
+		switch {
+		case p.Skipped != "":
+			notes = append(notes, fmt.Sprintf("pair %s: skipped — %s", p.Name, p.Skipped))
+		case p.Errors > 0 || p.FirstError != "":
+			notes = append(notes, fmt.Sprintf("pair %s: %d errors; first: %s", p.Name, p.Errors, p.FirstError))
 		}
 	}
 	notes = append(notes, r.Config.Notes...)

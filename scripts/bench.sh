@@ -8,9 +8,12 @@
 #   BENCH_GO=0 scripts/bench.sh …              without the Go micro-benchmarks
 #
 # A system whose pieces are missing on this checkout is skipped with a note in
-# the table, never silently. Last, MCP 2026-07-28: 64 stateless clients of 1
-# and of 16 users on mcpgate and on the go-sdk server's stateless mode
-# (sdk-stateless), with the per-user workers' memory. Then the Go micro-benchmarks of auth/, gateway/,
+# the table, never silently. Then the paired calls (DPoP against Bearer, the
+# combined /mcp against /mcp/NAME, the local shim and socket against TCP),
+# each skipped with its reason where this checkout lacks the feature. Last,
+# MCP 2026-07-28: 64 stateless clients of 1, 16 and 64 users on mcpgate,
+# mcp-proxy and the go-sdk server's stateless mode (sdk-stateless), with the
+# per-user workers' memory. Then the Go micro-benchmarks of auth/, gateway/,
 # worker/ and tools, the forward path among them (gobench.txt). Sized for ≤ 10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +22,10 @@ export CGO_ENABLED=0
 
 OUT=${BENCH_OUT:-bench/results}
 SUPERGATEWAY_VERSION=4.0.0
+MCP_PROXY_VERSION=6.7.19
 mkdir -p bin "$OUT"
 rm -rf "$OUT/logs"
+OUT_ABS=$(cd "$OUT" && pwd) # BENCH_OUT may be relative or absolute
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 
@@ -50,7 +55,7 @@ has_command() {
 # The worker: the built-in one over the SQLite demo database when this
 # checkout has it, else mcpbench's stand-in serving an echo tool through the
 # same go-sdk server code.
-db="$PWD/$OUT/demo.db"
+db="$OUT_ABS/demo.db"
 rm -f "$db" "$db"-wal "$db"-shm
 # The gateway's limits, raised so that the 1,000 sessions of one user fit
 # (defaults: 1,024 sessions, 256 per user); two connections per session
@@ -89,7 +94,7 @@ if has_command bin/mcpgate serve; then
 	args+=(-mcpgate "$PWD/bin/mcpgate serve --listen {addr} $gateway_args" -mcpgate-env "$gateway_env")
 	if has_command bin/mcpgate sandbox; then
 		args+=(-variant "mcpgate-nosandbox=mcpgate:MCPGATE_WORKER_SANDBOX_ENABLED=false"
-			-systems "floor,sdk,mcpgate,mcpgate-nosandbox,mcpgate-tls,supergateway,sdk-stateless")
+			-systems "floor,sdk,mcpgate,mcpgate-nosandbox,mcpgate-tls,supergateway,mcp-proxy,sdk-stateless")
 	fi
 else
 	skip mcpgate "this checkout's mcpgate has no serve command"
@@ -100,36 +105,69 @@ fi
 # it through the environment (MCPGATE_SECTION_KEY), as scripts/test-tls.sh
 # does with a file.
 if has_command bin/mcpgate serve && has_command bin/mcpgate certs && [ -x bin/mcpgate-testissuer ]; then
-	certs="$PWD/$OUT/certs"
-	rm -rf "$certs" "$PWD/$OUT/tokens"
+	certs="$OUT_ABS/certs"
+	rm -rf "$certs" "$OUT_ABS/tokens"
 	bin/mcpgate certs --dir "$certs" >/dev/null
-	# The stateless phase's clients of 16 users: one token each
-	# (tokens/users/alice-01.jwt …), when the issuer can write them.
+	# The stateless phase's clients of up to 64 users and the held
+	# sessions of 16: one token each (tokens/users/alice-01.jwt …), when
+	# the issuer can write them.
 	users=""
 	if bin/mcpgate-testissuer --help 2>&1 | grep -q -- --users; then
-		users="--users 16"
-		args+=(-user-tokens "$PWD/$OUT/tokens/users")
+		users="--users 64"
+		args+=(-user-tokens "$OUT_ABS/tokens/users")
 	fi
-	args+=(-tls-ca "$certs/cert.pem" -token-file "$PWD/$OUT/tokens/full.jwt"
-		-tls-issuer "$PWD/bin/mcpgate-testissuer --listen {issuer} --cert $certs/cert.pem --key $certs/key.pem --audience https://{addr}/mcp --tokens-dir $PWD/$OUT/tokens $users"
+	args+=(-tls-ca "$certs/cert.pem" -token-file "$OUT_ABS/tokens/full.jwt"
+		-tls-issuer "$PWD/bin/mcpgate-testissuer --listen {issuer} --cert $certs/cert.pem --key $certs/key.pem --audience https://{addr}/mcp --tokens-dir $OUT_ABS/tokens $users"
 		-mcpgate-tls "$PWD/bin/mcpgate serve --listen {addr} --public-url https://{addr} --tls-cert $certs/cert.pem --tls-key $certs/key.pem $gateway_args"
 		-mcpgate-tls-env "$gateway_env MCPGATE_AUTH_ISSUER=https://{issuer} MCPGATE_AUTH_ISSUER_CA_FILE=$certs/cert.pem MCPGATE_AUTH_REQUIRED_SCOPES=mcp:use MCPGATE_AUTH_WRITE_SCOPE=mcp:write MCPGATE_AUTH_USER_CLAIM=preferred_username")
 else
 	skip mcpgate-tls "needs mcpgate serve with TLS and auth, mcpgate certs and cmd/mcpgate-testissuer"
 fi
 
-# supergateway from npm, pinned, installed under .bin/ (git-ignored).
-sg=.bin/npm/node_modules/.bin/supergateway
-if command -v npm >/dev/null && command -v node >/dev/null; then
-	if [ ! -x "$sg" ] || ! grep -q "\"version\": \"$SUPERGATEWAY_VERSION\"" .bin/npm/node_modules/supergateway/package.json 2>/dev/null; then
-		say "installing supergateway@$SUPERGATEWAY_VERSION under .bin/npm"
-		npm install --prefix .bin/npm --no-audit --no-fund --loglevel=error "supergateway@$SUPERGATEWAY_VERSION" >/dev/null || true
+# supergateway and mcp-proxy from npm, pinned, installed under .bin/
+# (git-ignored) before the run, never while it runs.
+npm_peer() { # npm_peer SYSTEM PACKAGE VERSION: the program, installed if needed
+	local bin=.bin/npm/node_modules/.bin/$2
+	if command -v npm >/dev/null && command -v node >/dev/null; then
+		if [ ! -x "$bin" ] || ! grep -q "\"version\": \"$3\"" ".bin/npm/node_modules/$2/package.json" 2>/dev/null; then
+			say "installing $2@$3 under .bin/npm"
+			npm install --prefix .bin/npm --save-exact --no-audit --no-fund --loglevel=error "$2@$3" >/dev/null || true
+		fi
 	fi
-fi
-if [ -x "$sg" ]; then
-	args+=(-supergateway "$PWD/$sg")
+	if [ -x "$bin" ] && grep -q "\"version\": \"$3\"" ".bin/npm/node_modules/$2/package.json" 2>/dev/null; then
+		args+=("-$1" "$PWD/$bin")
+	else
+		skip "$1" "npm or node is not available (or the install of $2@$3 failed)"
+	fi
+}
+npm_peer supergateway supergateway "$SUPERGATEWAY_VERSION"
+npm_peer mcp-proxy mcp-proxy "$MCP_PROXY_VERSION"
+
+# The combined pair: a gateway whose configuration lists servers (one,
+# "bench", the built-in worker over the demo database), its /mcp against
+# /mcp/bench. Skipped when this checkout's configuration has no servers
+# list (mcpgate doctor reads the file as serve would).
+servers_cfg="$OUT_ABS/servers.yaml"
+cat >"$servers_cfg" <<YAML
+servers:
+  - name: bench
+YAML
+if ! has_command bin/mcpgate serve; then
+	skip combined "this checkout's mcpgate has no serve command"
+elif out=$(env $gateway_env bin/mcpgate doctor --config "$servers_cfg" 2>&1 </dev/null); [[ $out == *"FAIL  config"* || $out == *"unknown command"* ]]; then
+	skip combined "this checkout's mcpgate does not read a servers list ($(sed -n 's/^FAIL  config  *//p' <<<"$out" | head -1 | cut -c1-160))"
 else
-	skip supergateway "npm or node is not available (or the install failed)"
+	args+=(-mcpgate-servers "$PWD/bin/mcpgate serve --listen {addr} --config $servers_cfg $gateway_args"
+		-mcpgate-servers-env "$gateway_env" -servers-name bench)
+fi
+
+# The local pair: mcpgate on a Unix socket and the stdio shim to it,
+# against mcpgate over TCP. Skipped when the bridge has no --socket.
+if has_command bin/mcpgate serve && bin/mcpgate bridge --help 2>&1 </dev/null | grep -q -- --socket; then
+	args+=(-local-daemon "$PWD/bin/mcpgate serve --listen unix:{socket} $gateway_args"
+		-local-shim "$PWD/bin/mcpgate bridge --socket={socket}")
+else
+	skip local "this checkout's mcpgate bridge has no --socket (local mode on a Unix socket)"
 fi
 
 say "running (results in $OUT)"
