@@ -221,11 +221,11 @@ func TestDPoPCacheNeverSkipsTheProof(t *testing.T) {
 		"the same header, a forged signature":  proved(tok, forged),
 		"the same header, another's signature": proved(tok, swapped),
 		"the same header, a stale proof":       proved(tok, key.Proof("POST", resource, tok, "", e.clock.Now().Add(-time.Hour))),
-		"no proof":          request("DPoP " + tok),
-		"as Bearer":         request("Bearer " + tok),
-		"another key":       proved(tok, authtest.MustDPoPKey(t, "ES256").Proof("POST", resource, tok, "", e.clock.Now())),
-		"the same proof":    proved(tok, first),
-		"a proof for a GET": proved(tok, key.Proof("GET", resource, tok, "", e.clock.Now())),
+		"no proof":                             request("DPoP " + tok),
+		"as Bearer":                            request("Bearer " + tok),
+		"another key":                          proved(tok, authtest.MustDPoPKey(t, "ES256").Proof("POST", resource, tok, "", e.clock.Now())),
+		"the same proof":                       proved(tok, first),
+		"a proof for a GET":                    proved(tok, key.Proof("GET", resource, tok, "", e.clock.Now())),
 	} {
 		rec, _ := serve(e.a, r)
 		assert.Equal(t, 401, rec.Code, name)
