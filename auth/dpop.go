@@ -1,12 +1,14 @@
 package auth
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DPoP modes (DPoP.Mode).
@@ -272,14 +274,42 @@ func decodeProofHeader(b []byte) (proofHeader, error) {
 	return h, err
 }
 
+// decodeProofClaims reads a proof's claims as a JOSE header is read
+// (headerMembers): one pass over the top-level members, at most
+// maxHeaderMembers of them, none twice. Like a header they are read
+// before the signature is checked (and anyone can sign a proof with a key
+// of their own), and only top-level string and number members are used.
 func decodeProofClaims(b []byte) (proofClaims, error) {
 	var c proofClaims
-	all, err := members(b)
+	all, err := headerMembers(b)
 	if err != nil {
 		return c, err
 	}
-	err = fill(all, map[string]any{"jti": &c.Jti, "htm": &c.Htm, "htu": &c.Htu, "ath": &c.Ath, "nonce": &c.Nonce, "iat": &c.Iat})
+	for name, dst := range map[string]*string{"jti": &c.Jti, "htm": &c.Htm, "htu": &c.Htu, "ath": &c.Ath, "nonce": &c.Nonce} {
+		if raw, ok := all[name]; ok {
+			if err := readString(raw, dst); err != nil {
+				return c, err
+			}
+		}
+	}
+	if raw, ok := all["iat"]; ok {
+		err = c.Iat.UnmarshalJSON(raw)
+	}
 	return c, err
+}
+
+// readString reads the JSON value raw, which a decoder has found valid,
+// into dst as json.Unmarshal does; a string without escapes, all of it
+// valid UTF-8 (the usual claim), is taken as it is, without a decoder.
+func readString(raw json.RawMessage, dst *string) error {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		in := raw[1 : n-1]
+		if bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			*dst = string(in)
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dst)
 }
 
 // privateMembers are the JWK members of private and symmetric keys (RFC
