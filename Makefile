@@ -4,7 +4,7 @@ BIN     := bin
 ADDR    ?= 127.0.0.1:8000
 
 
-.PHONY: all build run test test-go test-tls test-alerts test-cluster conformance conformance-legacy bench fuzz lint clean
+.PHONY: all build run test test-go test-tls test-alerts test-cluster conformance conformance-client conformance-legacy bench fuzz lint clean
 
 all: build
 
@@ -40,10 +40,17 @@ test-cluster: build
 	scripts/test-cluster.sh
 
 ## conformance: the official MCP conformance suite through the gateway, twice:
-## 0.1.16 (revisions up to 2025-11-25) and 0.2.0-alpha.12 with the 2026-07-28 requirements.
+## 0.1.16 (revisions up to 2025-11-25) and 0.2.0-alpha.12 with the 2026-07-28 requirements;
+## then its DPoP client scenarios against mcpgate login and bridge (conformance-client).
 conformance: build
 	scripts/conformance.sh
 	CONFORMANCE_VERSION=0.2.0-alpha.12 scripts/conformance.sh --requirements 2026-07-28
+	scripts/conformance/client.sh
+
+## conformance-client: the suite's auth/dpop and auth/dpop-nonce client scenarios (SEP-1932
+## extension) with mcpgate login and bridge as the client under test.
+conformance-client: build
+	scripts/conformance/client.sh
 
 ## conformance-legacy: the 2026-07-28 requirements through a worker that speaks only 2025-11-25.
 conformance-legacy: build

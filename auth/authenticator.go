@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -116,26 +117,40 @@ func (a *Authenticator) Resource() string { return a.opts.Resource }
 // (ErrExpired, ErrAudience, …). It logs the outcome with the user, client
 // id, kid and token tag, never the token.
 func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
-	p, err := a.authenticate(r)
-	if err != nil && a.opts.OnRefused != nil {
-		a.opts.OnRefused(Reason(err))
-	}
+	p, _, err := a.authenticate(r)
 	return p, err
 }
 
-func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
+// authenticate is Authenticate, which also returns the DPoP-Nonce to
+// answer with, or "" (bind).
+func (a *Authenticator) authenticate(r *http.Request) (*Principal, string, error) {
+	p, nonce, err := a.verifyRequest(r)
+	if err != nil && a.opts.OnRefused != nil {
+		a.opts.OnRefused(Reason(err))
+	}
+	return p, nonce, err
+}
+
+func (a *Authenticator) verifyRequest(r *http.Request) (*Principal, string, error) {
 	token, scheme, err := a.credentials(r)
 	if err != nil {
 		if !errors.Is(err, ErrNoToken) {
 			a.opts.Logger.Info("auth: request refused", "reason", description(err), "remote", r.RemoteAddr)
 		}
-		return nil, err
+		return nil, "", err
 	}
-	p, err := a.check(r.Context(), token, remoteKey(r.RemoteAddr))
+	// The token's hash keys the verified-token cache and is the proof's
+	// ath: made once. A token over the size limit is refused unhashed.
+	var sum [32]byte
+	if len(token) <= a.opts.MaxTokenBytes {
+		sum = sha256.Sum256([]byte(token))
+	}
+	p, err := a.checkSum(r.Context(), token, &sum, remoteKey(r.RemoteAddr))
+	nonce := ""
 	if err == nil {
 		// Every request, the cache's answers included: the token's
 		// binding is checked against this request's proof.
-		err = a.bind(r, token, scheme, p)
+		nonce, err = a.bind(r, &sum, scheme, p)
 	}
 	if err != nil {
 		a.opts.Logger.Info("auth: token refused", "reason", description(err), "err", err, "scheme", scheme,
@@ -143,7 +158,7 @@ func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
 		if scheme == schemeDPoP {
 			err = dpopScheme{err}
 		}
-		return nil, err
+		return nil, "", err
 	}
 	// Enabled first: boxing the arguments costs allocations on every
 	// request even when debug is off.
@@ -151,7 +166,7 @@ func (a *Authenticator) authenticate(r *http.Request) (*Principal, error) {
 		a.opts.Logger.Debug("auth: token accepted", "user", p.UserID, "client_id", p.ClientID,
 			"kid", p.KeyID, "token", p.TokenTag, "read_only", p.ReadOnly, "scheme", scheme)
 	}
-	return p, nil
+	return p, nonce, nil
 }
 
 // The authorization schemes a token may come with.
@@ -217,12 +232,12 @@ type authenticatorKey struct{}
 // on failure it answers with WriteError and next does not run.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.Authenticate(r)
+		p, n, err := a.authenticate(r)
 		if err != nil {
 			a.WriteError(w, err)
 			return
 		}
-		if n := a.freshNonce(r); n != "" {
+		if n != "" {
 			w.Header().Set("DPoP-Nonce", n)
 		}
 		r.Header.Del("Authorization")

@@ -1,13 +1,14 @@
 package auth
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DPoP modes (DPoP.Mode).
@@ -176,6 +177,7 @@ type dpopState struct {
 	algs    map[string]bool
 	replay  *replayCache
 	keys    *keyCache   // parsed proof keys
+	heads   headCache   // proof headers that passed (dpophead.go)
 	nonces  *nonceMaker // nil without DPoP.Nonce
 	algList string      // the challenge's algs
 }
@@ -188,6 +190,7 @@ func newDPoPState(o *Options) (*dpopState, error) {
 	d.algList = strings.Join(DPoPAlgorithms(), " ")
 	d.replay = newReplayCache(o.DPoP.ReplayCacheSize)
 	d.keys = newKeyCache(proofKeyCacheSize)
+	d.heads = newLRU[[32]byte, *proofHead](proofKeyCacheSize)
 	if o.DPoP.Nonce {
 		n, err := newNonceMaker(o.DPoP.NonceSecret, o.DPoP.NonceLifetime)
 		if err != nil {
@@ -199,10 +202,12 @@ func newDPoPState(o *Options) (*dpopState, error) {
 }
 
 // verifyProof applies RFC 9449 §4.3 checks 2 to 12 to the proof of r,
-// which carries token in its Authorization header, except the jti replay
-// check, made once the token is known to be bound to the proof's key
-// (remember). It checks a nonce only with DPoP.Nonce.
-func (d *dpopState) verifyProof(r *http.Request, raw, token string, now time.Time) (*proof, error) {
+// which carries the token whose SHA-256 is tokenSum in its Authorization
+// header, except the jti replay check, made once the token is known to be
+// bound to the proof's key (remember). It checks a nonce only with
+// DPoP.Nonce. The signature is checked last: it is the one check that
+// costs, and a proof that fails a claim never reaches it.
+func (d *dpopState) verifyProof(r *http.Request, raw string, tokenSum *[32]byte, now time.Time) (*proof, error) {
 	if len(raw) > MaxProofBytes {
 		return nil, ErrProofTooLarge
 	}
@@ -212,36 +217,10 @@ func (d *dpopState) verifyProof(r *http.Request, raw, token string, now time.Tim
 	if first <= 0 || last == first || last == len(raw)-1 || strings.IndexByte(raw[first+1:last], '.') >= 0 {
 		return nil, ErrProofMalformed
 	}
-	hb, err := base64.RawURLEncoding.DecodeString(raw[:first])
-	if err != nil {
-		return nil, ErrProofMalformed
-	}
-	h, err := decodeProofHeader(hb)
-	if err != nil {
-		return nil, ErrProofMalformed
-	}
-	// 4: typ; 5: alg; crit and b64 change how the JWS is read: refused.
-	if !strings.EqualFold(h.Typ, "dpop+jwt") {
-		return nil, ErrProofType
-	}
-	if !d.algs[h.Alg] {
-		return nil, ErrProofAlgorithm
-	}
-	if h.Crit != nil || h.B64 != nil {
-		return nil, ErrProofHeader
-	}
-	// 7: a public key, of the kind alg needs.
-	key, err := d.proofKeyOf(h.JWK, h.Alg)
+	// 4, 5, 7: the header (dpophead.go).
+	h, err := d.head(raw[:first])
 	if err != nil {
 		return nil, err
-	}
-	// 6: the signature.
-	sig, err := base64.RawURLEncoding.DecodeString(raw[last+1:])
-	if err != nil {
-		return nil, ErrProofMalformed
-	}
-	if !key.verify(h.Alg, []byte(raw[:last]), sig) {
-		return nil, ErrProofSignature
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(raw[first+1 : last])
 	if err != nil {
@@ -267,12 +246,21 @@ func (d *dpopState) verifyProof(r *http.Request, raw, token string, now time.Tim
 	case c.Iat.After(now.Add(d.leeway)):
 		return nil, ErrProofFuture
 	}
-	// 12: ath, the token's hash.
-	sum := sha256.Sum256([]byte(token))
-	if c.Ath != base64.RawURLEncoding.EncodeToString(sum[:]) {
+	// 12: ath, the token's hash (made once, for the token cache too).
+	var ath [43]byte
+	base64.RawURLEncoding.Encode(ath[:], tokenSum[:])
+	if c.Ath != string(ath[:]) {
 		return nil, ErrProofTokenHash
 	}
-	return &proof{jkt: key.jkt, jti: c.Jti, iat: c.Iat.Time, nonce: c.Nonce}, nil
+	// 6: the signature.
+	sig, err := base64.RawURLEncoding.DecodeString(raw[last+1:])
+	if err != nil {
+		return nil, ErrProofMalformed
+	}
+	if !h.key.verify(h.alg, []byte(raw[:last]), sig) {
+		return nil, ErrProofSignature
+	}
+	return &proof{jkt: h.key.jkt, jti: c.Jti, iat: c.Iat.Time, nonce: c.Nonce}, nil
 }
 
 func decodeProofHeader(b []byte) (proofHeader, error) {
@@ -286,14 +274,42 @@ func decodeProofHeader(b []byte) (proofHeader, error) {
 	return h, err
 }
 
+// decodeProofClaims reads a proof's claims as a JOSE header is read
+// (headerMembers): one pass over the top-level members, at most
+// maxHeaderMembers of them, none twice. Like a header they are read
+// before the signature is checked (and anyone can sign a proof with a key
+// of their own), and only top-level string and number members are used.
 func decodeProofClaims(b []byte) (proofClaims, error) {
 	var c proofClaims
-	all, err := members(b)
+	all, err := headerMembers(b)
 	if err != nil {
 		return c, err
 	}
-	err = fill(all, map[string]any{"jti": &c.Jti, "htm": &c.Htm, "htu": &c.Htu, "ath": &c.Ath, "nonce": &c.Nonce, "iat": &c.Iat})
+	for name, dst := range map[string]*string{"jti": &c.Jti, "htm": &c.Htm, "htu": &c.Htu, "ath": &c.Ath, "nonce": &c.Nonce} {
+		if raw, ok := all[name]; ok {
+			if err := readString(raw, dst); err != nil {
+				return c, err
+			}
+		}
+	}
+	if raw, ok := all["iat"]; ok {
+		err = c.Iat.UnmarshalJSON(raw)
+	}
 	return c, err
+}
+
+// readString reads the JSON value raw, which a decoder has found valid,
+// into dst as json.Unmarshal does; a string without escapes, all of it
+// valid UTF-8 (the usual claim), is taken as it is, without a decoder.
+func readString(raw json.RawMessage, dst *string) error {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		in := raw[1 : n-1]
+		if bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			*dst = string(in)
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dst)
 }
 
 // privateMembers are the JWK members of private and symmetric keys (RFC
@@ -315,90 +331,69 @@ func validJKT(s string) bool {
 // cnf.jkt names; a Bearer-scheme request must carry an unbound token and
 // no proof, and is refused altogether when DPoP is required. p is the
 // token's principal, from the cache or a fresh verification alike; on
-// success its KeyThumbprint names the proved key.
-func (a *Authenticator) bind(r *http.Request, token, scheme string, p *Principal) error {
+// success its KeyThumbprint names the proved key. tokenSum is the token's
+// SHA-256. nonce, with DPoP.Nonce, is the DPoP-Nonce to answer with: a
+// fresh one once the proof's is past half its lifetime (RFC 9449 §8.2 lets
+// a server supply a new nonce on any answer), so a client never has to be
+// refused to learn the next one.
+func (a *Authenticator) bind(r *http.Request, tokenSum *[32]byte, scheme string, p *Principal) (nonce string, _ error) {
 	if err := a.bindCert(r, p.CertThumbprint); err != nil {
-		return err
+		return "", err
 	}
 	d := a.dpop
 	jkt := p.KeyThumbprint
 	p.KeyThumbprint = ""
 	if d == nil {
 		if jkt != "" {
-			return ErrDPoPBound
+			return "", ErrDPoPBound
 		}
-		return nil
+		return "", nil
 	}
 	proofs := r.Header.Values("DPoP")
 	if scheme != schemeDPoP {
 		switch {
 		case len(proofs) > 0:
-			return ErrProofWithBearer
+			return "", ErrProofWithBearer
 		case jkt != "":
-			return ErrDPoPAsBearer
+			return "", ErrDPoPAsBearer
 		case d.opts.Mode == DPoPRequired:
-			return ErrDPoPRequired
+			return "", ErrDPoPRequired
 		}
-		return nil
+		return "", nil
 	}
 	switch len(proofs) {
 	case 0:
-		return ErrProofMissing
+		return "", ErrProofMissing
 	case 1:
 	default:
-		return ErrManyProofs
+		return "", ErrManyProofs
 	}
 	now := a.opts.Now()
-	pr, err := d.verifyProof(r, proofs[0], token, now)
+	pr, err := d.verifyProof(r, proofs[0], tokenSum, now)
 	if err != nil {
-		return err
+		return "", err
 	}
+	current := true
 	if d.nonces != nil {
-		ok, _ := d.nonces.check(pr.nonce, now)
-		if !ok {
-			return ErrProofNonce
+		var ok bool
+		if ok, current = d.nonces.check(pr.nonce, now); !ok {
+			return "", ErrProofNonce
 		}
 	}
 	switch {
 	case jkt == "":
-		return ErrNotDPoPBound
+		return "", ErrNotDPoPBound
 	case jkt != pr.jkt:
-		return ErrDPoPKeyMismatch
+		return "", ErrDPoPKeyMismatch
 	}
 	if err := d.replay.remember(replayKey(pr.jkt, pr.jti), pr.iat.Add(d.opts.ProofLifetime+time.Second), now); err != nil {
-		return err
+		return "", err
 	}
 	p.KeyThumbprint = jkt
-	return nil
-}
-
-// freshNonce is the DPoP-Nonce to send with a successful answer to r, or
-// "": a fresh nonce once the one r's proof carries is past half its
-// lifetime (RFC 9449 §8.2 lets a server supply a new nonce on any
-// answer), so a client never has to be refused to learn the next one.
-func (a *Authenticator) freshNonce(r *http.Request) string {
-	if a.dpop == nil || a.dpop.nonces == nil {
-		return ""
+	if !current {
+		nonce = d.nonces.current(now)
 	}
-	now := a.opts.Now()
-	raw := r.Header.Get("DPoP")
-	dot := strings.IndexByte(raw, '.')
-	last := strings.LastIndexByte(raw, '.')
-	if dot < 0 || last == dot {
-		return ""
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(raw[dot+1 : last])
-	if err != nil {
-		return ""
-	}
-	c, err := decodeProofClaims(payload)
-	if err != nil {
-		return ""
-	}
-	if _, current := a.dpop.nonces.check(c.Nonce, now); current {
-		return ""
-	}
-	return a.dpop.nonces.current(now)
+	return nonce, nil
 }
 
 // confirmation reads a token's cnf (RFC 7800 §3.1) and returns the DPoP

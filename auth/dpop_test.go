@@ -204,7 +204,9 @@ func TestDPoPProofChecks(t *testing.T) {
 }
 
 // TestDPoPCacheNeverSkipsTheProof: a token verified once (and cached) still
-// needs a valid proof on every later request.
+// needs a valid proof on every later request; so does a proof whose
+// header (its key) was read before: only the header's reading is kept,
+// never a verdict on a signature or a claim.
 func TestDPoPCacheNeverSkipsTheProof(t *testing.T) {
 	e := setup(t, nil)
 	key := authtest.MustDPoPKey(t, "ES256")
@@ -212,12 +214,18 @@ func TestDPoPCacheNeverSkipsTheProof(t *testing.T) {
 	first := key.Proof("POST", resource, tok, "", e.clock.Now())
 	rec, _ := serve(e.a, proved(tok, first))
 	require.Equal(t, 204, rec.Code)
+	fresh := key.Proof("POST", resource, tok, "", e.clock.Now())
+	forged := fresh[:strings.LastIndexByte(fresh, '.')+1] + strings.Repeat("A", 86)
+	swapped := first[:strings.LastIndexByte(first, '.')] + fresh[strings.LastIndexByte(fresh, '.'):]
 	for name, r := range map[string]*http.Request{
-		"no proof":          request("DPoP " + tok),
-		"as Bearer":         request("Bearer " + tok),
-		"another key":       proved(tok, authtest.MustDPoPKey(t, "ES256").Proof("POST", resource, tok, "", e.clock.Now())),
-		"the same proof":    proved(tok, first),
-		"a proof for a GET": proved(tok, key.Proof("GET", resource, tok, "", e.clock.Now())),
+		"the same header, a forged signature":  proved(tok, forged),
+		"the same header, another's signature": proved(tok, swapped),
+		"the same header, a stale proof":       proved(tok, key.Proof("POST", resource, tok, "", e.clock.Now().Add(-time.Hour))),
+		"no proof":                             request("DPoP " + tok),
+		"as Bearer":                            request("Bearer " + tok),
+		"another key":                          proved(tok, authtest.MustDPoPKey(t, "ES256").Proof("POST", resource, tok, "", e.clock.Now())),
+		"the same proof":                       proved(tok, first),
+		"a proof for a GET":                    proved(tok, key.Proof("GET", resource, tok, "", e.clock.Now())),
 	} {
 		rec, _ := serve(e.a, r)
 		assert.Equal(t, 401, rec.Code, name)

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"container/list"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -12,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
-	"sync"
 )
 
 // A proof's key is read and its signature checked here by hand, with the
@@ -176,45 +174,24 @@ const proofKeyCacheSize = 4096
 // exact bytes, least recently used first out. Only keys that parsed are
 // kept; what alg they fit is checked on every proof.
 type keyCache struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // of *keyEntry, most recent first
-	byKey map[[32]byte]*list.Element
-}
-
-type keyEntry struct {
-	id  [32]byte
-	pub *proofPub
+	lru[[32]byte, *proofPub]
 }
 
 func newKeyCache(max int) *keyCache {
-	return &keyCache{max: max, order: list.New(), byKey: map[[32]byte]*list.Element{}}
+	return &keyCache{newLRU[[32]byte, *proofPub](max)}
 }
 
 // key is the parsed key of the jwk raw, from the cache or parsed now.
 func (c *keyCache) key(raw []byte) (*proofPub, error) {
 	id := sha256.Sum256(raw)
-	c.mu.Lock()
-	if el, ok := c.byKey[id]; ok {
-		c.order.MoveToFront(el)
-		c.mu.Unlock()
-		return el.Value.(*keyEntry).pub, nil
+	if p, ok := c.get(id); ok {
+		return p, nil
 	}
-	c.mu.Unlock()
 	p, err := parseProofJWK(raw)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[id]; !ok {
-		c.byKey[id] = c.order.PushFront(&keyEntry{id: id, pub: p})
-		if c.order.Len() > c.max {
-			old := c.order.Remove(c.order.Back()).(*keyEntry)
-			delete(c.byKey, old.id)
-		}
-	}
-	return p, nil
+	return c.add(id, p), nil
 }
 
 // proofKeyOf reads a proof's jwk raw for alg: a public key of the kind

@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"testing"
@@ -107,3 +108,15 @@ func TestProofKeyCache(t *testing.T) {
 }
 
 func sha256Sum(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// TestReadString: a proof claim is read as json.Unmarshal reads it,
+// whether or not it takes the way without a decoder.
+func TestReadString(t *testing.T) {
+	for _, raw := range []string{`"plain"`, `""`, `"caf\u00e9"`, `"a\"b"`, `"\u0068tm"`, "\"\xff\xfe\"", `"é"`, `"a\/b"`, `null`, `12`, `{}`, `[]`, `true`} {
+		var want, got string
+		wantErr := json.Unmarshal([]byte(raw), &want)
+		gotErr := readString(json.RawMessage(raw), &got)
+		assert.Equal(t, wantErr == nil, gotErr == nil, raw)
+		assert.Equal(t, want, got, raw)
+	}
+}

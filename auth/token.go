@@ -174,18 +174,27 @@ func (a *Authenticator) check(ctx context.Context, token, source string) (*Princ
 		return &Principal{}, ErrTokenTooLarge
 	}
 	sum := sha256.Sum256([]byte(token))
+	return a.checkSum(ctx, token, &sum, source)
+}
+
+// checkSum is check for a token whose SHA-256 is sum (unset, and unread,
+// for a token over MaxTokenBytes).
+func (a *Authenticator) checkSum(ctx context.Context, token string, sum *[32]byte, source string) (*Principal, error) {
+	if len(token) > a.opts.MaxTokenBytes {
+		return &Principal{}, ErrTokenTooLarge
+	}
 	if a.introspects(token) {
-		return a.checkIntrospected(ctx, token, &sum, source)
+		return a.checkIntrospected(ctx, token, sum, source)
 	}
 	gen := a.keyGen()
-	if e := a.cache.get(&sum, gen, a.opts.Now(), a.opts.Leeway); e != nil {
+	if e := a.cache.get(sum, gen, a.opts.Now(), a.opts.Leeway); e != nil {
 		return e.principal(), nil
 	}
 	e := cachedToken{p: Principal{TokenTag: hex.EncodeToString(sum[:6])}, gen: gen}
 	if err := a.verify(ctx, token, &e); err != nil {
 		return &e.p, err
 	}
-	a.cache.put(&sum, e)
+	a.cache.put(sum, e)
 	return &e.p, nil
 }
 

@@ -32,6 +32,9 @@ type URLOptions struct {
 	UserClaim string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// DPoPKey gives the key a DPoP-bound Token (cnf.jkt) is sent with, as
+	// Authorization: DPoP and a proof; nil when there is none.
+	DPoPKey func() (*oauthclient.DPoPKey, error)
 }
 
 // CheckURL checks a gateway from a client's side: the endpoint answers 401
@@ -184,6 +187,10 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 // the gateway does that when the token is sent, last).
 func checkToken(ctx context.Context, r *Report, hc *http.Client, o URLOptions, issuer string, want []string, keycloak bool) {
 	claims, err := jwtClaims(o.Token)
+	proved := true // an unbound token, or a DPoP-bound one with its key
+	if err == nil {
+		hc, proved = dpopFor(r, hc, o, claims)
+	}
 	if err != nil {
 		r.warn("token", "not a JWT ("+err.Error()+")", "the gateway refuses an opaque token unless auth.introspection is opaque or all (docs/configuration.md)")
 	} else {
@@ -236,6 +243,9 @@ func checkToken(ctx context.Context, r *Report, hc *http.Client, o URLOptions, i
 		} else {
 			r.ok("token user", claim+" = "+user)
 		}
+	}
+	if !proved {
+		return
 	}
 	status, ch, _, err := send(ctx, hc, o.URL, o.Token)
 	switch {

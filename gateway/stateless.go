@@ -107,6 +107,11 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 			f.write(w, m.ID)
 			return
 		}
+		if m, ok = withHolder(m, holderOf(c.owner)); !ok {
+			g.refusedInvalid(c, m, errHolderParams)
+			errHolderParams.write(w, m.ID)
+			return
+		}
 	}
 
 	defer g.calls.enter()() // a drain waits for the answer (not for listen streams)

@@ -49,10 +49,11 @@ type LoginOptions struct {
 	// client and loopback port are reused when they still fit.
 	Previous *Entry
 	// DPoP says whether to ask for DPoP-bound tokens (RFC 9449): "on",
-	// "off", or "auto" (the default): when the resource's metadata
-	// requires them or lists dpop_signing_alg_values_supported, and the
-	// authorization server's metadata lists ES256 among its
-	// dpop_signing_alg_values_supported.
+	// "off", or "auto" (the default): when the resource offers them (its
+	// metadata requires them or lists dpop_signing_alg_values_supported,
+	// or its challenge to a request without a token has the DPoP scheme,
+	// RFC 9449 §7.1), and the authorization server's metadata lists ES256
+	// among its dpop_signing_alg_values_supported.
 	DPoP string
 	// DPoPKey returns the key proofs are made with; required unless DPoP
 	// is "off".
@@ -67,8 +68,9 @@ func wantDPoP(mode string, d *Discovery) (bool, error) {
 	case "on":
 		return true, nil
 	case "", "auto":
-		return (d.Resource.DPoPBoundRequired || len(d.Resource.DPoPSigningAlgs) > 0) &&
-			slices.Contains(d.Server.DPoPSigningAlgs, "ES256"), nil
+		offered := d.Resource.DPoPBoundRequired || len(d.Resource.DPoPSigningAlgs) > 0 ||
+			slices.ContainsFunc(ParseChallenges(d.Challenge), func(c Challenge) bool { return c.Scheme == "dpop" })
+		return offered && slices.Contains(d.Server.DPoPSigningAlgs, "ES256"), nil
 	}
 	return false, fmt.Errorf("oauthclient: DPoP must be auto, on or off, not %q", mode)
 }

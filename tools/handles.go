@@ -115,11 +115,12 @@ const (
 
 // txn is one open handle.
 type txn struct {
-	s     *db.Session
-	lock  chan struct{} // held by the call running on it
-	last  time.Time     // end of the last call on it, or its begin
-	busy  int           // calls running or waiting on it
-	ended bool          // committed or aborted
+	s      *db.Session
+	holder string        // the key that began it (workerproto.MetaHolder)
+	lock   chan struct{} // held by the call running on it
+	last   time.Time     // end of the last call on it, or its begin
+	busy   int           // calls running or waiting on it
+	ended  bool          // committed or aborted
 }
 
 // NewTransactions opens the first connection (so that a bad database
@@ -218,8 +219,9 @@ func (x *Transactions) Close() error {
 	return nil
 }
 
-// Begin mints a handle with a new connection and transaction.
-func (x *Transactions) Begin(ctx context.Context) (string, error) {
+// Begin mints a handle with a new connection and transaction, bound to
+// holder: the key the request proved (workerproto.MetaHolder), "" for none.
+func (x *Transactions) Begin(ctx context.Context, holder string) (string, error) {
 	x.sweep()
 	x.mu.Lock()
 	full := len(x.live) >= x.opts.Max
@@ -245,7 +247,7 @@ func (x *Transactions) Begin(ctx context.Context) (string, error) {
 		}
 		return "", x.limitError()
 	}
-	x.live[h] = &txn{s: s, lock: make(chan struct{}, 1), last: x.opts.Now()}
+	x.live[h] = &txn{s: s, holder: holder, lock: make(chan struct{}, 1), last: x.opts.Now()}
 	x.scheduleLocked()
 	x.mu.Unlock()
 	return h, nil
@@ -258,11 +260,17 @@ func (x *Transactions) limitError() error {
 // acquire returns handle h's open transaction for one call, holding it
 // until release: calls on one handle run one at a time, so that commit or
 // abort cannot end a transaction under a call that waited for it. A handle
-// that names no open transaction gets an error whose kind says why.
-func (x *Transactions) acquire(ctx context.Context, h string) (*txn, error) {
+// that names no open transaction gets an error whose kind says why; one
+// that another holder began is answered as one never minted, so that a
+// call proving another key learns nothing of it.
+func (x *Transactions) acquire(ctx context.Context, h, holder string) (*txn, error) {
 	x.sweep()
 	x.mu.Lock()
 	t, ok := x.live[h]
+	if ok && t.holder != holder {
+		x.mu.Unlock()
+		return nil, neverMinted()
+	}
 	if !ok {
 		err := x.handleError(h)
 		x.mu.Unlock()
@@ -291,9 +299,12 @@ func (x *Transactions) acquire(ctx context.Context, h string) (*txn, error) {
 	return t, nil
 }
 
+// handleAgain is what every handle error advises.
+const handleAgain = "call begin for a new transaction, or call without a transaction handle to run in a transaction of its own"
+
 // handleError explains why h names no open transaction.
 func (x *Transactions) handleError(h string) error {
-	const again = "call begin for a new transaction, or call without a transaction handle to run in a transaction of its own"
+	const again = handleAgain
 	parts := strings.Split(h, ".")
 	if len(parts) != 3 || parts[0] != handlePrefix || !instancePattern.MatchString(parts[1]) || !secretPattern.MatchString(parts[2]) {
 		return Errorf(KindHandleUnknown, "%q is not a transaction handle: pass the transaction value begin returned, or %s", clip(h, 64), again)
@@ -314,7 +325,13 @@ func (x *Transactions) handleError(h string) error {
 	case endedClosed:
 		return Errorf(KindHandleUnknown, "that transaction was rolled back and its connection closed after a failed check (its uncommitted changes are lost): %s", again)
 	}
-	return Errorf(KindHandleUnknown, "no transaction of this worker has that handle (it was never minted here): %s", again)
+	return neverMinted()
+}
+
+// neverMinted is the error for a well-formed handle of this worker that
+// names no transaction of the caller's.
+func neverMinted() error {
+	return Errorf(KindHandleUnknown, "no transaction of this worker has that handle (it was never minted here): %s", handleAgain)
 }
 
 // release ends a call on t. The last call on an ended handle gives its

@@ -78,6 +78,9 @@ type Env struct {
 	Transaction string
 	Autocommit  bool
 	txs         *Transactions
+	// holder is the key the call proved (workerproto.MetaHolder), which
+	// binds the handles it begins and must match the one it names.
+	holder string
 }
 
 // forCall returns the Env a call of t runs with, and what to do after it.
@@ -91,7 +94,7 @@ func (env *Env) forCall(ctx context.Context, t *Tool, a Args) (*Env, func(), err
 	}
 	c := *env
 	if h := a.String(handleParam.Name); h != "" {
-		tx, err := x.acquire(ctx, h)
+		tx, err := x.acquire(ctx, h, c.holder)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -290,7 +293,7 @@ func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandl
 		if err != nil {
 			return errorResult(err), nil
 		}
-		callEnv, done, err := env.forCall(ctx, t, args)
+		callEnv, done, err := env.withHolder(req).forCall(ctx, t, args)
 		if err != nil {
 			return errorResult(err), nil
 		}

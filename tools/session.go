@@ -117,7 +117,7 @@ func status(ctx context.Context, env *Env, _ Args) (*Result, error) {
 }
 
 func begin(ctx context.Context, env *Env, _ Args) (*Result, error) {
-	h, err := env.txs.Begin(ctx)
+	h, err := env.txs.Begin(ctx, env.holder)
 	if err != nil {
 		return nil, err
 	}

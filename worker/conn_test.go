@@ -78,6 +78,11 @@ func TestTakeMarker(t *testing.T) {
 		{`{"_meta":{"io.mcpgate/requestId":7,"k":1},"data":"x"}`, `{"_meta":{"k":1},"data":"x"}`, 7},
 		{`{"_meta":{"io.mcpgate/requestId":"7"}}`, `{}`, -1},
 		{`{"data":"io.mcpgate/requestId"}`, `{"data":"io.mcpgate/requestId"}`, 0},
+		// The same member with a JSON escape in its name: every decoder
+		// reads it as the marker, so it is one.
+		{`{"_meta":{"io.mcpgate\/requestId":7}}`, `{}`, 7},
+		{`{"_meta":{"io.mcpgate\u002frequestId":"7"}}`, `{}`, -1},
+		{`{"data":"a\"b"}`, `{"data":"a\"b"}`, 0},
 	} {
 		m, gid := takeMarker(&jsonrpc.Message{JSONRPC: "2.0", Method: "notifications/message", Params: json.RawMessage(tc.params)})
 		if gid != tc.gid || string(m.Params) != tc.want {

@@ -272,7 +272,10 @@ func (c *Conn) routeLocked(token string, marked int64) *Stream {
 // takeMarker returns m without its workerproto.MetaRequest marker, and the gateway id
 // the marker names (0 when m has none, or one that names no gateway id).
 func takeMarker(m *jsonrpc.Message) (*jsonrpc.Message, int64) {
-	if len(m.Params) == 0 || !bytes.Contains(m.Params, []byte(workerproto.MetaRequest)) {
+	// A name with a JSON escape (io.mcpgate\/requestId) is the same member
+	// to every decoder: only params without the name and without any
+	// escape skip the decoding.
+	if len(m.Params) == 0 || (!bytes.Contains(m.Params, []byte(workerproto.MetaRequest)) && bytes.IndexByte(m.Params, '\\') < 0) {
 		return m, 0 // the common case, without decoding
 	}
 	var params map[string]json.RawMessage

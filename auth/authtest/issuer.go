@@ -114,7 +114,11 @@ func Start(cfg Config) (*Issuer, error) {
 	}
 	if cfg.CertPEM == nil {
 		var err error
-		if cfg.CertPEM, cfg.KeyPEM, err = certs.SelfSigned(nil, time.Now()); err != nil {
+		// Named 127.0.0.1 first, so that its subject is not a gateway's
+		// self-signed one (localhost first): a client that trusts both
+		// (Node's NODE_EXTRA_CA_CERTS, OpenSSL) finds a trust anchor by
+		// its subject, and two of one subject hide one of them.
+		if cfg.CertPEM, cfg.KeyPEM, err = certs.SelfSigned([]string{"127.0.0.1", "localhost", "::1"}, time.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -101,7 +101,8 @@ algorithm allow-list, the clock against the issuer's, and the audience.
 				}
 			}
 		}
-		r = doctor.CheckURL(ctx, doctor.URLOptions{URL: cf.url, HTTPClient: hc, Token: token, UserClaim: *userClaim})
+		r = doctor.CheckURL(ctx, doctor.URLOptions{URL: cf.url, HTTPClient: hc, Token: token, UserClaim: *userClaim,
+			DPoPKey: oauthclient.Cache{Path: cf.cache}.DPoPKey})
 		if token == "" {
 			defer fmt.Fprintln(m.Stdout, "(no token checked: pass --token-file, or run mcpgate login --url URL first)")
 		}

@@ -223,14 +223,19 @@ func readSecret(path string) (string, error) {
 }
 
 // systemBrowser prints the URL (for a terminal without a browser, or a
-// browser on another machine) and starts the system's browser on it.
+// browser on another machine) and starts the system's browser on it: the
+// program $BROWSER names when set (the convention of xdg-open, Python's
+// webbrowser and git; an agent without a display can follow the redirect
+// with one), else the system's opener.
 func systemBrowser(m *Main, u string) error {
 	fmt.Fprintf(m.Stderr, "Opening your browser to log in. If it does not open, visit:\n  %s\n", u)
 	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
+	switch browser := m.Getenv("BROWSER"); {
+	case browser != "":
+		cmd = exec.Command(browser, u)
+	case runtime.GOOS == "darwin":
 		cmd = exec.Command("open", u)
-	case "windows":
+	case runtime.GOOS == "windows":
 		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", u)
 	default:
 		cmd = exec.Command("xdg-open", u)
