@@ -263,7 +263,7 @@ func (g *Gateway) newBinding(key bindKey) *binding {
 // principal, user and rights, decided as for a session (docs/design.md,
 // Read-only).
 func (g *Gateway) keyOf(c *call) bindKey {
-	k := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools}
+	k := bindKey{server: g.opts.Server, user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools}
 	if p := c.principal; p != nil {
 		k.owner, k.user, k.readOnly = c.owner, p.UserID, c.readOnly
 		k.tools = toolsKey(c.granted)

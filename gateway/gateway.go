@@ -202,7 +202,7 @@ func (g *Gateway) Workers(kind string) int {
 // WorkerPid returns the process id of a session's worker, for operators'
 // tooling and tests; false when the session does not exist.
 func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
-	s := g.bindingOf(bindKey{session: sessionID})
+	s := g.bindingOf(bindKey{server: g.opts.Server, session: sessionID})
 	if s == nil {
 		return 0, false
 	}
@@ -230,7 +230,7 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, c *call, id json.RawMessage) 
 // auth.Owner) is reported as missing (docs/design.md, Session ownership), and logged with
 // the part that differed.
 func (g *Gateway) lookup(c *call, id string) *binding {
-	s := g.bindingOf(bindKey{session: id})
+	s := g.bindingOf(bindKey{server: g.opts.Server, session: id})
 	if s == nil {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 // answer and a fresh MCP-Session-Id.
 func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message) {
 	r := c.r
-	key := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools, session: g.newSessionID()}
+	key := bindKey{server: g.opts.Server, user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools, session: g.newSessionID()}
 	if p := c.principal; p != nil {
 		key.owner, key.user, key.readOnly = c.owner, p.UserID, c.readOnly
 		key.tools = toolsKey(c.granted)

@@ -99,7 +99,10 @@ func (o *observability) gatewayOptions(opts *gateway.Options) {
 
 // start serves /metrics for g and reopens the audit file on SIGHUP, until
 // close.
-func (o *observability) start(g *gateway.Gateway) {
+func (o *observability) start(g interface {
+	Sessions() int
+	Workers(kind string) int
+}) {
 	o.metrics.Live(g)
 	ctx, stop := context.WithCancel(context.Background())
 	o.stop = stop
