@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -296,4 +297,35 @@ func TestDocsServerKeys(t *testing.T) {
 		}
 	}
 	assert.Equal(t, ServerKeys(), got, "the table lists the keys of a servers entry in ServerEntry's order")
+}
+
+// TestDeployServers: deploy/servers.yaml loads and validates, and means
+// what its comments say.
+func TestDeployServers(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the example's everything server names it")
+	}
+	f := newFixture(t)
+	c, err := Loader{Getenv: env(map[string]string{
+		"MCPGATE_TLS_CERT_FILE": f.cert,
+		"MCPGATE_TLS_KEY_FILE":  f.key,
+	})}.Load("../deploy/servers.yaml", nil)
+	require.NoError(t, err)
+	require.Len(t, c.Servers, 3)
+	headers := filepath.Join(f.dir, "saas.headers")
+	require.NoError(t, os.WriteFile(headers, []byte("Authorization: Bearer x\n"), 0o600))
+	c.Servers[2].HeadersFile = headers
+	c.Servers[1].Dir = f.dir
+	require.NoError(t, c.Validate())
+
+	ss := c.ServerConfigs()
+	assert.Equal(t, "https://mcp.example.com/mcp/db", ss[0].Resource())
+	assert.Empty(t, ss[0].Worker.Command, "db is the built-in worker")
+	assert.Equal(t, "postgres", ss[0].Database.Driver)
+	assert.Equal(t, ByteSize(256<<20), ss[1].Worker.Limits.Memory)
+	assert.Equal(t, ByteSize(4<<30), ss[1].Worker.Limits.AddressSpace, "inherited")
+	assert.Equal(t, "everything:write", ss[1].Auth.WriteScope)
+	assert.Equal(t, "https://mcp.saas.example.net/mcp", ss[2].Entry().URL)
+	assert.Empty(t, ss[2].Auth.WriteScope)
+	assert.Equal(t, []string{"profile"}, ss[2].Auth.ExtraScopes)
 }
