@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/oauthclient"
 )
 
@@ -92,6 +94,11 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		check := "metadata"
 		if i > 0 {
 			check = "metadata (root)"
+		}
+		if i > 0 && namedServer(o.URL) {
+			// The root document is the gateway's /mcp resource; a server
+			// at /mcp/<name> has only its path-inserted one.
+			continue
 		}
 		var m oauthclient.ResourceMetadata
 		if err := oauthclient.GetJSON(ctx, hc, mu, &m); err != nil {
@@ -359,4 +366,15 @@ func challengeScheme(s string) string {
 		return "DPoP (only: the gateway requires DPoP-bound tokens)"
 	}
 	return "Bearer"
+}
+
+// namedServer reports whether resource is one of several servers behind a
+// gateway: its path ends /mcp/<name>.
+func namedServer(resource string) bool {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return false
+	}
+	dir, name := path.Split(strings.TrimSuffix(u.Path, "/"))
+	return name != "" && strings.HasSuffix(dir, "/mcp/") && config.CheckServerName(name) == ""
 }
