@@ -122,6 +122,15 @@ func (c *Config) ServerConfigs() []*Config {
 // ServerConfigs; nil for the top-level configuration.
 func (c *Config) Entry() *ServerEntry { return c.entry }
 
+// RemoteURL is the url of the remote server this configuration serves;
+// "" for a built-in or command server, and for the one at /mcp.
+func (c *Config) RemoteURL() string {
+	if c.entry == nil {
+		return ""
+	}
+	return c.entry.URL
+}
+
 // ServerName is the configured name of the server this configuration
 // serves: "" for the one at /mcp.
 func (c *Config) ServerName() string {
@@ -142,7 +151,7 @@ func (c *Config) MountPath() string {
 // external reports whether the worker is not the built-in one: a command
 // of the operator's, or the upstream worker of a remote server.
 func (c *Config) external() bool {
-	return len(c.Worker.Command) > 0 || (c.entry != nil && c.entry.URL != "")
+	return len(c.Worker.Command) > 0 || c.RemoteURL() != ""
 }
 
 // forServer is c with e's keys in place of the top-level ones.

@@ -479,3 +479,23 @@ func TestWorkerSandboxStarts(t *testing.T) {
 		mx.Close()
 	}
 }
+
+// TestServerCalls: with a servers list, tool calls are counted by server
+// too, for the configured names only (the label stays bounded), and a
+// gateway without one has no such series.
+func TestServerCalls(t *testing.T) {
+	m := metrics.New(metrics.Options{Servers: []string{"db", "ev"}})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	for _, server := range []string{"db", "db", "ev", "unconfigured", ""} {
+		m.Call(&gateway.CallEvent{Server: server, Method: "tools/call", Tool: "echo", Decision: gateway.DecisionAllowed, Outcome: gateway.OutcomeOK})
+	}
+	assert.Equal(t, map[string]float64{"outcome=ok,server=db": 2, "outcome=ok,server=ev": 1},
+		values(scrape(t, srv.URL), "mcpgate_server_tool_calls_total"))
+
+	one := metrics.New(metrics.Options{})
+	srv1 := httptest.NewServer(one.Handler())
+	defer srv1.Close()
+	one.Call(&gateway.CallEvent{Server: "db", Method: "tools/call", Tool: "echo", Decision: gateway.DecisionAllowed, Outcome: gateway.OutcomeOK})
+	assert.NotContains(t, scrape(t, srv1.URL), "mcpgate_server_tool_calls_total")
+}

@@ -89,9 +89,9 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	wopts.ServerVersion = Version
 	wopts.Logger = log
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
-	if e := cfg.Entry(); e != nil && e.URL != "" {
+	if cfg.RemoteURL() != "" {
 		var err error
-		if command, err = upstreamWorkerCommand(e); err != nil {
+		if command, err = upstreamWorkerCommand(cfg.Entry()); err != nil {
 			return nil, opts, err
 		}
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -176,6 +178,18 @@ func TestSeveralServers(t *testing.T) {
 		code, _, out = ev.rawModern(t, more, "get-sum", `{"a":1,"b":2}`)
 		assert.Equal(t, http.StatusOK, code, out)
 		assert.Contains(t, out, "3")
+	})
+
+	t.Run("metrics count calls by server", func(t *testing.T) {
+		addr := regexp.MustCompile(`serving metrics" url=(http://\S+/metrics)`).FindStringSubmatch(db.log.String())
+		require.NotNil(t, addr)
+		resp, err := http.Get(addr[1])
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Regexp(t, `mcpgate_server_tool_calls_total\{outcome="ok",server="db"\} [1-9]`, string(body))
+		assert.Regexp(t, `mcpgate_server_tool_calls_total\{outcome="ok",server="ev"\} [1-9]`, string(body))
 	})
 
 	t.Run("audit events name the server", func(t *testing.T) {
