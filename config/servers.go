@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"slices"
@@ -100,6 +101,21 @@ func CheckServerName(name string) string {
 		return fmt.Sprintf("%q is reserved (a path the gateway serves); choose another name", name)
 	}
 	return ""
+}
+
+// ServerNameOf returns the name of the server a gateway URL serves, when
+// its path ends /mcp/<name> with a valid name; "" otherwise (/mcp itself,
+// another path, not a URL).
+func ServerNameOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	dir, name := path.Split(strings.TrimSuffix(u.Path, "/"))
+	if !strings.HasSuffix(dir, "/mcp/") || CheckServerName(name) != "" {
+		return ""
+	}
+	return name
 }
 
 // ServerConfigs returns the MCP servers the gateway serves, each as the

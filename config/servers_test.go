@@ -329,3 +329,19 @@ func TestDeployServers(t *testing.T) {
 	assert.Empty(t, ss[2].Auth.WriteScope)
 	assert.Equal(t, []string{"profile"}, ss[2].Auth.ExtraScopes)
 }
+
+// TestServerNameOf: the server a gateway URL names, by the name rules.
+func TestServerNameOf(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://mcp.example.com/mcp/db":         "db",
+		"https://mcp.example.com/prefix/mcp/db":  "db",
+		"https://mcp.example.com/mcp/db/":        "db",
+		"https://mcp.example.com/mcp":            "",
+		"https://mcp.example.com/mcp/Not_A_Name": "",
+		"https://mcp.example.com/mcp/admin":      "",
+		"https://mcp.example.com/other/db":       "",
+		"://":                                    "",
+	} {
+		assert.Equal(t, want, ServerNameOf(u), u)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -95,7 +94,7 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		if i > 0 {
 			check = "metadata (root)"
 		}
-		if i > 0 && namedServer(o.URL) {
+		if i > 0 && config.ServerNameOf(o.URL) != "" {
 			// The root document is the gateway's /mcp resource; a server
 			// at /mcp/<name> has only its path-inserted one.
 			continue
@@ -366,15 +365,4 @@ func challengeScheme(s string) string {
 		return "DPoP (only: the gateway requires DPoP-bound tokens)"
 	}
 	return "Bearer"
-}
-
-// namedServer reports whether resource is one of several servers behind a
-// gateway: its path ends /mcp/<name>.
-func namedServer(resource string) bool {
-	u, err := url.Parse(resource)
-	if err != nil {
-		return false
-	}
-	dir, name := path.Split(strings.TrimSuffix(u.Path, "/"))
-	return name != "" && strings.HasSuffix(dir, "/mcp/") && config.CheckServerName(name) == ""
 }

@@ -72,21 +72,6 @@ func TestDoctorServers(t *testing.T) {
 	}
 }
 
-// TestNamedServerURL: the root well-known document is the gateway's /mcp
-// resource, never a named server's.
-func TestNamedServerURL(t *testing.T) {
-	for u, want := range map[string]bool{
-		"https://mcp.example.com/mcp/db":         true,
-		"https://mcp.example.com/prefix/mcp/db":  true,
-		"https://mcp.example.com/mcp/db/":        true,
-		"https://mcp.example.com/mcp":            false,
-		"https://mcp.example.com/mcp/Not_A_Name": false,
-		"https://mcp.example.com/other/db":       false,
-	} {
-		assert.Equal(t, want, namedServer(u), u)
-	}
-}
-
 func pemOf(c *x509.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
