@@ -152,6 +152,36 @@ func TestSeveralServers(t *testing.T) {
 		assert.Equal(t, true, statusOf(t, cs)["readOnly"])
 	})
 
+	t.Run("path games never reach another server", func(t *testing.T) {
+		dbTok := db.token(t, "mallory", "db:use", "db:write", "ev:use", "ev:more")
+		hc := *db.client
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		for _, p := range []string{"/mcp/db/../ev", "/mcp/./ev", "/mcp//ev", "/mcp/db%2F..%2Fev", "/mcp/DB", "/mcp/db/", "/mcp/db/x", "/mcp/ev%00", "/mcp", "/mcp/"} {
+			req, err := http.NewRequest(http.MethodPost, origin+p, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+			req.Header.Set("Authorization", "Bearer "+dbTok)
+			resp, err := hc.Do(req)
+			if err != nil {
+				continue // refused before HTTP (a NUL in the path)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.NotEqual(t, http.StatusOK, resp.StatusCode, "%s: %s", p, body)
+			assert.NotContains(t, string(body), "echo", p)
+		}
+		resp, err := db.client.Get(origin + "/.well-known/oauth-protected-resource/mcp/nope")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+		resp, err = db.client.Get(origin + "/readyz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "every server ready")
+	})
+
 	t.Run("read-only per server", func(t *testing.T) {
 		// The top-level write scope is not db's: a token holding it but not
 		// db:write gets a read-only db worker.
