@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -199,6 +200,9 @@ func (c *Config) forServer(e *ServerEntry) *Config {
 	if e.Database != nil {
 		s.Database = *e.Database
 	}
+	if e.URL != "" {
+		s.Worker.Sandbox = remoteSandbox(c.Worker.Sandbox, e)
+	}
 	a := &s.Auth
 	if e.RequiredScopes != nil {
 		a.RequiredScopes = slices.Clone(e.RequiredScopes)
@@ -218,6 +222,32 @@ func (c *Config) forServer(e *ServerEntry) *Config {
 	}
 	s.applyDefaults()
 	return &s
+}
+
+// remoteSandbox is sb widened for a remote server's upstream worker, as
+// the built-in worker's is for its database: it may connect to the URL's
+// port and read the headers and CA files (by absolute path).
+func remoteSandbox(sb WorkerSandbox, e *ServerEntry) WorkerSandbox {
+	if u, err := url.Parse(e.URL); err == nil {
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		if port != "" {
+			sb.Connect = slices.Concat(sb.Connect, []string{port})
+		}
+	}
+	read := slices.Clone(sb.ReadPaths)
+	for _, f := range []string{e.HeadersFile, e.CAFile} {
+		if f == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			read = append(read, abs)
+		}
+	}
+	sb.ReadPaths = read
+	return sb
 }
 
 // serverKey is one key of a servers entry: its name within the entry

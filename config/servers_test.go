@@ -89,6 +89,8 @@ func TestServersLoad(t *testing.T) {
 	assert.Equal(t, DefaultStatementTimeout, ev.Database.StatementTimeout, "a database section replaces the top-level one whole")
 
 	assert.Equal(t, "https://saas.example.com/mcp", rm.Entry().URL)
+	assert.Equal(t, []string{"443"}, rm.Worker.Sandbox.Connect, "the upstream worker may reach the URL's port")
+	assert.Empty(t, c.Worker.Sandbox.Connect, "and the top level is left as it was")
 	assert.Empty(t, rm.Auth.RequiredScopes, "[] is none, not inherited")
 	assert.Empty(t, rm.Auth.WriteScope, "a policy decides")
 	rules, err := rm.PolicyRules()
@@ -326,6 +328,7 @@ func TestDeployServers(t *testing.T) {
 	assert.Equal(t, ByteSize(4<<30), ss[1].Worker.Limits.AddressSpace, "inherited")
 	assert.Equal(t, "everything:write", ss[1].Auth.WriteScope)
 	assert.Equal(t, "https://mcp.saas.example.net/mcp", ss[2].Entry().URL)
+	assert.Equal(t, []string{headers}, ss[2].Worker.Sandbox.ReadPaths, "the upstream worker reads its headers file")
 	assert.Empty(t, ss[2].Auth.WriteScope)
 	assert.Equal(t, []string{"profile"}, ss[2].Auth.ExtraScopes)
 }
