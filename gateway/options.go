@@ -93,6 +93,11 @@ type Options struct {
 	// DB bounds the database connections the workers may hold, in all and
 	// per principal (see DBBudget); the zero value is no budget.
 	DB DBBudget
+	// Accounting, when set, counts MaxSessions, MaxSessionsPerUser, DB
+	// and MaxUserBufferBytes (and BufferedBytes) together with every other
+	// gateway given the same one: several servers of one process then
+	// share one set of limits. Nil: this gateway's own.
+	Accounting *Accounting
 	// MaxStreamLifetime bounds a standalone event stream: a session's GET
 	// stream is closed, a 2026-07-28 subscriptions/listen ends with its
 	// completion result (default 1h). Either ends sooner, when the token

@@ -36,25 +36,28 @@ type servedServer struct {
 }
 
 // newServers starts a gateway for each entry of servers: one launcher and
-// one gateway per server, each checking tokens for its own resource with
+// one gateway per server, sharing one gateway.Accounting (the limits are
+// the process's), each checking tokens for its own resource with
 // an authenticator derived from root (one issuer discovery, one key
 // fetcher for all), and mounts each at /mcp/<name> with its RFC 9728
 // metadata. root is nil in the localhost mode. On an error it stops what
 // it started.
 func newServers(ctx context.Context, cfg *config.Config, log *slog.Logger, obs *observability, root *auth.Authenticator, mux *http.ServeMux) ([]servedServer, error) {
 	var out []servedServer
+	// One count of the limits for every server: limits.max_sessions and
+	// the rest bound the process, not each server.
+	acct := gateway.NewAccounting()
 	fail := func(err error) ([]servedServer, error) {
 		sctx, cancel := context.WithTimeout(context.Background(), stopWait)
 		defer cancel()
 		return nil, errors.Join(err, closeServers(sctx, out))
 	}
 	for _, sc := range cfg.ServerConfigs() {
-		slog := log.With("server", sc.ServerName())
-		launcher, gopts, err := gatewayOptions(ctx, sc, slog)
+		launcher, gopts, err := gatewayOptions(ctx, sc, log.With("server", sc.ServerName()))
 		if err != nil {
 			return fail(fmt.Errorf("mcpgate: server %q: %w", sc.ServerName(), err))
 		}
-		gopts.Server = sc.ServerName()
+		gopts.Server, gopts.Accounting = sc.ServerName(), acct
 		obs.gatewayOptions(&gopts)
 		if len(out) == 0 { // the gateway that answers /readyz
 			gopts.Ready = allReady(readyRest(&out), gopts.Ready)
