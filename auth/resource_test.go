@@ -3,6 +3,7 @@ package auth_test
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -86,4 +87,34 @@ func TestForResourceRefusesBadOptions(t *testing.T) {
 	_, err := e.a.ForResource(auth.Resource{Resource: "not a url", WriteScope: "has space"})
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "resource") && strings.Contains(err.Error(), "write scope"), "%v", err)
+}
+
+// TestForResourceDPoPProofStaysAtItsResource (hostile): a DPoP-bound token
+// good at two resources, with a proof made for one, is refused at the
+// other (htu); at its own resource it works once, as ever.
+func TestForResourceDPoPProofStaysAtItsResource(t *testing.T) {
+	e := setup(t, nil)
+	const dbRes, ghRes = "https://mcp.example.test/mcp/db", "https://mcp.example.test/mcp/github"
+	db, err := e.a.ForResource(auth.Resource{Resource: dbRes, RequiredScopes: []string{"db:use"}})
+	require.NoError(t, err)
+	gh, err := e.a.ForResource(auth.Resource{Resource: ghRes, RequiredScopes: []string{"db:use"}})
+	require.NoError(t, err)
+	key := authtest.MustDPoPKey(t, "ES256")
+	claims := key.Bind(e.iss.KeycloakClaims("alice", dbRes, "db:use"))
+	claims["aud"] = []string{dbRes, ghRes}
+	tok := mint(t)(e.iss.Sign(claims, authtest.SignOptions{}))
+	at := func(a *auth.Authenticator, url, proof string) int {
+		r := httptest.NewRequest(http.MethodPost, url, nil)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "DPoP "+tok)
+		r.Header.Set("DPoP", proof)
+		rec, _ := serve(a, r)
+		return rec.Code
+	}
+	forDB := key.Proof(http.MethodPost, dbRes, tok, "", e.clock.Now())
+	assert.Equal(t, http.StatusUnauthorized, at(gh, ghRes, forDB), "a proof for db presented at github")
+	assert.Equal(t, http.StatusNoContent, at(db, dbRes, forDB))
+	forGH := key.Proof(http.MethodPost, ghRes, tok, "", e.clock.Now())
+	assert.Equal(t, http.StatusNoContent, at(gh, ghRes, forGH))
+	assert.Equal(t, http.StatusUnauthorized, at(gh, ghRes, forGH), "the same proof again")
 }
