@@ -215,7 +215,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 			mux.Handle(p, authn.MetadataHandler())
 		}
 	}
-	srvs, err := startServers(ctx, cfg, log, obs, pageAuthn, mux, launcher, gopts)
+	srvs, err := startServers(ctx, cfg, wiring{log: log, obs: obs, root: pageAuthn, mux: mux}, launcher, gopts)
 	if err != nil {
 		return err
 	}

@@ -35,14 +35,23 @@ type servedServer struct {
 	Auth *auth.Authenticator
 }
 
+// wiring is what serve has made that every server's gateway is wired
+// into: the log, the audit and metrics, the top-level token checker (nil
+// in the localhost mode) and the mux the paths are mounted on.
+type wiring struct {
+	log  *slog.Logger
+	obs  *observability
+	root *auth.Authenticator
+	mux  *http.ServeMux
+}
+
 // newServers starts a gateway for each entry of servers: one launcher and
 // one gateway per server, sharing one gateway.Accounting (the limits are
 // the process's), each checking tokens for its own resource with
-// an authenticator derived from root (one issuer discovery, one key
+// an authenticator derived from w.root (one issuer discovery, one key
 // fetcher for all), and mounts each at /mcp/<name> with its RFC 9728
-// metadata. root is nil in the localhost mode. On an error it stops what
-// it started.
-func newServers(ctx context.Context, cfg *config.Config, log *slog.Logger, obs *observability, root *auth.Authenticator, mux *http.ServeMux) ([]servedServer, error) {
+// metadata. On an error it stops what it started.
+func newServers(ctx context.Context, cfg *config.Config, w wiring) ([]servedServer, error) {
 	var out []servedServer
 	// One count of the limits for every server: limits.max_sessions and
 	// the rest bound the process, not each server.
@@ -53,18 +62,18 @@ func newServers(ctx context.Context, cfg *config.Config, log *slog.Logger, obs *
 		return nil, errors.Join(err, closeServers(sctx, out))
 	}
 	for _, sc := range cfg.ServerConfigs() {
-		launcher, gopts, err := gatewayOptions(ctx, sc, log.With("server", sc.ServerName()))
+		launcher, gopts, err := gatewayOptions(ctx, sc, w.log.With("server", sc.ServerName()))
 		if err != nil {
 			return fail(fmt.Errorf("mcpgate: server %q: %w", sc.ServerName(), err))
 		}
 		gopts.Server, gopts.Accounting = sc.ServerName(), acct
-		obs.gatewayOptions(&gopts)
+		w.obs.gatewayOptions(&gopts)
 		if len(out) == 0 { // the gateway that answers /readyz
 			gopts.Ready = allReady(readyRest(&out), gopts.Ready)
 		}
 		s := servedServer{Name: sc.ServerName(), Path: sc.MountPath(), Config: sc}
-		if root != nil {
-			if s.Auth, err = serverAuthenticator(root, sc); err != nil {
+		if w.root != nil {
+			if s.Auth, err = serverAuthenticator(w.root, sc); err != nil {
 				return fail(fmt.Errorf("mcpgate: server %q: %w", sc.ServerName(), err))
 			}
 			gopts.Middleware = s.Auth.Middleware
@@ -74,28 +83,28 @@ func newServers(ctx context.Context, cfg *config.Config, log *slog.Logger, obs *
 			return fail(fmt.Errorf("mcpgate: server %q: %w", sc.ServerName(), err))
 		}
 		out = append(out, s)
-		mux.Handle(s.Path, s.Gateway)
+		w.mux.Handle(s.Path, s.Gateway)
 		if s.Auth != nil {
 			// The root well-known path is the top-level resource's (/mcp).
-			mux.Handle(s.Auth.MetadataPath(), s.Auth.MetadataHandler())
+			w.mux.Handle(s.Auth.MetadataPath(), s.Auth.MetadataHandler())
 		}
 	}
 	return out, nil
 }
 
 // startServers starts the gateways of cfg: without a servers list, the one
-// server at /mcp from launcher and gopts, checking tokens with root (which
-// mcpgate serve has mounted); with one, newServers. The first server's
-// gateway answers the probes.
-func startServers(ctx context.Context, cfg *config.Config, log *slog.Logger, obs *observability, root *auth.Authenticator, mux *http.ServeMux, launcher *worker.Launcher, gopts gateway.Options) ([]servedServer, error) {
+// server at /mcp from launcher and gopts, checking tokens with w.root
+// (which mcpgate serve has mounted); with one, newServers. The first
+// server's gateway answers the probes.
+func startServers(ctx context.Context, cfg *config.Config, w wiring, launcher *worker.Launcher, gopts gateway.Options) ([]servedServer, error) {
 	if len(cfg.Servers) > 0 {
-		return newServers(ctx, cfg, log, obs, root, mux)
+		return newServers(ctx, cfg, w)
 	}
 	g, err := gateway.New(launcher, gopts)
 	if err != nil {
 		return nil, err
 	}
-	return []servedServer{{Path: cfg.MountPath(), Config: cfg, Gateway: g, Auth: root}}, nil
+	return []servedServer{{Path: cfg.MountPath(), Config: cfg, Gateway: g, Auth: w.root}}, nil
 }
 
 // serverAuthenticator is root for the server sc serves: its resource,
