@@ -165,6 +165,9 @@ func (l *Log) emit(t time.Time, name string, as []slog.Attr, ids ...any) {
 // appendAttrs appends the event's fields to as (docs/operations.md, "Audit
 // trail").
 func (l *Log) appendAttrs(as []slog.Attr, e *gateway.CallEvent) []slog.Attr {
+	if e.Server != "" {
+		as = append(as, slog.String("server", e.Server))
+	}
 	as = append(as,
 		slog.String("user", e.User),
 		slog.String("client_id", e.ClientID),

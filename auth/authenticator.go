@@ -29,6 +29,9 @@ type Authenticator struct {
 	ipause      atomic.Int64  // unix nanoseconds until which the endpoint asked for a pause
 	isem        chan struct{} // introspection slots
 	dpop        *dpopState    // nil when DPoP is off
+	// derived is set on an Authenticator of ForResource: its keys are
+	// another's, which stops them.
+	derived bool
 }
 
 // New returns an Authenticator for opts. It refuses incomplete or unsafe
@@ -76,7 +79,7 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 
 // Close stops the background key and discovery work and waits for it to end.
 func (a *Authenticator) Close() error {
-	if a.keys == nil {
+	if a.keys == nil || a.derived {
 		return nil
 	}
 	return a.keys.close()

@@ -38,6 +38,14 @@ type Config struct {
 	Metrics  Metrics  `mapstructure:"metrics"`
 	Tracing  Tracing  `mapstructure:"tracing"`
 	Web      Web      `mapstructure:"web"`
+	// Servers are the MCP servers served at /mcp/<name> (ServerEntry);
+	// empty: the one server the worker and database sections describe,
+	// at /mcp. Set in the file only.
+	Servers []ServerEntry `mapstructure:"servers"`
+
+	// entry is the servers entry a configuration of ServerConfigs was made
+	// from; nil otherwise.
+	entry *ServerEntry
 }
 
 // Server is the listener and the server's identity.

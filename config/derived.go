@@ -37,7 +37,7 @@ func (c *Config) PolicyRules() ([]auth.Rule, error) {
 // policyTools is the tools one rule grants.
 func (c *Config) policyTools(p Policy) ([]string, error) {
 	var names []string
-	if len(c.Worker.Command) > 0 {
+	if c.external() {
 		if len(p.Toolsets) > 0 {
 			return nil, fmt.Errorf("toolsets name built-in toolsets, and worker.command is an external worker; list its tools instead")
 		}
@@ -73,14 +73,15 @@ func (c *Config) Authenticated() bool { return c.Auth.Issuer != "" }
 // TLSEnabled reports whether the gateway serves HTTPS.
 func (c *Config) TLSEnabled() bool { return c.TLS.CertFile != "" || c.TLS.KeyFile != "" }
 
-// Resource is the canonical resource URI of the /mcp endpoint: the value of
+// Resource is the canonical resource URI of the /mcp endpoint (or, for a
+// configuration of ServerConfigs, of its /mcp/<name>): the value of
 // resource in the RFC 9728 metadata and the audience tokens must carry
-// (RFC 8707). It is server.public_url + "/mcp"; without a public URL
+// (RFC 8707). It is server.public_url + MountPath(); without a public URL
 // (localhost mode) it is built from the listen address, with "localhost"
 // standing in for an empty or unspecified host.
 func (c *Config) Resource() string {
 	if c.Server.PublicURL != "" {
-		return strings.TrimRight(c.Server.PublicURL, "/") + "/mcp"
+		return strings.TrimRight(c.Server.PublicURL, "/") + c.MountPath()
 	}
 	scheme := "http"
 	if c.TLSEnabled() {
@@ -88,12 +89,12 @@ func (c *Config) Resource() string {
 	}
 	host, port, err := net.SplitHostPort(c.Server.Listen)
 	if err != nil {
-		return scheme + "://" + c.Server.Listen + "/mcp"
+		return scheme + "://" + c.Server.Listen + c.MountPath()
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "localhost"
 	}
-	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: "/mcp"}).String()
+	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: c.MountPath()}).String()
 }
 
 // headerSlack is the room MaxHeaderBytes leaves beside the bearer token for

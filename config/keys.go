@@ -106,7 +106,13 @@ var knownKeys = sync.OnceValue(func() []key {
 	ct := reflect.TypeFor[Config]()
 	for i := range ct.NumField() {
 		sf := ct.Field(i)
-		keys = appendKeys(keys, sf.Tag.Get("mapstructure"), sf.Type)
+		switch {
+		case !sf.IsExported():
+		case sf.Type.Kind() != reflect.Struct: // servers: a key of its own, a list
+			keys = append(keys, key{name: sf.Tag.Get("mapstructure"), typ: sf.Type})
+		default:
+			keys = appendKeys(keys, sf.Tag.Get("mapstructure"), sf.Type)
+		}
 	}
 	return keys
 })

@@ -73,6 +73,10 @@ func (l Loader) Load(path string, flags *pflag.FlagSet) (*Config, error) {
 		if val == "" {
 			continue
 		}
+		if k.name == "servers" {
+			errs = append(errs, fmt.Errorf("config: servers (from %s): a list of servers is set in the file only; remove the variable", name))
+			continue
+		}
 		x, err := k.decodeString(val)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("config: %s (from %s): %w", k.name, name, err))
@@ -162,6 +166,10 @@ func readFile(path string) (map[string]any, []error) {
 		if sv == nil {
 			continue
 		}
+		if _, isList := sec[""]; isList { // servers: a list of its own
+			errs = append(errs, normalizeServers(path, sv)...)
+			continue
+		}
 		sm, ok := sv.(map[string]any)
 		if !ok {
 			errs = append(errs, fmt.Errorf("config: %s: %s must be a mapping of its keys, not %s", path, section, yamlKind(sv)))
@@ -178,6 +186,14 @@ func readFile(path string) (map[string]any, []error) {
 // (or of a group within it, such as worker.limits, under prefix), dropping
 // the unknown and null ones from sm.
 func normalizeKeys(path, section, prefix string, sec map[string]key, sm map[string]any) []error {
+	return normalizeMapping(path, section, prefix, sec, sm, func(leaf string) error {
+		return unknownKeyError(path, section+"."+leaf)
+	})
+}
+
+// normalizeMapping is normalizeKeys for the mapping at (a section, or a
+// servers entry), with unknown saying what is wrong with an unknown key.
+func normalizeMapping(path, at, prefix string, sec map[string]key, sm map[string]any, unknown func(leaf string) error) []error {
 	var errs []error
 	for name, val := range sm {
 		leaf := prefix + strings.ToLower(name)
@@ -186,16 +202,16 @@ func normalizeKeys(path, section, prefix string, sec map[string]key, sm map[stri
 			gm, isMap := val.(map[string]any)
 			if !isMap {
 				if val != nil {
-					errs = append(errs, fmt.Errorf("config: %s: %s.%s must be a mapping of its keys, not %s", path, section, leaf, yamlKind(val)))
+					errs = append(errs, fmt.Errorf("config: %s: %s.%s must be a mapping of its keys, not %s", path, at, leaf, yamlKind(val)))
 				}
 				delete(sm, name)
 				continue
 			}
-			errs = append(errs, normalizeKeys(path, section, leaf+".", sec, gm)...)
+			errs = append(errs, normalizeMapping(path, at, leaf+".", sec, gm, unknown)...)
 			continue
 		}
 		if !ok {
-			errs = append(errs, unknownKeyError(path, section+"."+leaf))
+			errs = append(errs, unknown(leaf))
 			delete(sm, name)
 			continue
 		}
@@ -205,7 +221,7 @@ func normalizeKeys(path, section, prefix string, sec map[string]key, sm map[stri
 		}
 		x, err := k.normalizeFileValue(val)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("config: %s: %s: %w", path, k.name, err))
+			errs = append(errs, fmt.Errorf("config: %s: %s.%s: %w", path, at, leaf, err))
 			continue
 		}
 		sm[name] = x

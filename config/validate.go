@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -81,6 +82,7 @@ func (c *Config) Validate() error {
 	c.validateMetrics(v)
 	c.validateTracing(v)
 	c.validateWeb(v)
+	c.validateServers(v, slices.Clone(v.problems))
 	return errors.Join(v.problems...)
 }
 

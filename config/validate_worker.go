@@ -26,7 +26,7 @@ func (c *Config) validateWorker(v *validator) {
 				v.add("worker.command", "%q is not found in PATH; give its absolute path", name)
 			}
 		}
-	} else {
+	} else if !c.external() {
 		if len(w.SafeTools) > 0 {
 			v.add("worker.safe_tools", "applies to an external worker.command only; the built-in toolsets vouch for their own read-only tools, so remove it")
 		}
@@ -51,7 +51,7 @@ func (c *Config) validateWorker(v *validator) {
 			v.add("worker.dir", "%q is not a directory", w.Dir)
 		}
 	}
-	if w.IdentityOnStdin && len(w.Command) == 0 {
+	if w.IdentityOnStdin && !c.external() {
 		v.add("worker.identity_on_stdin", "applies to an external worker.command only; the built-in worker always takes its identity on stdin when pre-started, so remove it")
 	}
 	c.validateAccounts(v)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/oauthclient"
 )
 
@@ -95,6 +96,11 @@ func CheckURL(ctx context.Context, o URLOptions) *Report {
 		check := "metadata"
 		if i > 0 {
 			check = "metadata (root)"
+		}
+		if i > 0 && config.ServerNameOf(o.URL) != "" {
+			// The root document is the gateway's /mcp resource; a server
+			// at /mcp/<name> has only its path-inserted one.
+			continue
 		}
 		var m oauthclient.ResourceMetadata
 		if err := oauthclient.GetJSON(ctx, hc, mu, &m); err != nil {

@@ -58,20 +58,17 @@ type Snapshot struct {
 func (g *Gateway) Snapshot() Snapshot {
 	g.mu.Lock()
 	s := Snapshot{Replica: g.opts.ReplicaID, Taken: g.opts.Now(), Starting: g.starting, Draining: g.draining}
-	perUser := 0
-	for _, n := range g.perUser {
-		perUser = max(perUser, n)
-	}
-	live := len(g.bound)
+	// The limits are counted by g.acct, with every gateway sharing it.
+	live, perUser, dbUsed := g.acct.usage()
 	s.Limits = []Usage{
 		{Key: "limits.max_sessions", Used: int64(live), Max: int64(g.opts.MaxSessions)},
 		{Key: "limits.max_sessions_per_user", Used: int64(perUser), Max: int64(g.opts.MaxSessionsPerUser)},
 	}
 	if g.opts.DB.Max > 0 {
-		s.Limits = append(s.Limits, Usage{Key: "limits.max_db_connections", Used: int64(g.dbUsed), Max: int64(g.opts.DB.Max)})
+		s.Limits = append(s.Limits, Usage{Key: "limits.max_db_connections", Used: int64(dbUsed), Max: int64(g.opts.DB.Max)})
 	}
 	g.mu.Unlock()
-	s.Limits = append(s.Limits, Usage{Key: "limits.max_user_buffer_bytes (all users)", Used: g.buffered.used.Load()})
+	s.Limits = append(s.Limits, Usage{Key: "limits.max_user_buffer_bytes (all users)", Used: g.acct.buffered.used.Load()})
 	for _, b := range g.liveBindings(nil) {
 		l := liveOf(b)
 		l.LastCall, l.Busy = unixNano(b.lastUsed.Load()), int(b.busy.Load())

@@ -263,7 +263,7 @@ func (g *Gateway) newBinding(key bindKey) *binding {
 // principal, user and rights, decided as for a session (docs/design.md,
 // Read-only).
 func (g *Gateway) keyOf(c *call) bindKey {
-	k := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools}
+	k := bindKey{server: g.opts.Server, user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools}
 	if p := c.principal; p != nil {
 		k.owner, k.user, k.readOnly = c.owner, p.UserID, c.readOnly
 		k.tools = toolsKey(c.granted)
@@ -314,8 +314,8 @@ func (g *Gateway) acquire(ctx context.Context, key bindKey) (*binding, failure, 
 // admitLocked is the one limit check of a new binding: the gateway is not
 // closing or draining, the bindings (live and starting) stay under
 // MaxSessions and the principal's under MaxSessionsPerUser, and the
-// database budget has b's share. On success the principal is charged. g.mu
-// is held.
+// database budget has b's share, all counted by g.acct (with every gateway
+// that shares it). On success the principal is charged. g.mu is held.
 func (g *Gateway) admitLocked(b *binding) (failure, bool) {
 	who := b.key.principal()
 	switch {
@@ -323,17 +323,12 @@ func (g *Gateway) admitLocked(b *binding) (failure, bool) {
 		return errShuttingDown, false
 	case g.draining:
 		return errDraining, false
-	case len(g.bound)+g.starting >= g.opts.MaxSessions:
-		return b.gen.tooMany, false
-	case g.perUser[who] >= g.opts.MaxSessionsPerUser:
-		return b.gen.tooManyForUser, false
 	}
-	if f, ok := g.dbTakeLocked(who, b.db); !ok {
+	if f, ok := g.acct.take(who, b.db, &g.opts, b.gen); !ok {
 		return f, false
 	}
-	g.joinLocked(who)
 	// Like a session's: all of the worker's responses together.
-	b.buf = newBudget(b.gen.budget, "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.userBufs[who])
+	b.buf = newBudget(b.gen.budget, "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.acct.userBuf(who))
 	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 	return failure{}, true
 }

@@ -55,4 +55,4 @@ func (b *budget) Give(n int) {
 // BufferedBytes returns the bytes the gateway holds for clients that have
 // not read them yet, across every response: the figure the buffer limits
 // (Options.MaxStreamBufferBytes and the rest) bound.
-func (g *Gateway) BufferedBytes() int64 { return g.buffered.used.Load() }
+func (g *Gateway) BufferedBytes() int64 { return g.acct.buffered.used.Load() }

@@ -87,39 +87,16 @@ var (
 	errDBFull    = failure{http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "gateway: every database connection this gateway may use is taken (limits.max_db_connections); try again later", nil}
 )
 
-// dbTakeLocked takes n connections of the budget for p, or says which
-// limit refuses them. g.mu is held.
-func (g *Gateway) dbTakeLocked(p auth.PrincipalKey, n int) (failure, bool) {
-	b := g.opts.DB
-	if b.Max <= 0 {
-		return failure{}, true
-	}
-	switch {
-	case g.dbPerUser[p]+n > b.MaxPerUser:
-		return errDBForUser, false
-	case g.dbUsed+n > b.Max:
-		return errDBFull, false
-	}
-	g.dbUsed += n
-	g.dbPerUser[p] += n
-	return failure{}, true
-}
-
-// dbGiveLocked gives back what dbTakeLocked took. g.mu is held.
+// dbGiveLocked gives back the n connections admitLocked took for p.
+// g.mu is held.
 func (g *Gateway) dbGiveLocked(p auth.PrincipalKey, n int) {
-	if g.opts.DB.Max <= 0 {
-		return
-	}
-	g.dbUsed -= n
-	if g.dbPerUser[p] -= n; g.dbPerUser[p] <= 0 {
-		delete(g.dbPerUser, p)
-	}
+	g.acct.dbGive(p, n, g.opts.DB)
 }
 
 // DBConnections returns the database connections this gateway's workers
-// may hold now, by the budget's count (0 without a budget).
+// (and those of every gateway sharing its Options.Accounting) may hold
+// now, by the budget's count (0 without a budget).
 func (g *Gateway) DBConnections() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.dbUsed
+	_, _, db := g.acct.usage()
+	return db
 }

@@ -33,16 +33,15 @@ type Gateway struct {
 	mu sync.Mutex
 	// bound holds the bindings by bindKey.slot: live sessions, and
 	// per-user workers, starting ones included.
-	bound     map[bindKey]*binding
-	perUser   map[auth.PrincipalKey]int // live and starting bindings per principal
-	dbUsed    int                       // database connections the workers may hold (Options.DB)
-	dbPerUser map[auth.PrincipalKey]int // the same, per principal
+	bound map[bindKey]*binding
+	// acct counts what the limits bound (Options.Accounting, or the
+	// gateway's own): bindings per principal, database connections,
+	// buffered bytes.
+	acct *Accounting
 	// legacyWorkers is set once a per-user worker turned out to speak only
 	// 2025-11-25: from then on a bindKey holds the client's capabilities.
 	legacyWorkers atomic.Bool
-	userBufs      map[auth.PrincipalKey]*budget // bytes held for each principal with a session or per-user worker
-	buffered      *budget                       // bytes held for every client
-	starting      int                           // sessions whose worker is starting
+	starting      int // sessions whose worker is starting
 	closing       bool
 	draining      bool // Drain has begun: no new session or per-user worker
 
@@ -82,13 +81,13 @@ func New(launcher *worker.Launcher, opts Options) (*Gateway, error) {
 		safe:       set(opts.SafeTools),
 		undo:       set(opts.UndoTools),
 		bound:      make(map[bindKey]*binding),
-		perUser:    make(map[auth.PrincipalKey]int),
-		dbPerUser:  make(map[auth.PrincipalKey]int),
-		userBufs:   make(map[auth.PrincipalKey]*budget),
-		buffered:   newBudget("every client", "", 0, nil),
+		acct:       opts.Accounting,
 		shutdown:   make(chan struct{}),
 		reaperDone: make(chan struct{}),
 		calls:      newInFlight(),
+	}
+	if g.acct == nil {
+		g.acct = NewAccounting()
 	}
 	g.safeMethods = set(opts.SafeMethods)
 	g.observer, g.observed = observers(opts.Observers), len(opts.Observers) > 0
@@ -202,7 +201,7 @@ func (g *Gateway) Workers(kind string) int {
 // WorkerPid returns the process id of a session's worker, for operators'
 // tooling and tests; false when the session does not exist.
 func (g *Gateway) WorkerPid(sessionID string) (int, bool) {
-	s := g.bindingOf(bindKey{session: sessionID})
+	s := g.bindingOf(bindKey{server: g.opts.Server, session: sessionID})
 	if s == nil {
 		return 0, false
 	}
@@ -230,7 +229,7 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, c *call, id json.RawMessage) 
 // auth.Owner) is reported as missing (docs/design.md, Session ownership), and logged with
 // the part that differed.
 func (g *Gateway) lookup(c *call, id string) *binding {
-	s := g.bindingOf(bindKey{session: id})
+	s := g.bindingOf(bindKey{server: g.opts.Server, session: id})
 	if s == nil {
 		return nil
 	}

@@ -60,6 +60,7 @@ const (
 // client sent them, for a sink that cuts and redacts them.
 type CallEvent struct {
 	Time       time.Time     // when the gateway took the request
+	Server     string        // Options.Server: the configured server's name; "" for the one at /mcp
 	Method     string        // "tools/call", or a refused request's method ("" when its body was not read)
 	User       string        // the user id the worker runs as
 	ClientID   string        // the token's azp or client_id; "" in the localhost mode
@@ -189,7 +190,7 @@ func (x *exitReason) getFor(c *worker.Conn) string {
 // call c, to the worker to.
 func (g *Gateway) newEvent(c *call, m *jsonrpc.Message, to callee, readOnly bool) *CallEvent {
 	e := &CallEvent{
-		Time: g.opts.Now(), User: g.opts.LocalUser, ReadOnly: readOnly,
+		Time: g.opts.Now(), Server: g.opts.Server, User: g.opts.LocalUser, ReadOnly: readOnly,
 		Session: to.session, WorkerKey: to.workerKey, WorkerKind: to.kind, WorkerPid: to.pid,
 		Decision: DecisionAllowed,
 	}

@@ -16,6 +16,12 @@ import (
 // How a worker starts is the worker.Launcher's business. The zero value is a
 // safe default: nothing read-only-safe, loopback origins only.
 type Options struct {
+	// Server is the configured name of the MCP server this gateway
+	// serves at /mcp/<name> (one Gateway per server); "" for the one
+	// server at /mcp. It is part of every worker's key, and CallEvent.Server,
+	// a bounded label: configured names only.
+	Server string
+
 	// SafeTools names the tools a read-only session may see and call. It is
 	// fail-closed: a tool not listed is hidden from tools/list and refused by
 	// tools/call in a read-only session. Empty means no tool is safe.
@@ -87,6 +93,11 @@ type Options struct {
 	// DB bounds the database connections the workers may hold, in all and
 	// per principal (see DBBudget); the zero value is no budget.
 	DB DBBudget
+	// Accounting, when set, counts MaxSessions, MaxSessionsPerUser, DB
+	// and MaxUserBufferBytes (and BufferedBytes) together with every other
+	// gateway given the same one: several servers of one process then
+	// share one set of limits. Nil: this gateway's own.
+	Accounting *Accounting
 	// MaxStreamLifetime bounds a standalone event stream: a session's GET
 	// stream is closed, a 2026-07-28 subscriptions/listen ends with its
 	// completion result (default 1h). Either ends sooner, when the token

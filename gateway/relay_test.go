@@ -150,7 +150,7 @@ func TestRelaySlowClient(t *testing.T) {
 		postRaw(t, dialNonReader(t, srv.URL), sid, accept, blobCall("1", 16<<20, "", false))
 		// The answer is held for the client (awaitIdle alone could look
 		// before the request is served), then the write deadline ends it.
-		require.Eventually(t, func() bool { return g.buffered.peak.Load() >= 16<<20 }, 60*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return g.acct.buffered.peak.Load() >= 16<<20 }, 60*time.Second, 10*time.Millisecond,
 			"the 16 MiB answer is never held for the client")
 		awaitIdle(t, g, sid)
 		assert.Zero(t, g.BufferedBytes(), "every byte held is given back")

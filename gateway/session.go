@@ -16,7 +16,7 @@ import (
 // answer and a fresh MCP-Session-Id.
 func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message) {
 	r := c.r
-	key := bindKey{user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools, session: g.newSessionID()}
+	key := bindKey{server: g.opts.Server, user: g.opts.LocalUser, readOnly: g.opts.ReadOnly, tools: workerproto.AllTools, session: g.newSessionID()}
 	if p := c.principal; p != nil {
 		key.owner, key.user, key.readOnly = c.owner, p.UserID, c.readOnly
 		key.tools = toolsKey(c.granted)
@@ -225,24 +225,12 @@ func (g *Gateway) unreserve(s *binding) {
 	g.mu.Unlock()
 }
 
-// joinLocked counts one more session or per-user worker of who, and gives
-// who a buffer budget with the first. Quotas are the principal's (issuer
-// and subject), not the user id's: two accounts the user claim maps to one
-// id do not share them.
-func (g *Gateway) joinLocked(who auth.PrincipalKey) {
-	if g.perUser[who]++; g.userBufs[who] == nil {
-		g.userBufs[who] = newBudget("one user's responses", "limits.max_user_buffer_bytes", g.opts.MaxUserBufferBytes, g.buffered)
-	}
-}
-
-// leaveLocked counts one session of who gone; the last one takes the
-// principal's buffer budget with it (a response still writing gives back
-// to the budget it holds, and so to the gateway's total).
+// leaveLocked counts one session or per-user worker of who gone
+// (Accounting.leave). Quotas are the principal's (issuer and subject), not
+// the user id's: two accounts the user claim maps to one id do not share
+// them.
 func (g *Gateway) leaveLocked(who auth.PrincipalKey) {
-	if g.perUser[who]--; g.perUser[who] <= 0 {
-		delete(g.perUser, who)
-		delete(g.userBufs, who)
-	}
+	g.acct.leave(who)
 }
 
 // streamBudget returns the budget of one response of s.

@@ -112,12 +112,12 @@ func TestNeverReadingClientsStayBounded(t *testing.T) {
 	// look before a request is served): a JSON response of 1 MiB answers
 	// fits at least three in its 4 MiB stream limit, whatever the others
 	// took of the user's 8 MiB.
-	require.Eventually(t, func() bool { return g.buffered.peak.Load() >= 3*mib }, 60*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return g.acct.buffered.peak.Load() >= 3*mib }, 60*time.Second, 10*time.Millisecond,
 		"the answers are never held for the clients")
 	for _, sid := range sids {
 		awaitIdle(t, g, sid) // the write deadline ended each response
 	}
-	peak := g.buffered.peak.Load()
+	peak := g.acct.buffered.peak.Load()
 	t.Logf("peak buffered: %d bytes", peak)
 	assert.LessOrEqual(t, peak, int64(opts.MaxUserBufferBytes), "the user's buffer limit holds")
 	assert.Zero(t, g.BufferedBytes(), "every byte held is given back once the responses end")

@@ -41,6 +41,11 @@ type Options struct {
 	// starts under: SandboxBuiltin, SandboxExternal or SandboxNone (the
 	// default, and what any other value counts as).
 	Sandbox string
+	// Servers are the configured names of the servers of a servers list
+	// (gateway.CallEvent.Server): each gets its series of
+	// mcpgate_server_tool_calls_total. None: the one server at /mcp, and
+	// no such series.
+	Servers []string
 }
 
 // The sandbox profiles a worker starts under, the values of
@@ -64,6 +69,8 @@ type Metrics struct {
 	sandboxStarts *prometheus.CounterVec
 	sandbox       string // the profile label of every worker start
 	toolCalls     *prometheus.CounterVec
+	serverCalls   *prometheus.CounterVec // by server; registered with Options.Servers
+	servers       map[string]bool        // Options.Servers
 	refusals      *prometheus.CounterVec
 	authRefusals  *prometheus.CounterVec
 	issuerFetches *prometheus.CounterVec
@@ -127,6 +134,18 @@ func New(opts Options) *Metrics {
 			Help: "Audit events that could not be written to audit.path.",
 		}),
 		tools: make(map[string]bool, len(opts.Tools)),
+		serverCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_server_tool_calls_total",
+			Help: "tools/call requests settled, by configured server (servers list) and outcome, as mcpgate_tool_calls_total.",
+		}, []string{"server", "outcome"}),
+		servers: make(map[string]bool, len(opts.Servers)),
+	}
+	for _, s := range opts.Servers {
+		m.servers[s] = true
+		m.serverCalls.WithLabelValues(s, "ok")
+	}
+	if len(opts.Servers) > 0 {
+		m.reg.MustRegister(m.serverCalls)
 	}
 	for _, t := range opts.Tools {
 		m.tools[t] = true
@@ -228,6 +247,9 @@ func (m *Metrics) Call(e *gateway.CallEvent) {
 	}
 	if e.Tool != "" || strings.EqualFold(e.Method, "tools/call") {
 		m.toolCalls.WithLabelValues(m.toolLabel(e), outcomeLabel(e)).Inc()
+		if m.servers[e.Server] {
+			m.serverCalls.WithLabelValues(e.Server, outcomeLabel(e)).Inc()
+		}
 	}
 }
 

@@ -337,7 +337,7 @@ func (fakeLive) Workers(string) int { return 0 }
 // documented, and every mcpgate_ metric the docs or the alert rules name
 // exists; the deploy files are valid YAML.
 func TestDocsAndAlertsNameRealMetrics(t *testing.T) {
-	m := metrics.New(metrics.Options{})
+	m := metrics.New(metrics.Options{Servers: []string{"db"}}) // with a servers list: every family
 	m.Live(fakeLive{})
 	m.CertificateExpiry(time.Now)
 	m.Call(&gateway.CallEvent{Method: "tools/call", Tool: "t", Decision: gateway.DecisionLimit, Status: 429, Outcome: gateway.OutcomeRefused})
@@ -362,7 +362,7 @@ func TestDocsAndAlertsNameRealMetrics(t *testing.T) {
 			exported[name] = true
 		}
 	}
-	require.Len(t, exported, 14)
+	require.Len(t, exported, 15)
 
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
 	require.NoError(t, err)
@@ -478,4 +478,24 @@ func TestWorkerSandboxStarts(t *testing.T) {
 		assert.Equal(t, map[string]float64{"profile=" + tc.want: 2}, values(scrape(t, mx.URL), "mcpgate_worker_sandbox_starts_total"), "%q", tc.profile)
 		mx.Close()
 	}
+}
+
+// TestServerCalls: with a servers list, tool calls are counted by server
+// too, for the configured names only (the label stays bounded), and a
+// gateway without one has no such series.
+func TestServerCalls(t *testing.T) {
+	m := metrics.New(metrics.Options{Servers: []string{"db", "ev"}})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	for _, server := range []string{"db", "db", "ev", "unconfigured", ""} {
+		m.Call(&gateway.CallEvent{Server: server, Method: "tools/call", Tool: "echo", Decision: gateway.DecisionAllowed, Outcome: gateway.OutcomeOK})
+	}
+	assert.Equal(t, map[string]float64{"outcome=ok,server=db": 2, "outcome=ok,server=ev": 1},
+		values(scrape(t, srv.URL), "mcpgate_server_tool_calls_total"))
+
+	one := metrics.New(metrics.Options{})
+	srv1 := httptest.NewServer(one.Handler())
+	defer srv1.Close()
+	one.Call(&gateway.CallEvent{Server: "db", Method: "tools/call", Tool: "echo", Decision: gateway.DecisionAllowed, Outcome: gateway.OutcomeOK})
+	assert.NotContains(t, scrape(t, srv1.URL), "mcpgate_server_tool_calls_total")
 }

@@ -43,7 +43,9 @@ scopes and user claim, then whether the gateway accepts it.
 --config checks on the gateway's machine: the configuration (the file, then
 MCPGATE_ variables), the listen address, the TLS certificate (names, chain,
 expiry), the issuer's discovery and JWKS over auth.issuer_ca_file, the
-algorithm allow-list, the clock against the issuer's, and the audience.
+algorithm allow-list, the clock against the issuer's, and the audience; with
+a servers list, each server: its path and audience, its worker started, or
+a remote server's URL answering.
 
 `)
 		fs.PrintDefaults()
@@ -74,10 +76,16 @@ algorithm allow-list, the clock against the issuer's, and the audience.
 		}
 		log := slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		opts := doctor.ServerOptions{}
-		if cfg.Validate() == nil {
+		valid := cfg.Validate() == nil
+		if valid && len(cfg.Servers) == 0 {
 			opts.Worker = checkWorker(cfg, log)
 		}
 		r = doctor.CheckServer(ctx, cfg, opts)
+		if valid {
+			doctor.CheckServers(ctx, r, cfg, func(ctx context.Context, sc *config.Config, readOnly bool) (string, error) {
+				return checkWorker(sc, log)(ctx, readOnly)
+			})
+		}
 	} else {
 		hc, err := cf.httpClient()
 		if err != nil {

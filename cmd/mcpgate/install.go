@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/install"
 )
 
@@ -75,7 +76,7 @@ Clients: %s
 	}
 	client := fs.String("client", "", "the MCP client: "+clientNames())
 	gw := fs.String("url", "", "the gateway's MCP endpoint, e.g. https://mcp.example.com/mcp")
-	name := fs.String("name", "mcpgate", "the server's name in the client's configuration")
+	name := fs.String("name", "mcpgate", "the server's name in the client's configuration (default mcpgate-NAME for a URL ending /mcp/NAME)")
 	scope := fs.String("scope", "user", "user (the user's own file) or project (the file in --project-dir, shared through version control)")
 	projectDir := fs.String("project-dir", "", "the project directory for --scope project (default: the working directory)")
 	dryRun := fs.Bool("dry-run", false, "print the change as a diff and write nothing")
@@ -99,6 +100,11 @@ Clients: %s
 	if fs.NArg() > 0 {
 		fmt.Fprintf(m.Stderr, "mcpgate %s: takes no arguments, got %q\n", verb, fs.Args())
 		return errUsage
+	}
+	if s := config.ServerNameOf(*gw); s != "" && !fs.Changed("name") {
+		// One entry per server: installing /mcp/github does not replace
+		// the entry of /mcp/db.
+		*name = "mcpgate-" + s
 	}
 	env, err := clientEnv(m, *projectDir)
 	if err != nil {

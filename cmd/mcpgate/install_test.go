@@ -161,3 +161,31 @@ func TestDoctorConfigCommand(t *testing.T) {
 	require.ErrorIs(t, err, errChecksFailed)
 	assert.Regexp(t, `FAIL\s+config`, out)
 }
+
+// TestInstallSeveralServers: each server of a gateway gets an entry of its
+// own, named after it, so that installing one never replaces another's.
+func TestInstallSeveralServers(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".cursor"), 0o700))
+	for _, s := range []string{"db", "github"} {
+		_, _, err := runWithEnv(t, env, "install", "--client", "cursor", "--url", "https://mcp.example.com/mcp/"+s)
+		require.NoError(t, err)
+	}
+	read := func() map[string]map[string]map[string]any {
+		var doc map[string]map[string]map[string]any
+		b, err := os.ReadFile(filepath.Join(home, ".cursor", "mcp.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &doc))
+		return doc
+	}
+	doc := read()
+	assert.Equal(t, "https://mcp.example.com/mcp/db", doc["mcpServers"]["mcpgate-db"]["url"])
+	assert.Equal(t, "https://mcp.example.com/mcp/github", doc["mcpServers"]["mcpgate-github"]["url"])
+
+	_, _, err := runWithEnv(t, env, "uninstall", "--client", "cursor", "--url", "https://mcp.example.com/mcp/db")
+	require.NoError(t, err)
+	doc = read()
+	assert.NotContains(t, doc["mcpServers"], "mcpgate-db")
+	assert.Contains(t, doc["mcpServers"], "mcpgate-github")
+}

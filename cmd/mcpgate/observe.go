@@ -37,14 +37,21 @@ type observability struct {
 // newObservability opens audit.path, the metrics listener and the span
 // exporter.
 func newObservability(ctx context.Context, cfg *config.Config, log *slog.Logger) (*observability, error) {
-	names := cfg.Worker.SafeTools
-	if len(cfg.Worker.Command) == 0 {
-		var err error
-		if names, err = tools.ToolNames(cfg.Worker.Toolsets); err != nil {
-			return nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+	mopts := metrics.Options{Sandbox: sandboxProfile(cfg)}
+	for _, sc := range cfg.ServerConfigs() {
+		names := sc.Worker.SafeTools
+		if len(sc.Worker.Command) == 0 && sc.RemoteURL() == "" {
+			var err error
+			if names, err = tools.ToolNames(sc.Worker.Toolsets); err != nil {
+				return nil, fmt.Errorf("mcpgate: worker.toolsets: %w", err)
+			}
+		}
+		mopts.Tools = append(mopts.Tools, names...)
+		if sc.Entry() != nil {
+			mopts.Servers = append(mopts.Servers, sc.ServerName())
 		}
 	}
-	o := &observability{log: log, metrics: metrics.New(metrics.Options{Tools: names, Sandbox: sandboxProfile(cfg)}), done: make(chan struct{})}
+	o := &observability{log: log, metrics: metrics.New(mopts), done: make(chan struct{})}
 	a := cfg.Audit
 	opts := audit.Options{
 		Path: a.Path, Arguments: a.Arguments, MaxArgumentBytes: int(a.MaxArgumentBytes),
@@ -99,7 +106,10 @@ func (o *observability) gatewayOptions(opts *gateway.Options) {
 
 // start serves /metrics for g and reopens the audit file on SIGHUP, until
 // close.
-func (o *observability) start(g *gateway.Gateway) {
+func (o *observability) start(g interface {
+	Sessions() int
+	Workers(kind string) int
+}) {
 	o.metrics.Live(g)
 	ctx, stop := context.WithCancel(context.Background())
 	o.stop = stop

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,18 +17,7 @@ const everythingVersion = "2026.8.31"
 // default external profile with nothing widened but worker.dir (its
 // install prefix, read only): the gateway lists its tools and calls echo.
 func TestNpmServerUnderDefaultSandbox(t *testing.T) {
-	prefix, err := filepath.Abs(filepath.Join("..", "..", ".bin", "npm"))
-	require.NoError(t, err)
-	script := filepath.Join(prefix, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	manifest, _ := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(script)), "package.json"))
-	_, noNode := exec.LookPath("node")
-	if noNode != nil || !strings.Contains(string(manifest), `"version": "`+everythingVersion+`"`) {
-		why := "node or @modelcontextprotocol/server-everything@" + everythingVersion + " under .bin/npm is missing (.ci/run installs them)"
-		if os.Getenv("MCPGATE_REQUIRE_ROOT") == "1" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
+	prefix, script := everythingServer(t)
 	lg := startLocalGateway(t, map[string]string{
 		"MCPGATE_WORKER_COMMAND": "node " + script + " stdio",
 		"MCPGATE_WORKER_DIR":     prefix,

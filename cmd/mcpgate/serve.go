@@ -89,9 +89,16 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	wopts.ServerVersion = Version
 	wopts.Logger = log
 	command := cfg.Worker.Command // an external worker: its safe tools come from config
+	if cfg.RemoteURL() != "" {
+		var err error
+		if command, err = upstreamWorkerCommand(cfg.Entry()); err != nil {
+			return nil, opts, err
+		}
+	}
+	builtin := len(command) == 0
 	// An external worker's database, if any, is its own business.
 	dbReady := readyCheck(func(context.Context) error { return nil })
-	if len(command) == 0 {
+	if builtin {
 		safe, undo, d, err := builtinWorker(ctx, cfg, log)
 		if err != nil {
 			return nil, opts, err
@@ -117,7 +124,7 @@ func gatewayOptions(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	if err := workerAccounts(cfg, log, &wopts); err != nil {
 		return nil, opts, err
 	}
-	if err := workerSandbox(cfg, log, command, len(cfg.Worker.Command) == 0, &wopts); err != nil {
+	if err := workerSandbox(cfg, log, command, builtin, &wopts); err != nil {
 		return nil, opts, err
 	}
 	launcher, err := worker.NewLauncher(command, wopts)
@@ -168,9 +175,13 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	if cfg.Server.Insecure && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
 		log.Warn("mcpgate: INSECURE: serving a non-loopback address without TLS and authentication; anyone who can reach it can run tools", "listen", cfg.Server.Listen)
 	}
-	launcher, gopts, err := gatewayOptions(ctx, cfg, log)
-	if err != nil {
-		return err
+	var launcher *worker.Launcher // the one server at /mcp; none with servers (newServers)
+	var gopts gateway.Options
+	if len(cfg.Servers) == 0 {
+		var err error
+		if launcher, gopts, err = gatewayOptions(ctx, cfg, log); err != nil {
+			return err
+		}
 	}
 	obs, err := newObservability(ctx, cfg, log)
 	if err != nil {
@@ -204,10 +215,11 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 			mux.Handle(p, authn.MetadataHandler())
 		}
 	}
-	g, err := gateway.New(launcher, gopts)
+	srvs, err := startServers(ctx, cfg, wiring{log: log, obs: obs, root: pageAuthn, mux: mux}, launcher, gopts)
 	if err != nil {
 		return err
 	}
+	g := srvs[0].Gateway // serves the probes, its readiness covering every server's
 	stopCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 30*time.Second)
 	}
@@ -216,18 +228,18 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	// up or down.
 	mux.Handle("/healthz", g.HealthHandler())
 	mux.Handle("/readyz", g.HealthHandler())
-	obs.start(g)
+	obs.start(serverSet(srvs))
 
 	if !awaitKeys(ctx, keys, keysWait, log) {
 		sctx, cancel := stopCtx()
 		defer cancel()
-		return g.Close(sctx) // stopped before it listened
+		return closeServers(sctx, srvs) // stopped before it listened
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		sctx, cancel := stopCtx()
 		defer cancel()
-		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), g.Close(sctx))
+		return errors.Join(fmt.Errorf("mcpgate: listen: %w", err), closeServers(sctx, srvs))
 	}
 	lopts := cfg.ListenerOptions()
 	lopts.OnRefused = obs.metrics.ConnectionRefused
@@ -253,7 +265,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 			ln.Close()
 			sctx, cancel := stopCtx()
 			defer cancel()
-			return errors.Join(err, g.Close(sctx))
+			return errors.Join(err, closeServers(sctx, srvs))
 		}
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
@@ -265,33 +277,37 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 			ln.Close()
 			sctx, cancel := stopCtx()
 			defer cancel()
-			return errors.Join(err, g.Close(sctx))
+			return errors.Join(err, closeServers(sctx, srvs))
 		}
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
 	}
 
-	if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: ln.Addr(), scheme: scheme, log: log}); err != nil {
+	if len(cfg.Servers) > 0 {
+		log.Info("mcpgate: the connect page and the operator view are not served beside a servers list")
+	} else if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: ln.Addr(), scheme: scheme, log: log}); err != nil {
 		ln.Close()
 		sctx, cancel := stopCtx()
 		defer cancel()
-		return errors.Join(err, g.Close(sctx))
+		return errors.Join(err, closeServers(sctx, srvs))
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+"/mcp",
-		"resource", cfg.Resource(), "auth", cfg.Authenticated(), "read_only", cfg.Server.ReadOnly)
+	for _, s := range srvs {
+		log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+s.Path, "server", s.Name,
+			"resource", s.Config.Resource(), "auth", cfg.Authenticated(), "read_only", s.Config.Server.ReadOnly)
+	}
 
 	select {
 	case err = <-served:
 	case <-ctx.Done():
-		drain(g, cfg.Limits.DrainTimeout, m.Hurry, log)
+		drain(srvs, cfg.Limits.DrainTimeout, m.Hurry, log)
 	}
 	// Workers first: that ends their streams, so Shutdown need not wait on
 	// SSE responses that would never finish.
 	sctx, cancel := stopCtx()
 	defer cancel()
-	cerr := g.Close(sctx)
+	cerr := closeServers(sctx, srvs)
 	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close()
 	}
@@ -340,7 +356,7 @@ func awaitKeys(ctx context.Context, keys <-chan struct{}, wait time.Duration, lo
 // drain lets the calls in flight finish, up to timeout or until hurry is
 // closed (a second SIGTERM), while the listener stays open: /readyz says
 // 503 and new sessions get 503 with Retry-After (gateway.Drain).
-func drain(g *gateway.Gateway, timeout time.Duration, hurry <-chan struct{}, log *slog.Logger) {
+func drain(srvs []servedServer, timeout time.Duration, hurry <-chan struct{}, log *slog.Logger) {
 	dctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	go func() {
@@ -351,7 +367,7 @@ func drain(g *gateway.Gateway, timeout time.Duration, hurry <-chan struct{}, log
 		case <-dctx.Done():
 		}
 	}()
-	_ = g.Drain(dctx) // logged by the gateway
+	drainServers(dctx, srvs)
 }
 
 // newAuthenticator maps the configuration to the token checker.

@@ -2,11 +2,14 @@ package main
 
 import (
 	"debug/buildinfo"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+
+	"github.com/mcpgate/mcpgate/config"
 )
 
 // workerBinary is the worker-only build's file name (cmd/mcpgate-worker).
@@ -59,4 +62,36 @@ func stamp(bi *debug.BuildInfo) []string {
 		}
 	}
 	return s
+}
+
+// upstreamWorkerCommand is the worker of a remote server (servers[].url):
+// this executable's `mcpgate upstream`, which speaks to the URL for one
+// user, started and confined like any other worker. The headers file and
+// the CA file are passed by path; their contents never reach an argv.
+func upstreamWorkerCommand(e *config.ServerEntry) ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate: finding the upstream worker (this executable): %w", err)
+	}
+	abs := *e // the worker's directory may not be the gateway's
+	for _, p := range []*string{&abs.HeadersFile, &abs.CAFile} {
+		if *p != "" {
+			if *p, err = filepath.Abs(*p); err != nil {
+				return nil, fmt.Errorf("mcpgate: server %q: %w", e.Name, err)
+			}
+		}
+	}
+	return upstreamArgv(exe, &abs), nil
+}
+
+// upstreamArgv is upstreamWorkerCommand for the executable exe.
+func upstreamArgv(exe string, e *config.ServerEntry) []string {
+	argv := []string{exe, "upstream", "--name", e.Name, "--url", e.URL}
+	if e.HeadersFile != "" {
+		argv = append(argv, "--headers-file", e.HeadersFile)
+	}
+	if e.CAFile != "" {
+		argv = append(argv, "--ca-file", e.CAFile)
+	}
+	return argv
 }
