@@ -25,7 +25,8 @@ var ErrHeadersFile = errors.New("bridge: headers file")
 // lines starting with # are skipped. It holds a credential, so it must be
 // a regular file of the process's own user that no one else may read or
 // write (mode 0600 or 0400), or it is refused. It is read again when it
-// changes (another file in its place, another size or modification time),
+// changes (another file in its place, another size, modification time,
+// mode or owner),
 // so a credential rewritten by another program takes effect with the next
 // request; such a program should write a new file and rename it into
 // place, so that no request reads half of it. Errors name the file, the
@@ -56,7 +57,7 @@ func (f *HeadersFile) Header() (http.Header, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %v", ErrHeadersFile, f.Path, pathError(err))
 	}
-	if f.fi != nil && os.SameFile(st, f.fi) && st.Size() == f.fi.Size() && st.ModTime().Equal(f.fi.ModTime()) {
+	if f.fi != nil && unchanged(st, f.fi) {
 		return f.h, nil
 	}
 	h, fi, err := readHeadersFile(f.Path)
@@ -66,6 +67,15 @@ func (f *HeadersFile) Header() (http.Header, error) {
 	}
 	f.fi, f.h = fi, h
 	return h, nil
+}
+
+// unchanged says whether a and b are the same version of one file: the
+// same file, size and modification time, and the same mode and owner, so
+// that a file opened up to others is refused from the next request on.
+func unchanged(a, b os.FileInfo) bool {
+	ua, _ := fileOwner(a)
+	ub, _ := fileOwner(b)
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()) && a.Mode() == b.Mode() && ua == ub
 }
 
 // readHeadersFile opens, checks and parses the file at path; the checks
