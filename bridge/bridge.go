@@ -49,6 +49,11 @@ type Options struct {
 	// still in flight when the input ends are cancelled (the gateway
 	// closed the worker's stdin and waits for no answer).
 	Server string
+	// ResponseTimeout fails a request whose answer has not begun (its
+	// HTTP head) this long after it was sent; 0 means no limit. A
+	// subscriptions/listen request is exempt: a server may start that
+	// stream with its first notification.
+	ResponseTimeout time.Duration
 	// IdleTimeout fails a request whose answer, once begun, sends no
 	// byte for this long; 0 means no limit. A subscriptions/listen
 	// stream and the session's standalone stream are exempt: they are

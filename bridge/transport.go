@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/oauthclient"
@@ -26,9 +27,18 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 	outer := ctx // the session's streams outlive this request
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	stop := func() bool { return false }
+	if d := b.o.ResponseTimeout; d > 0 && m.Method != "subscriptions/listen" {
+		stop = time.AfterFunc(d, func() { cancel(headTimeout(d)) }).Stop
+	}
 	resp, err := b.post(ctx, line, m, sid, version)
+	stop()
 	if err != nil {
-		if ctx.Err() == nil {
+		var late headTimeout
+		if errors.As(context.Cause(ctx), &late) {
+			err = late
+		}
+		if ctx.Err() == nil || err == late {
 			b.refuse(line, m, refusal{err: err, url: b.o.URL})
 		}
 		return
@@ -273,6 +283,15 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 	}
 	b.refuse(line, m, r)
 }
+
+// headTimeout is the cause of a request cancelled by
+// Options.ResponseTimeout.
+type headTimeout time.Duration
+
+func (d headTimeout) Error() string { return fmt.Sprintf("no answer within %v", time.Duration(d)) }
+
+// Timeout marks it as a timeout, as net/http's own are.
+func (headTimeout) Timeout() bool { return true }
 
 // maxJunk is how many messages that are not JSON-RPC one answer may hold
 // before the bridge stops reading it: a server sending garbage fails the

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -222,4 +223,53 @@ func runAnswered(t *testing.T, o Options, n int, lines ...string) []string {
 	require.NoError(t, <-done)
 	require.Len(t, got, n)
 	return got
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Options.ResponseTimeout fails a request whose answer has not begun in
+// time, naming the wait, while a subscriptions/listen stream, which a
+// server may begin with its first notification, waits on.
+func TestUpstreamResponseTimeoutSparesListen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+			body := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+			return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Request: r,
+				Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))}, nil
+		})
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(context.Background(), inR, outW, Options{URL: "http://remote.test/mcp", Server: "remote",
+				HTTPClient: &http.Client{Transport: rt}, ResponseTimeout: time.Minute})
+			outW.Close()
+		}()
+		lines := make(chan string, 4)
+		go func() {
+			sc := bufio.NewScanner(outR)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`+"\n")
+		io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`+"\n")
+		a := decodeAnswer(t, <-lines)
+		assert.JSONEq(t, "2", string(a.ID))
+		assert.Equal(t, `mcpgate upstream: the remote server "remote" did not answer in time: no answer within 1m0s`, a.Error.Message)
+		time.Sleep(time.Hour) // the listen stream is still waiting
+		close(release)
+		assert.Contains(t, <-lines, "notifications/tools/list_changed", "the listen stream began late, and was relayed")
+		inW.Close()
+		require.NoError(t, <-done)
+	})
 }

@@ -26,7 +26,7 @@ func init() { commands["upstream"] = runUpstream }
 // Defaults of mcpgate upstream's limits.
 const (
 	upstreamConnectTimeout  = 10 * time.Second
-	upstreamResponseTimeout = 2 * time.Minute
+	upstreamResponseTimeout = 5 * time.Minute
 	upstreamIdleTimeout     = 5 * time.Minute
 	upstreamMaxMessage      = 16 << 20
 	upstreamMaxHeaderBytes  = 64 << 10
@@ -65,7 +65,7 @@ Logs go to stderr only.
 	fs.StringVar(&headersFile, "headers-file", "", "a file of headers sent with every request (Name: value a line, mode 0600)")
 	fs.StringVar(&caFile, "ca-file", "", "PEM file of CA certificates to trust besides the system's")
 	fs.DurationVar(&o.connect, "connect-timeout", upstreamConnectTimeout, "connecting to the server, TLS handshake included")
-	fs.DurationVar(&o.response, "response-timeout", upstreamResponseTimeout, "from a request sent to the head of its answer")
+	fs.DurationVar(&o.response, "response-timeout", upstreamResponseTimeout, "from a request sent to the head of its answer (not a listen stream)")
 	fs.DurationVar(&o.idle, "idle-timeout", upstreamIdleTimeout, "an answer begun that sends nothing this long fails (not a listen stream)")
 	fs.IntVar(&o.maxMessage, "max-message-bytes", upstreamMaxMessage, "one message, either way")
 	switch err := fs.Parse(args); {
@@ -96,7 +96,7 @@ Logs go to stderr only.
 	if err != nil {
 		return fmt.Errorf("mcpgate upstream %q: %w", name, err)
 	}
-	bo := bridge.Options{URL: rawURL, HTTPClient: hc, Server: name, IdleTimeout: o.idle, MaxMessageBytes: o.maxMessage,
+	bo := bridge.Options{URL: rawURL, HTTPClient: hc, Server: name, ResponseTimeout: o.response, IdleTimeout: o.idle, MaxMessageBytes: o.maxMessage,
 		Log: slog.New(slog.NewTextHandler(m.Stderr, nil)).With("server", name)}
 	if headersFile != "" {
 		hf := &bridge.HeadersFile{Path: headersFile}
@@ -135,7 +135,8 @@ type upstreamLimits struct {
 }
 
 // upstreamClient reaches the remote server: its certificate verified
-// against the system's roots and caFile, each wait bounded, and no
+// against the system's roots and caFile, connecting bounded (the relay
+// bounds the answers: bridge.Options.ResponseTimeout, IdleTimeout), and no
 // redirect followed (a redirect to another host would carry the headers
 // there; the request fails naming where it points instead).
 func upstreamClient(caFile string, o upstreamLimits) (*http.Client, error) {
@@ -146,7 +147,6 @@ func upstreamClient(caFile string, o upstreamLimits) (*http.Client, error) {
 	tr := hc.Transport.(*http.Transport)
 	tr.DialContext = (&net.Dialer{Timeout: o.connect, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = o.connect
-	tr.ResponseHeaderTimeout = o.response
 	tr.IdleConnTimeout = 90 * time.Second
 	tr.MaxResponseHeaderBytes = upstreamMaxHeaderBytes
 	hc.Timeout = 0 // an SSE answer lasts as long as its tool runs; IdleTimeout bounds its silences
