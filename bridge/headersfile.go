@@ -135,7 +135,9 @@ func ParseHeaders(data []byte) (http.Header, error) {
 			return nil, fmt.Errorf("line %d is not `Name: value`", n)
 		}
 		if !httpguts.ValidHeaderFieldName(name) {
-			return nil, fmt.Errorf("line %d: %q is not a header name", n, truncate(name, 64))
+			// Not echoed: a line that is not a header may be a secret
+			// that holds a ':'.
+			return nil, fmt.Errorf("line %d: the text before ':' is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", n)
 		}
 		name = http.CanonicalHeaderKey(name)
 		if reservedHeaders[name] || strings.HasPrefix(name, "Mcp-") {

@@ -52,7 +52,7 @@ func (b *bridge) refuse(line []byte, m *jsonrpc.Message, r refusal) {
 	msg, data := r.describe()
 	attrs := []any{"status", data.Status, "challenge", data.Challenge, "hint", data.Hint}
 	if r.err != nil && b.o.Server != "" {
-		attrs = append(attrs, "err", r.err) // the client's message has less of it
+		attrs = append(attrs, "err", transportError(r.err)) // the client's message has less of it; never the URL
 	}
 	b.o.Log.Warn(b.prefix+": "+msg, attrs...)
 	answer := func(id json.RawMessage) []byte {
