@@ -72,7 +72,10 @@ func startRemote(t *testing.T, legacy bool) *remote {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the front answers " + name}}}, nil, nil
 		})
 	}
-	rm.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: legacy})
+	// The go-sdk serves MCP 2026-07-28 in its stateless mode; with
+	// sessions it is a 2025-11-25 server, as the front makes it plain.
+	rm.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: !legacy, JSONResponse: legacy})
 	rm.elsewhere = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rm.mu.Lock()
 		rm.reached++
@@ -99,14 +102,6 @@ func (rm *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rm.h.ServeHTTP(w, r)
 		return
 	}
-	rm.mu.Lock()
-	rm.auth = append(rm.auth, r.Header.Get("Authorization"))
-	rm.versions[r.Header.Get("MCP-Protocol-Version")]++
-	rm.mu.Unlock()
-	if rm.legacy && r.Header.Get("MCP-Protocol-Version") == "2026-07-28" {
-		http.Error(w, "Bad Request: Unsupported protocol version", http.StatusBadRequest)
-		return
-	}
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var m struct {
@@ -116,6 +111,14 @@ func (rm *remote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"params"`
 	}
 	json.Unmarshal(body, &m)
+	rm.mu.Lock()
+	rm.auth = append(rm.auth, r.Header.Get("Authorization"))
+	rm.versions[m.Method+"@"+r.Header.Get("MCP-Protocol-Version")]++
+	rm.mu.Unlock()
+	if rm.legacy && r.Header.Get("MCP-Protocol-Version") == "2026-07-28" {
+		http.Error(w, "Bad Request: Unsupported protocol version", http.StatusBadRequest)
+		return
+	}
 	if m.Method != "tools/call" || !rm.hostile(w, r, m.Params.Name) {
 		rm.h.ServeHTTP(w, r)
 	}
@@ -210,10 +213,10 @@ func callErr(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]a
 
 // TestUpstreamThroughGateway drives a remote server through the gateway
 // with mcpgate upstream as its worker, with the go-sdk client on both
-// protocol generations: the tools pass through, the remote server sees
-// the headers file's credential and never the client's token, a
-// rewritten headers file takes effect on the next request, and a client
-// session's end ends the remote session.
+// protocol generations, each relayed on its own: the tools pass through,
+// the remote server sees the headers file's credential and never the
+// client's token, and a rewritten headers file takes effect on the next
+// request.
 func TestUpstreamThroughGateway(t *testing.T) {
 	rm := startRemote(t, false)
 	g, headersFile := upstreamGateway(t, rm, "# the remote server's key\nAuthorization: Bearer upstream-secret\nX-Api-Key: k1\n")
@@ -234,8 +237,8 @@ func TestUpstreamThroughGateway(t *testing.T) {
 	for _, a := range rm.auth {
 		assert.Equal(t, "Bearer upstream-secret", a, "every request carries the file's credential, none the client's")
 	}
-	assert.Positive(t, rm.versions["2026-07-28"], "2026-07-28 went upstream as 2026-07-28: %v", rm.versions)
-	assert.Positive(t, rm.versions["2025-11-25"], "and 2025-11-25 on its session: %v", rm.versions)
+	assert.Positive(t, rm.versions["tools/call@2026-07-28"], "2026-07-28 went upstream as 2026-07-28: %v", rm.versions)
+	assert.Positive(t, rm.versions["tools/call@2025-11-25"], "and 2025-11-25 as 2025-11-25: %v", rm.versions)
 	rm.mu.Unlock()
 
 	t.Run("a rewritten headers file takes effect on the next request", func(t *testing.T) {
@@ -246,8 +249,37 @@ func TestUpstreamThroughGateway(t *testing.T) {
 		assert.Equal(t, "authorization=Bearer rotated key=k2", callText(t, cs, "whoami", nil))
 	})
 
+}
+
+// TestUpstreamSessionPerUser: a remote server that speaks only
+// 2025-11-25 gets a session of its own for each user's worker (the
+// gateway holds the handshake for its 2026-07-28 clients), never one
+// shared, and no Authorization when no headers file gives one; a client
+// session's end ends its remote session.
+func TestUpstreamSessionPerUser(t *testing.T) {
+	rm := startRemote(t, true)
+	g, _ := upstreamGateway(t, rm, "")
+	alice, bob := g.token(t, "alice", "mcp:use", "mcp:write"), g.token(t, "bob", "mcp:use", "mcp:write")
+	a1, a2, b := g.connect(t, &alice), g.connect(t, &alice), g.connect(t, &bob)
+	assert.Equal(t, "2026-07-28", a1.InitializeResult().ProtocolVersion, "the gateway translates")
+
+	sa, n1, _ := strings.Cut(callText(t, a1, "count", nil), ":")
+	sa2, n2, _ := strings.Cut(callText(t, a2, "count", nil), ":")
+	sb, nb, _ := strings.Cut(callText(t, b, "count", nil), ":")
+	require.NotEmpty(t, sa, "the remote server has sessions")
+	assert.Equal(t, sa, sa2, "one user's clients share the user's worker and its session")
+	assert.Equal(t, []string{"1", "2"}, []string{n1, n2})
+	assert.NotEqual(t, sa, sb, "another user has a session of their own")
+	assert.Equal(t, "1", nb)
+	assert.Equal(t, "authorization= key=", callText(t, b, "whoami", nil), "no headers file: no credential")
+	rm.mu.Lock()
+	for _, a := range rm.auth {
+		assert.Empty(t, a, "the client's token never goes upstream")
+	}
+	assert.Zero(t, rm.versions["tools/call@2026-07-28"], "the gateway translated: %v", rm.versions)
+	rm.mu.Unlock()
 	t.Run("a client session's end ends the remote session", func(t *testing.T) {
-		cs := g.connectSession(t, &tok)
+		cs := g.connectSession(t, &alice)
 		sid, _, _ := strings.Cut(callText(t, cs, "count", nil), ":")
 		require.NotEmpty(t, sid)
 		require.NoError(t, cs.Close())
@@ -260,32 +292,6 @@ func TestUpstreamThroughGateway(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestUpstreamSessionPerUser: a remote server that speaks only
-// 2025-11-25 gets a session of its own for each user's worker (the
-// gateway holds the handshake for its 2026-07-28 clients), never one
-// shared, and no Authorization when no headers file gives one.
-func TestUpstreamSessionPerUser(t *testing.T) {
-	rm := startRemote(t, true)
-	g, _ := upstreamGateway(t, rm, "")
-	alice, bob := g.token(t, "alice", "mcp:use", "mcp:write"), g.token(t, "bob", "mcp:use", "mcp:write")
-	a1, a2, b := g.connect(t, &alice), g.connect(t, &alice), g.connect(t, &bob)
-	assert.Equal(t, "2026-07-28", a1.InitializeResult().ProtocolVersion, "the gateway translates")
-
-	sa, n1, _ := strings.Cut(callText(t, a1, "count", nil), ":")
-	sa2, n2, _ := strings.Cut(callText(t, a2, "count", nil), ":")
-	sb, nb, _ := strings.Cut(callText(t, b, "count", nil), ":")
-	assert.Equal(t, sa, sa2, "one user's clients share the user's worker and its session")
-	assert.Equal(t, []string{"1", "2"}, []string{n1, n2})
-	assert.NotEqual(t, sa, sb, "another user has a session of their own")
-	assert.Equal(t, "1", nb)
-	assert.Equal(t, "authorization= key=", callText(t, b, "whoami", nil), "no headers file: no credential")
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
-	for _, a := range rm.auth {
-		assert.Empty(t, a, "the client's token never goes upstream")
-	}
 }
 
 // TestUpstreamHostile: a remote server that hangs, stalls, sends 50 MiB
