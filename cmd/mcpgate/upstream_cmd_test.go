@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -76,4 +79,43 @@ func TestUpstreamCommandReadsTheIdentityLine(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"notifications/initialized"}, methods)
 	assert.Contains(t, stderr.String(), "user=alice")
+}
+
+// upstreamPing runs mcpgate upstream with args, sends one ping and
+// returns the answer line.
+func upstreamPing(t *testing.T, args ...string) string {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	m := &Main{Stdin: inR, Stdout: outW, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(context.Background(), append([]string{"upstream"}, args...))
+		outW.Close()
+	}()
+	go io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`+"\n")
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	require.NoError(t, err)
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	require.NoError(t, <-done)
+	return line
+}
+
+// The remote server's certificate is verified: a private CA is trusted
+// only when --ca-file names it, and without it the request fails naming
+// the server and the reason.
+func TestUpstreamVerifiesTLS(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	defer ts.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o644))
+	// httptest's certificate names 127.0.0.1 and example.com.
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n", upstreamPing(t, "--name", "remote", "--url", ts.URL+"/mcp", "--ca-file", ca))
+	refused := upstreamPing(t, "--name", "remote", "--url", ts.URL+"/mcp")
+	assert.Contains(t, refused, `the remote server \"remote\" could not be reached: tls: failed to verify certificate`)
+	assert.NotContains(t, refused, ts.URL, "the URL stays with the operator")
 }
