@@ -79,7 +79,8 @@ type Options struct {
 
 // Run bridges in (the client's messages, one per line) and out (the
 // server's, one per line) until in ends or ctx is cancelled; it then
-// waits for the requests in flight, ends the session, and returns.
+// waits for the requests in flight (with Options.Server, cancels them),
+// ends the session, and returns.
 func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	if o.URL == "" {
 		return errors.New("bridge: Options.URL is required")
