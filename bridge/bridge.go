@@ -1,6 +1,8 @@
 // Package bridge connects an MCP client that speaks only stdio to a remote
-// MCP server over Streamable HTTP, adding the bearer token the client
-// cannot get itself. Messages pass through untouched in both directions
+// MCP server over Streamable HTTP: for a person's MCP client, adding the
+// bearer token the client cannot get itself (mcpgate bridge); for the
+// gateway, as the worker of a remote server, adding the server's own
+// headers (mcpgate upstream). Messages pass through untouched in both directions
 // (a JSON answer is only compacted onto one line, as stdio requires); the
 // bridge reads just enough of each to route it: the id, the method, the
 // session id and protocol version of the initialize answer, and the
@@ -19,11 +21,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
-// Options configure Run. URL and Token are required.
+// Options configure Run. URL is required.
 type Options struct {
 	// URL is the server's MCP endpoint.
 	URL string
@@ -31,8 +34,31 @@ type Options struct {
 	// overall Timeout: SSE answers may stream for as long as a tool runs.
 	HTTPClient *http.Client
 	// Token returns the access token to send (refreshing it when it is
-	// about to expire).
+	// about to expire); nil sends no Authorization header of the bridge's
+	// own.
 	Token func(ctx context.Context) (string, error)
+	// Header returns headers to add to every request (a remote server's
+	// static credential, HeadersFile.Header); nil adds none. They never
+	// replace a header of the protocol. An error fails the request it
+	// was read for, with the error's text: it must not hold a value.
+	Header func() (http.Header, error)
+	// Server, when set, makes Run the gateway's worker for the remote
+	// server of that name (mcpgate upstream): its errors name the server,
+	// their hints speak to the gateway's users and operator rather than
+	// of logging in, nothing names the URL to the client, and requests
+	// still in flight when the input ends are cancelled (the gateway
+	// closed the worker's stdin and waits for no answer).
+	Server string
+	// ResponseTimeout fails a request whose answer has not begun (its
+	// HTTP head) this long after it was sent; 0 means no limit. A
+	// subscriptions/listen request is exempt: a server may start that
+	// stream with its first notification.
+	ResponseTimeout time.Duration
+	// IdleTimeout fails a request whose answer, once begun, sends no
+	// byte for this long; 0 means no limit. A subscriptions/listen
+	// stream and the session's standalone stream are exempt: they are
+	// quiet by nature.
+	IdleTimeout time.Duration
 	// Refresh returns a new token after the server refused the current
 	// one (401); nil means no second try.
 	Refresh func(ctx context.Context) (string, error)
@@ -53,10 +79,11 @@ type Options struct {
 
 // Run bridges in (the client's messages, one per line) and out (the
 // server's, one per line) until in ends or ctx is cancelled; it then
-// waits for the requests in flight, ends the session, and returns.
+// waits for the requests in flight (with Options.Server, cancels them),
+// ends the session, and returns.
 func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
-	if o.URL == "" || o.Token == nil {
-		return errors.New("bridge: Options.URL and Options.Token are required")
+	if o.URL == "" {
+		return errors.New("bridge: Options.URL is required")
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
@@ -70,7 +97,11 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = 16 << 20
 	}
-	b := &bridge{o: o, out: out, slots: make(chan struct{}, o.MaxInFlight)}
+	b := &bridge{o: o, out: out, slots: make(chan struct{}, o.MaxInFlight), inflight: map[string]*inflight{}}
+	b.prefix = "mcpgate bridge"
+	if o.Server != "" {
+		b.prefix = "mcpgate upstream"
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -90,6 +121,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 		if err != nil {
 			break
 		}
+	}
+	if o.Server != "" {
+		cancel() // the gateway waits for no answer once it closed stdin
 	}
 	b.wg.Wait()
 	cancel() // ends the standalone stream
@@ -133,7 +167,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 // be found there); a notification gets no answer.
 func (b *bridge) refuseTooLong(prefix []byte, max int) {
 	id, method, answer := leadingMembers(prefix)
-	b.o.Log.Warn("mcpgate bridge: a message from the client is over the size limit; refused", "limit", max, "method", method)
+	b.o.Log.Warn(b.prefix+": a message from the client is over the size limit; refused", "limit", max, "method", method)
 	if (method != "" && id == nil) || answer {
 		return // a notification, or the client's own answer
 	}
@@ -141,7 +175,7 @@ func (b *bridge) refuseTooLong(prefix []byte, max int) {
 		id = json.RawMessage("null")
 	}
 	b.write(jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidRequest,
-		Message: fmt.Sprintf("mcpgate bridge: the message is over the limit of %d bytes", max),
+		Message: fmt.Sprintf("%s: the message is over the limit of %d bytes", b.prefix, max),
 		Data:    refusalData{Hint: "send less in one request (split the data, or pass a file path)"}}))
 }
 
@@ -187,10 +221,11 @@ func leadingMembers(prefix []byte) (id json.RawMessage, method string, answer bo
 }
 
 type bridge struct {
-	o     Options
-	slots chan struct{}
-	wg    sync.WaitGroup
-	getWG sync.WaitGroup
+	o      Options
+	prefix string // of messages and log lines: the command's name
+	slots  chan struct{}
+	wg     sync.WaitGroup
+	getWG  sync.WaitGroup
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -206,7 +241,13 @@ type bridge struct {
 	token   string
 
 	params paramHeaders
+
+	inflight map[string]*inflight // the requests being sent, by idKey; under mu
 }
+
+// inflight is one request being sent, for notifications/cancelled to
+// cancel.
+type inflight struct{ cancel context.CancelFunc }
 
 // write sends one message to the client.
 func (b *bridge) write(msg []byte) {
@@ -227,8 +268,11 @@ func (b *bridge) handle(ctx context.Context, line []byte) {
 	}
 	m, err := jsonrpc.Decode(line)
 	if err != nil {
-		b.write(jsonrpc.ErrorResponse(nil, jsonrpc.ErrorObject{Code: jsonrpc.CodeParseError, Message: "mcpgate bridge: not JSON"}))
+		b.write(jsonrpc.ErrorResponse(nil, jsonrpc.ErrorObject{Code: jsonrpc.CodeParseError, Message: b.prefix + ": not JSON"}))
 		return
+	}
+	if m.Method == "notifications/cancelled" && !b.cancel(m.Params) {
+		return // no session: closing the request's stream was the cancellation
 	}
 	if m.Method == "initialize" {
 		// The session starts before anything else is sent.
@@ -247,10 +291,12 @@ func (b *bridge) handle(ctx context.Context, line []byte) {
 	case <-ctx.Done():
 		return
 	}
+	ctx, done := b.track(ctx, m.ID)
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		defer func() { <-b.slots }()
+		defer done()
 		b.send(ctx, line, m, true)
 	}()
 }

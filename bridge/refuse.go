@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/oauthclient"
@@ -23,6 +24,12 @@ type refusal struct {
 	err        error
 	url        string
 	only       map[string]bool // the ids (by idKey) still to answer; nil: all
+
+	contentType string        // of the answer, as parsed
+	junk        bool          // the answer held messages that are not JSON-RPC
+	idle        time.Duration // the answer stalled for this long (Options.IdleTimeout)
+	location    string        // a redirect's target, scheme://host
+	server      string        // Options.Server
 }
 
 // refusalData is error.data of the answer the bridge makes up: what the
@@ -33,16 +40,23 @@ type refusalData struct {
 	Error            string `json:"error,omitempty"`
 	ErrorDescription string `json:"error_description,omitempty"`
 	Hint             string `json:"hint,omitempty"`
+	// Server is the remote server's name (mcpgate upstream).
+	Server string `json:"server,omitempty"`
 }
 
 // refuse answers the request m (line, for a batch: each request in it)
 // with one JSON-RPC error saying what happened; a notification or the
 // client's own answer gets none (JSON-RPC 2.0 §4.1), only a log line.
 func (b *bridge) refuse(line []byte, m *jsonrpc.Message, r refusal) {
+	r.server = b.o.Server
 	msg, data := r.describe()
-	b.o.Log.Warn("mcpgate bridge: "+msg, "status", data.Status, "challenge", data.Challenge, "hint", data.Hint)
+	attrs := []any{"status", data.Status, "challenge", data.Challenge, "hint", data.Hint}
+	if r.err != nil && b.o.Server != "" {
+		attrs = append(attrs, "err", transportError(r.err)) // the client's message has less of it; never the URL
+	}
+	b.o.Log.Warn(b.prefix+": "+msg, attrs...)
 	answer := func(id json.RawMessage) []byte {
-		return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError, Message: "mcpgate bridge: " + msg, Data: data})
+		return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError, Message: b.prefix + ": " + msg, Data: data})
 	}
 	if m.Method == "" && m.ID == nil { // a batch
 		msgs, _, err := jsonrpc.DecodeBody(line)
@@ -79,6 +93,9 @@ func joinComma(parts [][]byte) []byte {
 // describe is the answer's message and data. Nothing in it is secret: the
 // status, the challenge and the OAuth error the server sent, never a token.
 func (r refusal) describe() (string, refusalData) {
+	if r.server != "" {
+		return r.describeUpstream()
+	}
 	d := refusalData{Status: r.status, Challenge: truncate(r.challenge, 1024)}
 	var oauth struct {
 		Error            string `json:"error"`

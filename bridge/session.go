@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,7 @@ func (b *bridge) reauthorize(ctx context.Context, scope string, seen int) (strin
 	if b.reauthed != seen {
 		return b.o.Token(ctx)
 	}
-	b.o.Log.Warn("mcpgate bridge: the server refused the token; logging in again", "scope", scope)
+	b.o.Log.Warn(b.prefix+": the server refused the token; logging in again", "scope", scope)
 	tok, err := b.o.Reauthorize(ctx, scope)
 	if err != nil {
 		return "", fmt.Errorf("logging in again: %w", err)
@@ -116,7 +117,7 @@ func (b *bridge) startStream(ctx context.Context) {
 	b.getWG.Add(1)
 	go func() {
 		defer b.getWG.Done()
-		tok, err := b.o.Token(ctx)
+		tok, err := b.bearer(ctx)
 		if err != nil {
 			return
 		}
@@ -124,8 +125,11 @@ func (b *bridge) startStream(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		if err := b.setHeaders(req.Header, tok); err != nil {
+			b.o.Log.Warn(b.prefix+": no standalone stream", "err", err)
+			return
+		}
 		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("MCP-Session-Id", sid)
 		if version != "" {
 			req.Header.Set("MCP-Protocol-Version", version)
@@ -138,23 +142,36 @@ func (b *bridge) startStream(ctx context.Context) {
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			return
 		}
-		readSSE(resp.Body, b.o.MaxMessageBytes, func(msg []byte) {
+		junk := 0
+		err = readSSE(resp.Body, b.o.MaxMessageBytes, func(msg []byte) error {
+			if len(bytes.TrimSpace(msg)) == 0 {
+				return nil
+			}
 			msgs, _, err := jsonrpc.DecodeBody(msg)
 			if err != nil {
-				b.o.Log.Warn("mcpgate bridge: dropped a message from the server that is not JSON-RPC", "bytes", len(msg))
-				return
+				if junk++; junk == 1 {
+					b.o.Log.Warn(b.prefix+": dropped a message from the server that is not JSON-RPC", "bytes", len(msg))
+				}
+				if junk >= maxJunk {
+					return errJunk
+				}
+				return nil
 			}
 			for _, a := range msgs {
 				// Answers come on the request's own POST; the bridge
 				// resumes no stream, so one here answers nothing the
 				// client is waiting for on it.
 				if a.IsResponse() {
-					b.o.Log.Warn("mcpgate bridge: dropped an answer on the session's stream", "bytes", len(msg))
-					return
+					b.o.Log.Warn(b.prefix+": dropped an answer on the session's stream", "bytes", len(msg))
+					return nil
 				}
 			}
 			b.write(msg)
+			return nil
 		})
+		if err != nil && ctx.Err() == nil {
+			b.o.Log.Warn(b.prefix+": the session's standalone stream ended", "err", err)
+		}
 	}()
 }
 
@@ -168,7 +185,7 @@ func (b *bridge) endSession() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	tok, err := b.o.Token(ctx)
+	tok, err := b.bearer(ctx)
 	if err != nil {
 		return
 	}
@@ -176,7 +193,10 @@ func (b *bridge) endSession() {
 	if err != nil {
 		return
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
+	if err := b.setHeaders(req.Header, tok); err != nil {
+		b.o.Log.Warn(b.prefix+": the session was not ended", "err", err)
+		return
+	}
 	req.Header.Set("MCP-Session-Id", sid)
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)

@@ -41,10 +41,10 @@ func (b *bridge) learnTools(ctx context.Context, req *jsonrpc.Message) {
 			return
 		}
 		cursor = ""
-		take := func(msg []byte) {
+		take := func(msg []byte) error {
 			a, err := jsonrpc.Decode(msg)
 			if err != nil || !a.IsResponse() || !bytes.Equal(a.ID, m.ID) {
-				return
+				return nil
 			}
 			b.params.learn(a.Result)
 			var r struct {
@@ -52,6 +52,7 @@ func (b *bridge) learnTools(ctx context.Context, req *jsonrpc.Message) {
 			}
 			json.Unmarshal(a.Result, &r)
 			cursor = r.NextCursor
+			return nil
 		}
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 			readSSE(resp.Body, b.o.MaxMessageBytes, take)

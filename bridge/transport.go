@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/oauthclient"
@@ -23,28 +24,43 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 	b.mu.Lock()
 	sid, version, gen := b.sid, b.version, b.gen
 	b.mu.Unlock()
+	outer := ctx // the session's streams outlive this request
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := func() bool { return false }
+	if d := b.o.ResponseTimeout; d > 0 && m.Method != "subscriptions/listen" {
+		stop = time.AfterFunc(d, func() { cancel(headTimeout(d)) }).Stop
+	}
 	resp, err := b.post(ctx, line, m, sid, version)
+	stop()
 	if err != nil {
-		if ctx.Err() == nil {
+		var late headTimeout
+		if errors.As(context.Cause(ctx), &late) {
+			err = late
+		}
+		if ctx.Err() == nil || err == late {
 			b.refuse(line, m, refusal{err: err, url: b.o.URL})
 		}
 		return
+	}
+	if m.IsRequest() && m.Method != "subscriptions/listen" {
+		resp.Body = watchIdle(resp.Body, b.o.IdleTimeout, cancel)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound && sid != "" && m.Method != "initialize" && retry:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
-		b.o.Log.Info("mcpgate bridge: the server no longer knows the session (restarted?); starting a new one")
+		b.o.Log.Info(b.prefix + ": the server no longer knows the session (restarted?); starting a new one")
 		started, err := b.reinitialize(ctx, gen)
 		if err != nil {
 			b.refuse(line, m, refusal{err: fmt.Errorf("starting a new session: %w", err), url: b.o.URL})
 			return
 		}
 		if started {
-			b.startStream(ctx)
+			b.startStream(outer)
 		}
-		b.send(ctx, line, m, false)
+		b.send(outer, line, m, false)
 		return
 	case resp.StatusCode == http.StatusAccepted && !m.IsRequest():
 		return // a notification or an answer, taken; a request gets one below
@@ -55,9 +71,9 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 		// list the tools, then send the call once more.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(b.o.MaxMessageBytes)))
 		if errorCode(body) == jsonrpc.CodeHeaderMismatch {
-			b.o.Log.Info("mcpgate bridge: header mismatch; listing the tools and trying again")
+			b.o.Log.Info(b.prefix + ": header mismatch; listing the tools and trying again")
 			b.learnTools(ctx, m)
-			b.send(ctx, line, m, false)
+			b.send(outer, line, m, false)
 			return
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(body))
@@ -70,7 +86,7 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 	}
 	b.relay(ctx, resp, line, m)
 	if m.Method == "initialize" && resp.StatusCode == http.StatusOK {
-		b.startStream(ctx)
+		b.startStream(outer)
 	}
 }
 
@@ -78,7 +94,7 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 // token after a 401.
 func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid, version string) (*http.Response, error) {
 	seen := b.logins()
-	tok, err := b.o.Token(ctx)
+	tok, err := b.bearer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +104,11 @@ func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid,
 			return nil, err
 		}
 		h := req.Header
+		if err := b.setHeaders(h, tok); err != nil {
+			return nil, err
+		}
 		h.Set("Content-Type", "application/json")
 		h.Set("Accept", "application/json, text/event-stream")
-		h.Set("Authorization", "Bearer "+tok)
 		if sid != "" {
 			h.Set("MCP-Session-Id", sid)
 		}
@@ -121,7 +139,7 @@ func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid,
 				}
 				attempt++ // logged in again: one last try
 			} else {
-				b.o.Log.Info("mcpgate bridge: refreshed the token after a 401")
+				b.o.Log.Info(b.prefix + ": refreshed the token after a 401")
 			}
 		case (resp.StatusCode == http.StatusUnauthorized || insufficient) && attempt < 2 && b.o.Reauthorize != nil:
 			drain(resp)
@@ -134,6 +152,33 @@ func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid,
 		}
 		seen = b.logins()
 	}
+}
+
+// bearer is the access token to send, "" without Options.Token.
+func (b *bridge) bearer(ctx context.Context) (string, error) {
+	if b.o.Token == nil {
+		return "", nil
+	}
+	return b.o.Token(ctx)
+}
+
+// setHeaders starts the headers of a request: Options.Header's, then the
+// token's. The protocol's own are set after, so none of these replaces
+// one.
+func (b *bridge) setHeaders(h http.Header, tok string) error {
+	if b.o.Header != nil {
+		extra, err := b.o.Header()
+		if err != nil {
+			return err
+		}
+		for k, v := range extra {
+			h[k] = append([]string(nil), v...)
+		}
+	}
+	if tok != "" {
+		h.Set("Authorization", "Bearer "+tok)
+	}
+	return nil
 }
 
 func drain(resp *http.Response) {
@@ -153,11 +198,20 @@ func drain(resp *http.Response) {
 func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m *jsonrpc.Message) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	pending := requestIDs(line, m)
-	deliver := func(msg []byte) {
+	junk := 0 // messages that are not JSON-RPC
+	deliver := func(msg []byte) error {
+		if len(bytes.TrimSpace(msg)) == 0 {
+			return nil // an event without data (a priming event, a keep-alive)
+		}
 		msgs, batch, err := jsonrpc.DecodeBody(msg)
 		if err != nil {
-			b.o.Log.Warn("mcpgate bridge: dropped a message from the server that is not JSON-RPC", "status", resp.StatusCode, "bytes", len(msg))
-			return
+			if junk++; junk == 1 {
+				b.o.Log.Warn(b.prefix+": dropped a message from the server that is not JSON-RPC", "status", resp.StatusCode, "bytes", len(msg))
+			}
+			if junk >= maxJunk {
+				return errJunk
+			}
+			return nil
 		}
 		keep := make([]bool, len(msgs))
 		dropped := 0
@@ -177,11 +231,11 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 		}
 		if dropped == 0 {
 			b.write(msg)
-			return
+			return nil
 		}
-		b.o.Log.Warn("mcpgate bridge: dropped answers from the server for ids this request did not send, or sent already answered", "status", resp.StatusCode, "dropped", dropped)
+		b.o.Log.Warn(b.prefix+": dropped answers from the server for ids this request did not send, or sent already answered", "status", resp.StatusCode, "dropped", dropped)
 		if !batch {
-			return
+			return nil
 		}
 		var raws []json.RawMessage
 		json.Unmarshal(msg, &raws) // DecodeBody read it: the same elements
@@ -194,11 +248,13 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 		if len(out) > 0 {
 			b.write(append(append([]byte("["), joinComma(out)...), ']'))
 		}
+		return nil
 	}
 	var body []byte // a body that is not JSON-RPC, for the error's data
 	switch ct {
 	case "text/event-stream":
-		if err := readSSE(resp.Body, b.o.MaxMessageBytes, deliver); errors.Is(err, bufio.ErrTooLong) && len(pending) > 0 {
+		err := readSSE(resp.Body, b.o.MaxMessageBytes, deliver)
+		if errors.Is(err, bufio.ErrTooLong) && len(pending) > 0 {
 			b.refuse(line, m, refusal{status: resp.StatusCode, tooLarge: true, limit: b.o.MaxMessageBytes, only: pending})
 			return
 		}
@@ -213,11 +269,45 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 			deliver(body)
 		}
 	}
-	if len(pending) == 0 || ctx.Err() != nil {
+	idle := errors.Is(context.Cause(ctx), errIdle)
+	if len(pending) == 0 || (ctx.Err() != nil && !idle) {
 		return
 	}
-	b.refuse(line, m, refusal{status: resp.StatusCode, statusText: resp.Status,
-		challenge: strings.Join(resp.Header.Values("WWW-Authenticate"), ", "), body: body, url: b.o.URL, only: pending})
+	r := refusal{status: resp.StatusCode, statusText: resp.Status, contentType: ct, junk: junk > 0,
+		challenge: strings.Join(resp.Header.Values("WWW-Authenticate"), ", "), body: body, url: b.o.URL, only: pending}
+	if idle {
+		r.idle = b.o.IdleTimeout
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		r.location = redirectTarget(resp)
+	}
+	b.refuse(line, m, r)
+}
+
+// headTimeout is the cause of a request cancelled by
+// Options.ResponseTimeout.
+type headTimeout time.Duration
+
+func (d headTimeout) Error() string { return fmt.Sprintf("no answer within %v", time.Duration(d)) }
+
+// Timeout marks it as a timeout, as net/http's own are.
+func (headTimeout) Timeout() bool { return true }
+
+// maxJunk is how many messages that are not JSON-RPC one answer may hold
+// before the bridge stops reading it: a server sending garbage fails the
+// request rather than keeping it busy.
+const maxJunk = 64
+
+var errJunk = errors.New("bridge: the answer is not JSON-RPC")
+
+// redirectTarget is where a redirect points, as scheme://host only (its
+// path and query may carry what is not for the client's eyes).
+func redirectTarget(resp *http.Response) string {
+	u, err := resp.Location()
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // requestIDs is the set of ids (by idKey) of the requests in what the
@@ -266,28 +356,37 @@ func errorCode(body []byte) int {
 	return a.Error.Code
 }
 
-// readSSE calls fn with the data of each event; an event line over max
-// bytes ends the stream with bufio.ErrTooLong.
-func readSSE(body io.Reader, max int, fn func([]byte)) error {
+// readSSE calls fn with the data of each event; an event over max bytes
+// (one line, or its data lines together) ends the stream with
+// bufio.ErrTooLong; an error of fn's ends it with that error.
+func readSSE(body io.Reader, max int, fn func([]byte) error) error {
 	sc := bufio.NewScanner(body)
 	limit := max + len("data: \r\n")
 	sc.Buffer(make([]byte, min(64<<10, limit)), limit) // the larger of the two is the bound
 	var data [][]byte
+	size := 0
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
 		case len(line) == 0:
 			if len(data) > 0 {
-				fn(bytes.Join(data, []byte("\n")))
-				data = nil
+				if err := fn(bytes.Join(data, []byte("\n"))); err != nil {
+					return err
+				}
+				data, size = nil, 0
 			}
 		case bytes.HasPrefix(line, []byte("data:")):
 			d := bytes.TrimPrefix(line[5:], []byte(" "))
+			if size += len(d) + 1; size > max+1 {
+				return bufio.ErrTooLong
+			}
 			data = append(data, append([]byte(nil), d...))
 		}
 	}
-	if len(data) > 0 {
-		fn(bytes.Join(data, []byte("\n")))
+	// An event the stream ended inside is not dispatched (HTML Living
+	// Standard §9.2.6): the connection broke, and half a message is none.
+	if err := sc.Err(); err != nil || len(data) == 0 {
+		return err
 	}
-	return sc.Err()
+	return io.ErrUnexpectedEOF
 }

@@ -41,6 +41,7 @@ Usage:
   mcpgate serve [flags]    run the gateway (see mcpgate serve --help)
   mcpgate certs [flags]    write a self-signed development certificate into certs/
   mcpgate worker           the built-in worker; the gateway starts it, not people
+  mcpgate upstream --name N --url URL  the worker of a remote server; the gateway's, too
   mcpgate exec-limited     confines a worker, sets its rlimits and execs it; the gateway's, too
   mcpgate sandbox check -- CMD  runs CMD under the external worker profile, lists what was refused
   mcpgate version          print the version

@@ -30,7 +30,7 @@ import (
 // the bridge, which the bridge test starts as an MCP client would.
 func TestMain(m *testing.M) {
 	// And mcpgate serve and exec-limited, for the signal and limit tests.
-	if a := os.Args; len(a) > 1 && (a[1] == "worker" || a[1] == "bridge" || a[1] == limitHelperCommand || a[1] == "serve") {
+	if a := os.Args; len(a) > 1 && (a[1] == "worker" || a[1] == "bridge" || a[1] == "upstream" || a[1] == limitHelperCommand || a[1] == "serve") {
 		main()
 		return
 	}
