@@ -172,4 +172,3 @@ func (b *Broker) Get(ctx context.Context, p *auth.Principal, token string) (Set,
 	}
 	return s, nil
 }
-

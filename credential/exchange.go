@@ -86,14 +86,14 @@ type exchangeKey struct {
 
 // entry is one key's exchanged token, or its last failure.
 type entry struct {
-	token        string
-	expiry       time.Time
-	renew        time.Time // expiry less the margin
-	used         time.Time
-	wait         chan struct{} // non-nil while an exchange runs
-	err          error         // the last failure, repeated until retryAt
-	retryAt      time.Time
-	failures     int
+	token    string
+	expiry   time.Time
+	renew    time.Time // expiry less the margin
+	used     time.Time
+	wait     chan struct{} // non-nil while an exchange runs
+	err      error         // the last failure, repeated until retryAt
+	retryAt  time.Time
+	failures int
 }
 
 // NewExchanger returns the gateway's token exchange client.

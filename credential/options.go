@@ -173,4 +173,3 @@ func (o Options) Validate() error {
 }
 
 func isAbs(p string) bool { return strings.HasPrefix(p, "/") }
-
