@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/credential"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 	"github.com/mcpgate/mcpgate/workerproto"
@@ -146,6 +147,14 @@ type binding struct {
 	headers headerTable // x-mcp-header bindings of the worker's tools
 	subs    subscriptions
 	parked  parking // 2025 worker: calls waiting for a client's inputResponses
+
+	// The user's downstream credentials the worker started with
+	// (credentials.go): a per-user worker whose credentials are due is
+	// retired (out of the table, stopped once idle); a session's ends.
+	creds      credential.Set
+	retired    atomic.Bool
+	retireStop atomic.Bool
+	credsTimer atomic.Pointer[time.Timer]
 }
 
 // generation is what tells the two kinds of binding apart: their metrics
@@ -277,15 +286,20 @@ func (g *Gateway) keyOf(c *call) bindKey {
 // acquire returns the started per-user worker of key, starting it on the
 // key's first request, and marks it busy; release ends that. On a refusal
 // it returns the failure to answer with.
-func (g *Gateway) acquire(ctx context.Context, key bindKey) (*binding, failure, bool) {
+func (g *Gateway) acquire(ctx context.Context, key bindKey, creds credential.Set) (*binding, failure, bool) {
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
 		return nil, errShuttingDown, false
 	}
 	uw := g.bound[key.slot()]
+	if uw != nil && uw.started() && uw.credsDue(g.opts.Now()) {
+		g.retireLocked(uw)
+		uw = nil
+	}
 	if uw == nil {
 		uw = g.newBinding(key)
+		uw.creds = creds
 		if f, ok := g.admitLocked(uw); !ok {
 			g.mu.Unlock()
 			return nil, f, false
@@ -487,5 +501,7 @@ func (g *Gateway) enter(b *binding) func() {
 // release ends one use of b that enter or acquire began.
 func (g *Gateway) release(b *binding) {
 	b.lastUsed.Store(g.opts.Now().UnixNano())
-	b.busy.Add(-1)
+	if b.busy.Add(-1) == 0 && b.retired.Load() {
+		go g.stopRetired(b)
+	}
 }

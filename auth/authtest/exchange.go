@@ -36,6 +36,7 @@ type exchange struct {
 	ttl        time.Duration
 	padding    int
 	exchanges  atomic.Int64
+	issued     map[string][]string // user → the tokens exchanged for them
 }
 
 // SetExchangeClient lets the confidential client id, authenticating with
@@ -116,6 +117,14 @@ func (i *Issuer) HoldExchanges() (entered <-chan struct{}, release func()) {
 			close(hold)
 		})
 	}
+}
+
+// ExchangedFor returns the tokens the endpoint issued for user's subject
+// tokens, oldest first, for tests to compare with what a worker got.
+func (i *Issuer) ExchangedFor(user string) []string {
+	i.exch.mu.Lock()
+	defer i.exch.mu.Unlock()
+	return append([]string(nil), i.exch.issued[user]...)
 }
 
 // Exchanges counts the token exchange requests the endpoint received.
@@ -237,6 +246,12 @@ func (i *Issuer) tokenExchange(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	x.mu.Lock()
+	if x.issued == nil {
+		x.issued = map[string][]string{}
+	}
+	x.issued[user] = append(x.issued[user], tok)
+	x.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(map[string]any{
