@@ -282,4 +282,3 @@ func TestCredentialsManyUsersNeverCross(t *testing.T) {
 		}
 	}
 }
-
