@@ -66,7 +66,9 @@ func TestCredentialsRefused(t *testing.T) {
 		edit func(c *Config)
 		want string
 	}{
-		{"workers share the gateway's account", func(c *Config) { c.Worker.RunAs, c.Worker.UIDRange, c.Worker.UIDMapFile, c.Worker.DataDir = "gateway", "", "", "" }, "worker.credentials: a worker's credential is readable by every other worker"},
+		{"workers share the gateway's account", func(c *Config) {
+			c.Worker.RunAs, c.Worker.UIDRange, c.Worker.UIDMapFile, c.Worker.DataDir = "gateway", "", "", ""
+		}, "worker.credentials: a worker's credential is readable by every other worker"},
 		{"sandbox without require", func(c *Config) {
 			c.Worker.RunAs, c.Worker.UIDRange, c.Worker.UIDMapFile, c.Worker.DataDir = "gateway", "", "", ""
 			c.Worker.Sandbox.Enabled = true
