@@ -411,3 +411,23 @@ func Discover(ctx context.Context, hc *http.Client, issuer string) (Endpoint, er
 	}
 	return ep, nil
 }
+
+// ProbeClient checks that the gateway's client authenticates at the token
+// endpoint, without a user's token: a token exchange request without a
+// subject_token is refused invalid_request by an issuer that accepted the
+// client (Keycloak authenticates the client first), invalid_client or 401
+// by one that did not.
+func ProbeClient(ctx context.Context, hc *http.Client, endpoint, clientID string, secret []byte) error {
+	x := &Exchanger{opts: ExchangeOptions{ClientID: clientID, ClientSecret: secret, HTTPClient: hc, Timeout: DefaultTimeout}}
+	_, _, err := x.post(ctx, endpoint, url.Values{"grant_type": {GrantTokenExchange}, "subject_token_type": {TokenTypeAccess}})
+	var e *Error
+	switch {
+	case err == nil:
+		return errors.New("credential: the token endpoint exchanged no token at all; it does not check the request")
+	case errors.As(err, &e) && e.IssuerError == "invalid_request":
+		return nil
+	case errors.As(err, &e) && e.IssuerError != "":
+		return fmt.Errorf("credential: the token endpoint refused the client: %s", e.IssuerError)
+	}
+	return err
+}
