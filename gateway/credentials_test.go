@@ -216,6 +216,18 @@ func TestCredentialsIssuerDown(t *testing.T) {
 	assert.Equal(t, 1, a.iss.Exchanges())
 }
 
+// TestCredentialsHugeTokenRefused: a 1 MiB token from the issuer is
+// refused with a short error, never handed to a worker.
+func TestCredentialsHugeTokenRefused(t *testing.T) {
+	a, _ := credGateway(t, exchangeCred, credential.ExchangeOptions{Timeout: 2 * time.Minute}) // signing 1 MiB is slow under -race
+	a.iss.PadExchangedTokens(1 << 20)
+	status, msg := a.modernTool(t, a.exchangeable(t, "alice"), "credhash", "GITHUB_TOKEN")
+	assert.Equal(t, http.StatusBadGateway, status)
+	assert.Contains(t, msg, "KiB")
+	assert.Less(t, len(msg), 400)
+	assert.Zero(t, a.g.PerUserWorkers())
+}
+
 // TestCredentialsFromFiles: per-user secret files at the gateway: a user
 // with a file gets it, one without is refused, and a user id that climbs
 // out of the directory is refused.
