@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ const (
 // credGateway serves a gateway of the stub worker behind the real token
 // check, with creds as worker.credentials; the exchange client is the
 // gateway's confidential client at the test issuer.
-func credGateway(t *testing.T, creds []credential.Credential, xopts credential.ExchangeOptions) (*authedGateway, *testClock) {
+func credGateway(t *testing.T, creds []credential.Credential, xopts credential.ExchangeOptions, base ...Options) (*authedGateway, *testClock) {
 	t.Helper()
 	iss := authtest.New(t)
 	clk := &testClock{now: time.Now()} // shared by the gateway, the exchange client and the issuer
@@ -55,7 +56,12 @@ func credGateway(t *testing.T, creds []credential.Credential, xopts credential.E
 	require.NoError(t, err)
 	b, err := credential.New("github", credential.Options{Credentials: creds}, ex)
 	require.NoError(t, err)
-	g, srv := newTestGateway(t, Options{Middleware: a.Middleware, Credentials: b, Now: clk.Now})
+	var opts Options
+	if len(base) > 0 {
+		opts = base[0]
+	}
+	opts.Middleware, opts.Credentials, opts.Now = a.Middleware, b, clk.Now
+	g, srv := newTestGateway(t, opts)
 	return &authedGateway{g: g, url: srv.URL, iss: iss}, clk
 }
 
@@ -214,6 +220,52 @@ func TestCredentialsIssuerDown(t *testing.T) {
 		assert.Contains(t, msg, "HTTP 500")
 	}
 	assert.Equal(t, 1, a.iss.Exchanges())
+}
+
+// lockedBuffer is a log destination safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// TestCredentialsNeverInLogsOrEvents: neither the exchanged tokens nor the
+// users' own reach the gateway's log (at debug level) or its audit events,
+// through a success, a refusal and a session.
+func TestCredentialsNeverInLogsOrEvents(t *testing.T) {
+	logs := &lockedBuffer{}
+	rec := &recorder{}
+	a, _ := credGateway(t, exchangeCred, credential.ExchangeOptions{}, Options{
+		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Observers: []Observer{rec},
+	})
+	alice := a.exchangeable(t, "alice")
+	status, _ := a.modernTool(t, alice, "credhash", "GITHUB_TOKEN")
+	require.Equal(t, http.StatusOK, status)
+	sid := a.open(t, alice)
+	a.do(t, http.MethodPost, sid, alice, toolCall("pid"))
+	a.iss.RefuseExchange("bob", "access_denied")
+	bob := a.exchangeable(t, "bob")
+	status, _ = a.modernTool(t, bob, "credhash", "GITHUB_TOKEN")
+	require.Equal(t, http.StatusForbidden, status)
+
+	rec.mu.Lock()
+	events := fmt.Sprintf("%+v", rec.events)
+	rec.mu.Unlock()
+	require.Contains(t, events, DecisionNoCredential, "the refusal is audited")
+	secrets := append(a.iss.ExchangedFor("alice"), alice, bob)
+	for _, s := range secrets {
+		sig := s[strings.LastIndex(s, ".")+1:] // any part of it would do; the signature is unique
+		assert.NotContains(t, logs.String(), sig)
+		assert.NotContains(t, events, sig)
+	}
 }
 
 // TestCredentialsHugeTokenRefused: a 1 MiB token from the issuer is
