@@ -464,14 +464,23 @@ func (g *Gateway) reaper() {
 // process, forever. A client waiting on its answer keeps its request, and
 // so the session, busy; with write deadlines, one that stops reading does
 // not. A per-user worker, shared by the user's clients, is stopped only
-// once no request is in flight in it.
+// once no request is in flight in it; one that holds a credential due for
+// renewal (credentials.go) is stopped then too, however recently used.
 func (g *Gateway) reapIdle() {
 	now := g.opts.Now().UnixNano()
 	limit := g.opts.SessionIdleTimeout.Nanoseconds()
 	idle := map[*generation][]*binding{}
+	var due []*binding // per-user workers holding a credential due for renewal
 	g.mu.Lock()
 	for _, b := range g.bound {
-		if !b.started() || b.failed || b.busy.Load() != 0 || now-b.lastUsed.Load() <= limit {
+		if !b.started() || b.failed || b.busy.Load() != 0 {
+			continue
+		}
+		if b.gen == userGen && b.credsDue(time.Unix(0, now)) && b.requestsInFlight() == 0 {
+			due = append(due, b)
+			continue
+		}
+		if now-b.lastUsed.Load() <= limit {
 			continue
 		}
 		if b.gen.reapBusy || b.requestsInFlight() == 0 {
@@ -481,6 +490,12 @@ func (g *Gateway) reapIdle() {
 	g.mu.Unlock()
 	ctx, cancel := g.stopCtx()
 	defer cancel()
+	if len(due) > 0 {
+		// An idle worker never holds an expired credential for long.
+		if err := g.stopBindings(ctx, due, ExitReplaced, "gateway: the worker's downstream credential expires; send the request again"); err != nil {
+			g.log.Error("gateway: stopping workers whose credentials are due", "err", err)
+		}
+	}
 	for gen, list := range idle {
 		for _, b := range list {
 			b.log.Info(gen.idleLog, "idle_timeout", g.opts.SessionIdleTimeout)

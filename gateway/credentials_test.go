@@ -161,6 +161,22 @@ func TestCredentialsRenewedAndWorkerReplaced(t *testing.T) {
 	require.Eventually(t, func() bool { return !processAlive(old) }, 20*time.Second, 20*time.Millisecond)
 }
 
+// TestCredentialsIdleWorkerStoppedWhenDue: a per-user worker no request
+// reaches does not keep a credential past its renewal: the reaper stops
+// it.
+func TestCredentialsIdleWorkerStoppedWhenDue(t *testing.T) {
+	a, clk := credGateway(t, exchangeCred, credential.ExchangeOptions{})
+	a.iss.SetExchangeTTL(100 * time.Second)
+	_, pid := a.modernTool(t, a.exchangeable(t, "alice"), "pid", "")
+	a.g.reapIdle()
+	require.Equal(t, 1, a.g.PerUserWorkers(), "not due yet, nor idle long")
+	clk.advance(81 * time.Second)
+	a.g.reapIdle()
+	assert.Zero(t, a.g.PerUserWorkers())
+	old, _ := strconv.Atoi(pid)
+	require.Eventually(t, func() bool { return !processAlive(old) }, 20*time.Second, 20*time.Millisecond)
+}
+
 // processAlive reports whether pid is a live (not zombie) process.
 func processAlive(pid int) bool {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
