@@ -32,29 +32,42 @@ var credentialKeys = []binding{
 // CredentialOptions maps worker.credentials to the credentials of the
 // server at /mcp.
 func (c *Config) CredentialOptions() credential.Options {
-	var o credential.Options
-	for _, w := range c.Worker.Credentials {
+	return credentialOptions(c.Worker.Credentials, false)
+}
+
+// credentialOptions maps one server's list of credentials; remote says
+// the server is reached over HTTP (header credentials) rather than
+// started as a stdio worker.
+func credentialOptions(list []WorkerCredential, remote bool) credential.Options {
+	o := credential.Options{Remote: remote}
+	for _, w := range list {
 		o.Credentials = append(o.Credentials, credential.Credential(w))
 	}
 	return o
 }
 
-// validateCredentials reports what worker.credentials cannot do: the
-// credential package's own checks, the gateway client a token exchange
-// needs, and the isolation every credential needs (CredentialIsolation).
+// validateCredentials reports what worker.credentials cannot do.
 func (c *Config) validateCredentials(v *validator) {
-	if len(c.Worker.Credentials) == 0 {
+	c.validateCredentialList(v, "worker.credentials", c.Worker.Credentials, false)
+}
+
+// validateCredentialList reports what one server's credentials (set by
+// key) cannot do: the credential package's own checks, the gateway
+// client a token exchange needs, and the isolation every credential
+// needs (CredentialIsolation).
+func (c *Config) validateCredentialList(v *validator, key string, list []WorkerCredential, remote bool) {
+	if len(list) == 0 {
 		return
 	}
-	o := c.CredentialOptions()
-	report(v, credentialKeys, o.Validate())
+	o := credentialOptions(list, remote)
+	report(v, []binding{{key, "Credentials", nil}}, o.Validate())
 	if o.Exchanges() {
 		if !c.Authenticated() || c.Auth.IntrospectionClientID == "" || c.Auth.IntrospectionClientSecretFile == "" {
-			v.add("worker.credentials", "from: token_exchange needs auth.issuer, auth.introspection_client_id and auth.introspection_client_secret_file: the gateway's confidential client at the issuer, which exchanges the user's token")
+			v.add(key, "from: token_exchange needs auth.issuer, auth.introspection_client_id and auth.introspection_client_secret_file: the gateway's confidential client at the issuer, which exchanges the user's token")
 		}
 	}
 	if why := c.CredentialIsolation(); why != "" {
-		v.add("worker.credentials", "%s", why)
+		v.add(key, "%s", why)
 	}
 }
 
