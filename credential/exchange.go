@@ -285,8 +285,18 @@ func (x *Exchanger) post(ctx context.Context, endpoint string, form url.Values) 
 	if len(body) > maxResponseBytes {
 		return unavailable(fmt.Sprintf("the issuer's answer to the token exchange is over %d KiB; the gateway hands on tokens of at most %d KiB", maxResponseBytes>>10, MaxSecretBytes>>10))
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-		return unavailable(fmt.Sprintf("the issuer answered the token exchange with HTTP %d and no JSON", resp.StatusCode))
+	return readAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+}
+
+// readAnswer reads the token endpoint's answer to an exchange: the token
+// and its lifetime, or an *Error that names the issuer's error code, never
+// a token or any other text of the answer.
+func readAnswer(status int, contentType string, body []byte) (string, time.Duration, error) {
+	unavailable := func(reason string) (string, time.Duration, error) {
+		return "", 0, &Error{Reason: reason, Kind: ErrUnavailable}
+	}
+	if mt, _, _ := mime.ParseMediaType(contentType); mt != "application/json" {
+		return unavailable(fmt.Sprintf("the issuer answered the token exchange with HTTP %d and no JSON", status))
 	}
 	var ans struct {
 		AccessToken     string          `json:"access_token"`
@@ -296,13 +306,13 @@ func (x *Exchanger) post(ctx context.Context, endpoint string, form url.Values) 
 		Error           string          `json:"error"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return unavailable(fmt.Sprintf("the issuer's answer to the token exchange (HTTP %d) is not a JSON object", resp.StatusCode))
+		return unavailable(fmt.Sprintf("the issuer's answer to the token exchange (HTTP %d) is not a JSON object", status))
 	}
-	if resp.StatusCode != http.StatusOK {
+	if status != http.StatusOK {
 		code := errorCode(ans.Error)
 		e := &Error{IssuerError: code, Kind: ErrRefused, Reason: "the issuer refused the token exchange"}
-		if code == "" || resp.StatusCode >= 500 {
-			e.Kind, e.Reason = ErrUnavailable, fmt.Sprintf("the issuer failed the token exchange with HTTP %d", resp.StatusCode)
+		if code == "" || status >= 500 {
+			e.Kind, e.Reason = ErrUnavailable, fmt.Sprintf("the issuer failed the token exchange with HTTP %d", status)
 		}
 		return "", 0, e
 	}
