@@ -424,6 +424,7 @@ func (a *Accounts) Range() (first, last uint32) { return a.opts.First, a.opts.La
 func (l *Launcher) startAs(id workerproto.Identity, s Session, cfg ConnConfig) (*Conn, error) {
 	acc, err := l.opts.Accounts.For(id.User)
 	if err != nil {
+		closeAll(s.Files...) // the start takes them over, even one that fails
 		return nil, err
 	}
 	env := l.environ(id, s.Credentials)
