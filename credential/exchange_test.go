@@ -40,7 +40,7 @@ func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 // setup starts an issuer that lets the gateway's client exchange tokens
 // for the github-mcp client, and a broker with one token_exchange
 // credential.
-func setup(t *testing.T, mod func(*credential.ExchangeOptions)) (*authtest.Issuer, *credential.Broker, *credential.Exchanger, *clock) {
+func setup(t testing.TB, mod func(*credential.ExchangeOptions)) (*authtest.Issuer, *credential.Broker, *credential.Exchanger, *clock) {
 	t.Helper()
 	iss := authtest.New(t)
 	iss.SetExchangeClient(gatewayClient, gatewaySecret)
@@ -63,7 +63,7 @@ func setup(t *testing.T, mod func(*credential.ExchangeOptions)) (*authtest.Issue
 // userToken mints user's access token for the gateway, naming the
 // gateway's client among its audiences as Keycloak's standard exchange
 // needs.
-func userToken(t *testing.T, iss *authtest.Issuer, user string, aud ...string) (*auth.Principal, string) {
+func userToken(t testing.TB, iss *authtest.Issuer, user string, aud ...string) (*auth.Principal, string) {
 	t.Helper()
 	c := iss.KeycloakClaims(user, resource, "mcp:use")
 	if aud == nil {
@@ -307,4 +307,20 @@ func TestExchangeNeedsTheUsersToken(t *testing.T) {
 	_, b, _, _ := setup(t, nil)
 	_, err := b.Get(context.Background(), nil, "")
 	assert.True(t, errors.Is(err, credential.ErrNoAccess))
+}
+
+// BenchmarkExchangeCached is the cost a request pays for its exchanged
+// token once it is cached.
+func BenchmarkExchangeCached(b *testing.B) {
+	iss, br, _, _ := setup(b, nil)
+	p, tok := userToken(b, iss, "alice")
+	if _, err := br.Get(context.Background(), p, tok); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := br.Get(context.Background(), p, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
