@@ -243,9 +243,10 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		if n != "" {
 			w.Header().Set("DPoP-Nonce", n)
 		}
+		tok, _, _ := bearerToken(r)
 		r.Header.Del("Authorization")
 		r.Header.Del("DPoP")
-		ctx := context.WithValue(WithPrincipal(r.Context(), p), authenticatorKey{}, a)
+		ctx := context.WithValue(WithPrincipal(withSubjectToken(r.Context(), tok), p), authenticatorKey{}, a)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -132,7 +132,7 @@ var configKeys = []binding{
 }
 
 // allBindings lists every table, for defaults and tests.
-var allBindings = [][]binding{gatewayKeys, listenerKeys, launcherKeys, databaseKeys, authKeys, configKeys}
+var allBindings = [][]binding{gatewayKeys, listenerKeys, launcherKeys, databaseKeys, authKeys, credentialKeys, configKeys}
 
 // applyBoundDefaults sets every zero key that has a package default.
 func (c *Config) applyBoundDefaults() {
@@ -272,6 +272,7 @@ func (c *Config) validateBound(v *validator) {
 	report(v, launcherKeys, c.LauncherOptions().Validate())
 	report(v, databaseKeys, c.DatabaseConfig().Validate())
 	c.validateAuthOptions(v)
+	c.validateCredentials(v)
 }
 
 // publicHost is the host of server.public_url, which a reverse proxy on

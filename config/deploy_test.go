@@ -177,14 +177,22 @@ func TestDeployKeycloakRealm(t *testing.T) {
 	})
 
 	t.Run("audience mapper on mcp:use names the resource", func(t *testing.T) {
-		var audiences []string
+		var audiences, clientAudiences []string
 		for _, m := range r.ClientScopes[scopes["mcp:use"]].ProtocolMappers {
 			if m.ProtocolMapper == "oidc-audience-mapper" {
-				audiences = append(audiences, m.Config["included.custom.audience"])
+				if a := m.Config["included.custom.audience"]; a != "" {
+					audiences = append(audiences, a)
+				}
+				if a := m.Config["included.client.audience"]; a != "" {
+					clientAudiences = append(clientAudiences, a)
+				}
 				assert.Equal(t, "true", m.Config["access.token.claim"])
 			}
 		}
 		assert.Equal(t, []string{cfg.Resource()}, audiences)
+		// Standard token exchange: the subject token names the exchanging
+		// client (the gateway's) among its audiences.
+		assert.Equal(t, []string{"mcpgate-gateway"}, clientAudiences)
 	})
 
 	t.Run("sub and preferred_username are emitted", func(t *testing.T) {
@@ -262,6 +270,23 @@ func TestDeployKeycloakRealm(t *testing.T) {
 			assert.True(t, known(s), "client %s references undefined scope %s", c.ClientID, s)
 		}
 	}
+
+	t.Run("the gateway's client exchanges tokens for github-mcp", func(t *testing.T) {
+		i, ok := clients["mcpgate-gateway"]
+		require.True(t, ok)
+		c := r.Clients[i]
+		assert.False(t, c.PublicClient)
+		assert.False(t, c.StandardFlowEnabled || c.ServiceAccountsEnabled, "no flow of its own")
+		assert.Equal(t, "true", c.Attributes["standard.token.exchange.enabled"])
+		require.Contains(t, c.DefaultClientScopes, "github-mcp", "the audience must be available to the exchanging client")
+		_, ok = clients["github-mcp"]
+		assert.True(t, ok, "the audience names a client of the realm")
+		found := false
+		for _, m := range r.ClientScopes[scopes["github-mcp"]].ProtocolMappers {
+			found = found || m.ProtocolMapper == "oidc-audience-mapper" && m.Config["included.client.audience"] == "github-mcp"
+		}
+		assert.True(t, found, "scope github-mcp carries the audience mapper of github-mcp")
+	})
 
 	t.Run("confidential client for client credentials", func(t *testing.T) {
 		i, ok := clients["mcpgate-ci"]

@@ -79,6 +79,7 @@ var docDefaultNotLiteral = map[string]string{
 	"database.user_role_member_of":          "—",
 	"worker.command":                        "built-in",
 	"worker.env":                            "—",
+	"worker.credentials":                    "—",
 	"worker.dir":                            "the gateway's",
 	"worker.uid_range":                      "—",
 	"worker.uid_map_file":                   "—",

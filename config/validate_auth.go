@@ -164,6 +164,15 @@ func (c *Config) validateIntrospection(v *validator) {
 	a := c.Auth
 	switch a.Introspection {
 	case "", IntrospectionOff:
+		if c.CredentialOptions().Exchanges() {
+			// The same client exchanges tokens (worker.credentials).
+			if f := a.IntrospectionClientSecretFile; f != "" {
+				if _, err := readClientSecret(f); err != nil {
+					v.add("auth.introspection_client_secret_file", "%v", err)
+				}
+			}
+			break
+		}
 		for _, k := range []struct {
 			key string
 			set bool
@@ -172,7 +181,7 @@ func (c *Config) validateIntrospection(v *validator) {
 			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
 		} {
 			if k.set {
-				v.add(k.key, "is set but auth.introspection is off; set auth.introspection to opaque or all, or remove %s", k.key)
+				v.add(k.key, "is set but auth.introspection is off; set auth.introspection to opaque or all, or a worker.credentials entry from token_exchange, or remove %s", k.key)
 			}
 		}
 	case IntrospectionOpaque, IntrospectionAll:

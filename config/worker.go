@@ -43,6 +43,9 @@ type Worker struct {
 	// MCPGATE_WORKER_PRESTARTED=true (docs/gateway.md), so that
 	// the pool may pre-start it. The built-in worker always does.
 	IdentityOnStdin bool `mapstructure:"identity_on_stdin"`
+	// Credentials are each user's own credentials for the downstream
+	// service the worker reaches (config/credentials.go, docs/credentials.md).
+	Credentials []WorkerCredential `mapstructure:"credentials"`
 	// RunAs, UIDRange, UIDMapFile, DataDir and Group say which OS account
 	// a worker runs as (config/accounts.go).
 	RunAs      string `mapstructure:"run_as"`

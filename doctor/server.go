@@ -73,6 +73,7 @@ func CheckServer(ctx context.Context, cfg *config.Config, o ServerOptions) *Repo
 
 	checkAccounts(r, cfg)
 	checkSandbox(r, cfg)
+	checkCredentials(ctx, r, cfg)
 	if o.Worker != nil {
 		for _, ro := range []bool{false, true} {
 			check := "worker"
@@ -158,19 +159,10 @@ func ipStrings(ips []net.IP) []string {
 }
 
 func checkIssuer(ctx context.Context, r *Report, cfg *config.Config, o ServerOptions) {
-	hc := &http.Client{Timeout: 10 * time.Second}
-	if cfg.Auth.IssuerCAFile != "" {
-		pem, err := os.ReadFile(cfg.Auth.IssuerCAFile)
-		if err != nil {
-			r.fail("issuer ca", err.Error(), "auth.issuer_ca_file must be readable")
-			return
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		pool.AppendCertsFromPEM(pem)
-		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	hc, err := issuerHTTPClient(cfg)
+	if err != nil {
+		r.fail("issuer ca", err.Error(), "auth.issuer_ca_file must be readable")
+		return
 	}
 	as, err := oauthclient.DiscoverServer(ctx, hc, cfg.Auth.Issuer)
 	if err != nil {
@@ -231,6 +223,25 @@ func checkIssuer(ctx context.Context, r *Report, cfg *config.Config, o ServerOpt
 			r.ok("clock", fmt.Sprintf("%s from the issuer's (auth.leeway %s)", skew.Round(time.Second), leeway))
 		}
 	}
+}
+
+// issuerHTTPClient reaches auth.issuer, trusting auth.issuer_ca_file
+// beside the system's roots.
+func issuerHTTPClient(cfg *config.Config) (*http.Client, error) {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if cfg.Auth.IssuerCAFile != "" {
+		pem, err := os.ReadFile(cfg.Auth.IssuerCAFile)
+		if err != nil {
+			return nil, err
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pool.AppendCertsFromPEM(pem)
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	return hc, nil
 }
 
 func keyFamily(kty, alg string) bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/credential"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/worker"
 	"github.com/mcpgate/mcpgate/workerproto"
@@ -146,6 +147,14 @@ type binding struct {
 	headers headerTable // x-mcp-header bindings of the worker's tools
 	subs    subscriptions
 	parked  parking // 2025 worker: calls waiting for a client's inputResponses
+
+	// The user's downstream credentials the worker started with
+	// (credentials.go): a per-user worker whose credentials are due is
+	// retired (out of the table, stopped once idle); a session's ends.
+	creds      credential.Set
+	retired    atomic.Bool
+	retireStop atomic.Bool
+	credsTimer atomic.Pointer[time.Timer]
 }
 
 // generation is what tells the two kinds of binding apart: their metrics
@@ -277,15 +286,20 @@ func (g *Gateway) keyOf(c *call) bindKey {
 // acquire returns the started per-user worker of key, starting it on the
 // key's first request, and marks it busy; release ends that. On a refusal
 // it returns the failure to answer with.
-func (g *Gateway) acquire(ctx context.Context, key bindKey) (*binding, failure, bool) {
+func (g *Gateway) acquire(ctx context.Context, key bindKey, creds credential.Set) (*binding, failure, bool) {
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
 		return nil, errShuttingDown, false
 	}
 	uw := g.bound[key.slot()]
+	if uw != nil && uw.started() && uw.credsDue(g.opts.Now()) {
+		g.retireLocked(uw)
+		uw = nil
+	}
 	if uw == nil {
 		uw = g.newBinding(key)
+		uw.creds = creds
 		if f, ok := g.admitLocked(uw); !ok {
 			g.mu.Unlock()
 			return nil, f, false
@@ -445,14 +459,23 @@ func (g *Gateway) reaper() {
 // process, forever. A client waiting on its answer keeps its request, and
 // so the session, busy; with write deadlines, one that stops reading does
 // not. A per-user worker, shared by the user's clients, is stopped only
-// once no request is in flight in it.
+// once no request is in flight in it; one that holds a credential due for
+// renewal (credentials.go) is stopped then too, however recently used.
 func (g *Gateway) reapIdle() {
 	now := g.opts.Now().UnixNano()
 	limit := g.opts.SessionIdleTimeout.Nanoseconds()
 	idle := map[*generation][]*binding{}
+	var due []*binding // per-user workers holding a credential due for renewal
 	g.mu.Lock()
 	for _, b := range g.bound {
-		if !b.started() || b.failed || b.busy.Load() != 0 || now-b.lastUsed.Load() <= limit {
+		if !b.started() || b.failed || b.busy.Load() != 0 {
+			continue
+		}
+		if b.gen == userGen && b.credsDue(time.Unix(0, now)) && b.requestsInFlight() == 0 {
+			due = append(due, b)
+			continue
+		}
+		if now-b.lastUsed.Load() <= limit {
 			continue
 		}
 		if b.gen.reapBusy || b.requestsInFlight() == 0 {
@@ -462,6 +485,12 @@ func (g *Gateway) reapIdle() {
 	g.mu.Unlock()
 	ctx, cancel := g.stopCtx()
 	defer cancel()
+	if len(due) > 0 {
+		// An idle worker never holds an expired credential for long.
+		if err := g.stopBindings(ctx, due, ExitReplaced, "gateway: the worker's downstream credential expires; send the request again"); err != nil {
+			g.log.Error("gateway: stopping workers whose credentials are due", "err", err)
+		}
+	}
 	for gen, list := range idle {
 		for _, b := range list {
 			b.log.Info(gen.idleLog, "idle_timeout", g.opts.SessionIdleTimeout)
@@ -482,5 +511,7 @@ func (g *Gateway) enter(b *binding) func() {
 // release ends one use of b that enter or acquire began.
 func (g *Gateway) release(b *binding) {
 	b.lastUsed.Store(g.opts.Now().UnixNano())
-	b.busy.Add(-1)
+	if b.busy.Add(-1) == 0 && b.retired.Load() {
+		go g.stopRetired(b)
+	}
 }

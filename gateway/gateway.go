@@ -218,8 +218,13 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, c *call, id json.RawMessage) 
 		return nil
 	}
 	s := g.lookup(c, sid)
-	if s == nil {
+	switch {
+	case s == nil:
 		errUnknownSession.write(w, id)
+	case s.credsDue(g.opts.Now()):
+		g.expireSession(s)
+		errCredentialExpired.write(w, id)
+		return nil
 	}
 	return s
 }

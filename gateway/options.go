@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"time"
 
+	"github.com/mcpgate/mcpgate/credential"
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/options"
 	"github.com/mcpgate/mcpgate/worker"
@@ -49,6 +50,13 @@ type Options struct {
 	// transaction (see workerproto.ReplicaSeparator). Empty means a single gateway: ids
 	// without a prefix. CheckReplicaID says what is valid.
 	ReplicaID string
+
+	// Credentials, when set, obtains each user's own downstream
+	// credentials for the workers of this server (worker.credentials):
+	// a worker starts with its user's alone, a per-user worker holding
+	// one that is due for renewal is replaced between calls, and a
+	// session on such a worker ends then. Nil: none.
+	Credentials *credential.Broker
 
 	// LocalUser is the user id of sessions opened without a verified
 	// principal (the unauthenticated localhost mode). Empty means the OS

@@ -25,6 +25,11 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 	s.init = m
 	s.tools = c.granted // as granted, not as the key spells it
 	s.log = g.log.With("session", s.id[:len(g.opts.replicaPrefix())+8], "user", key.user)
+	creds, credsOK := g.credentialsFor(w, c, m, callee{kind: WorkerSession}, s.readOnly)
+	if !credsOK {
+		return
+	}
+	s.creds = creds
 
 	who := key.principal()
 	f, ok := g.reserve(s)
@@ -124,6 +129,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 		errShuttingDown.write(w, m.ID)
 		return
 	}
+	g.watchCredentials(s)
 	if st.Results() > 0 {
 		g.observer.WorkerStarted(WorkerSession, conn.Pooled(), g.opts.Now().Sub(started))
 	}
@@ -146,13 +152,20 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 // replaced ends alone.
 func (g *Gateway) startSessionWorker(s *binding, readOnly bool, tools toolSet) (*worker.Conn, error) {
 	var self atomic.Pointer[worker.Conn]
-	conn, err := g.launcher.Start(worker.Session{User: s.key.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: workerproto.ScopeSession},
+	ws, err := withCredentials(s, worker.Session{User: s.key.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: workerproto.ScopeSession})
+	if err != nil {
+		return nil, err
+	}
+	conn, err := g.launcher.Start(ws,
 		worker.ConnConfig{Logger: s.log, OnExit: func() {
 			c := self.Load()
 			reason := ExitReplaced // a worker the session has moved on from
 			if c == nil || s.worker() == c {
 				g.remove(s)
 				reason = s.stop.getFor(c)
+				if t := s.credsTimer.Load(); t != nil {
+					t.Stop()
+				}
 			}
 			g.observer.WorkerExited(WorkerSession, reason)
 		}})

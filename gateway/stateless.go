@@ -50,8 +50,12 @@ func (g *Gateway) serveModern(w http.ResponseWriter, c *call, msgs []*jsonrpc.Me
 		return
 	}
 	key := g.keyOf(c)
+	creds, ok := g.credentialsFor(w, c, m, callee{kind: WorkerUser}, key.readOnly)
+	if !ok {
+		return
+	}
 	acquire := func() (*binding, bool) {
-		uw, f, ok := g.acquire(r.Context(), key)
+		uw, f, ok := g.acquire(r.Context(), key, creds)
 		g.freshWriteDeadline(w) // it may have waited for the worker's start
 		if !ok && f.status != 0 {
 			g.log.Warn("gateway: refused a per-user worker", "user", key.user, "reason", f.msg)

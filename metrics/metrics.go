@@ -75,6 +75,7 @@ type Metrics struct {
 	authRefusals  *prometheus.CounterVec
 	issuerFetches *prometheus.CounterVec
 	auditFailures prometheus.Counter
+	exchanges     *prometheus.CounterVec
 
 	mu    sync.Mutex
 	tools map[string]bool // names with a label of their own
@@ -133,6 +134,10 @@ func New(opts Options) *Metrics {
 			Name: "mcpgate_audit_write_failures_total",
 			Help: "Audit events that could not be written to audit.path.",
 		}),
+		exchanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_credential_exchanges_total",
+			Help: "Token exchanges (RFC 8693) for users' downstream credentials, by result: ok, refused (the issuer said no), error (it could not be asked or answered wrongly), backoff (a failure repeated without asking, during the backoff).",
+		}, []string{"result"}),
 		tools: make(map[string]bool, len(opts.Tools)),
 		serverCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_server_tool_calls_total",
@@ -152,7 +157,7 @@ func New(opts Options) *Metrics {
 	}
 	m.zeroSeries()
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.workerStarts, m.workerExits, m.workerStartup,
-		m.sandboxStarts, m.toolCalls, m.refusals, m.authRefusals, m.issuerFetches, m.auditFailures,
+		m.sandboxStarts, m.toolCalls, m.refusals, m.authRefusals, m.issuerFetches, m.auditFailures, m.exchanges,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -181,11 +186,26 @@ func (m *Metrics) zeroSeries() {
 	for _, check := range auth.Reasons() {
 		m.authRefusals.WithLabelValues(check)
 	}
+	for _, result := range exchangeResults {
+		m.exchanges.WithLabelValues(result)
+	}
 	for _, doc := range []string{"discovery", "jwks"} {
 		for _, result := range []string{"ok", "error"} {
 			m.issuerFetches.WithLabelValues(doc, result)
 		}
 	}
+}
+
+// exchangeResults are the results CredentialExchange counts.
+var exchangeResults = []string{"ok", "refused", "error", "backoff"}
+
+// CredentialExchange counts one token exchange by its result
+// (credential.ExchangeOptions.Observe); an unknown result counts as Other.
+func (m *Metrics) CredentialExchange(result string) {
+	if !slices.Contains(exchangeResults, result) {
+		result = Other
+	}
+	m.exchanges.WithLabelValues(result).Inc()
 }
 
 // Handler serves the metrics in the Prometheus text format.

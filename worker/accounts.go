@@ -421,14 +421,24 @@ func (a *Accounts) Range() (first, last uint32) { return a.opts.First, a.opts.La
 // startAs starts id's worker under the account its user maps to, with the
 // user's data directory as its HOME, TMPDIR and working directory. An
 // unmappable user id fails with ErrNoAccount and starts nothing.
-func (l *Launcher) startAs(id workerproto.Identity, cfg ConnConfig) (*Conn, error) {
+func (l *Launcher) startAs(id workerproto.Identity, s Session, cfg ConnConfig) (*Conn, error) {
 	acc, err := l.opts.Accounts.For(id.User)
 	if err != nil {
+		closeAll(s.Files...) // the start takes them over, even one that fails
 		return nil, err
 	}
-	env := l.environ(id)
+	env := l.environ(id, s.Credentials)
 	pc := l.processConfig(env, cfg.Logger)
 	pc.Account = &acc
+	pc.Files = s.Files
+	for _, f := range s.Files {
+		// Owned by the worker's account, which reopens it by
+		// /proc/self/fd/N: the file's mode (0400) is checked then.
+		if err := f.Chown(int(acc.UID), int(acc.GID)); err != nil {
+			closeAll(s.Files...)
+			return nil, fmt.Errorf("worker: handing a credential file to the worker's account: %w", err)
+		}
+	}
 	if acc.Dir != "" {
 		pc.Dir = acc.Dir
 		// Before the identity, which stays last; after worker.env, which

@@ -145,6 +145,15 @@ type Session struct {
 	// nil means every tool. See workerproto.Identity.Tools.
 	Tools []string
 	Scope string // workerproto.ScopeSession (the default) or ScopeUser: what the worker serves
+	// Credentials are NAME=value pairs of the user's own downstream
+	// credentials (package credential), added after Env and before the
+	// identity. A worker that gets any is started for its user alone,
+	// never taken from the pool.
+	Credentials []string
+	// Files are memory-backed files handed to the worker as its fds 3,
+	// 4…, in order (credentials it reads from /proc/self/fd/N); the
+	// worker's start takes them over and closes them in the gateway.
+	Files []*os.File
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -167,14 +176,18 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	}
 	cfg.StopGrace = l.opts.StopGrace
 	if l.opts.Accounts != nil {
-		return l.startAs(id, cfg)
+		return l.startAs(id, s, cfg)
 	}
-	if p := l.claim(id, cfg.Logger); p != nil {
-		c := NewConn(p, cfg)
-		c.pooled = true
-		return c, nil
+	if len(s.Credentials) == 0 && len(s.Files) == 0 {
+		if p := l.claim(id, cfg.Logger); p != nil {
+			c := NewConn(p, cfg)
+			c.pooled = true
+			return c, nil
+		}
 	}
-	p, err := StartProcess(l.processConfig(l.environ(id), cfg.Logger))
+	pc := l.processConfig(l.environ(id, s.Credentials), cfg.Logger)
+	pc.Files = s.Files
+	p, err := StartProcess(pc)
 	if err != nil {
 		return nil, err
 	}
@@ -262,12 +275,13 @@ func (l *Launcher) pooledEnv() []string {
 	return append(append(append(env, l.base...), l.opts.Env...), workerproto.EnvPrestarted+"=true")
 }
 
-// environ is a worker's whole environment: the base variables, Env, then the
-// identity, last, so that it would win over any earlier entry of the same
-// name even if NewLauncher had not refused one (os/exec keeps the last).
-func (l *Launcher) environ(id workerproto.Identity) []string {
+// environ is a worker's whole environment: the base variables, Env, the
+// user's credentials, then the identity, last, so that it would win over
+// any earlier entry of the same name even if NewLauncher had not refused
+// one (os/exec keeps the last).
+func (l *Launcher) environ(id workerproto.Identity, creds []string) []string {
 	idEnv := id.Environ()
-	env := make([]string, 0, len(l.base)+len(l.opts.Env)+len(idEnv))
-	env = append(append(append(env, l.base...), l.opts.Env...), idEnv...)
+	env := make([]string, 0, len(l.base)+len(l.opts.Env)+len(creds)+len(idEnv))
+	env = append(append(append(append(env, l.base...), l.opts.Env...), creds...), idEnv...)
 	return env
 }

@@ -52,7 +52,7 @@ func TestLauncherEnviron(t *testing.T) {
 	}
 	id := workerproto.Identity{User: "ada", SessionID: "s", ReadOnly: true, ServerName: "mcpgate", ServerVersion: "dev"}
 	want := append([]string{"PATH=/PATH", "HOME=/HOME", "LANG=/LANG", "DB=x"}, id.Environ()...)
-	if got := l.environ(id); !slices.Equal(got, want) {
+	if got := l.environ(id, nil); !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

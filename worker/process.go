@@ -85,6 +85,11 @@ type ProcessConfig struct {
 	// exec-limited's sandbox): one exec, whatever it applies.
 	Confine bool
 
+	// Files are handed to the worker as its fds 3, 4… (exec.Cmd's
+	// ExtraFiles). StartProcess closes them in the gateway once the worker
+	// has them, or has failed to start.
+	Files []*os.File
+
 	// MaxLineBytes bounds one message the worker writes; 0 means
 	// DefaultMaxLineBytes. A longer line is read through without being
 	// kept, and ReadLoop hands its first bytes to its tooLong function.
@@ -120,6 +125,7 @@ var ErrExited = errors.New("worker: process has exited")
 // StartProcess starts a worker. The child gets its own process group
 // (Setpgid), so that Stop can kill whatever it spawned too.
 func StartProcess(cfg ProcessConfig) (*Process, error) {
+	defer closeAll(cfg.Files...)
 	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 		return nil, errors.New("worker: no command to start")
 	}
@@ -163,6 +169,7 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.ExtraFiles = cfg.Files
 	// On Linux, if the gateway itself dies (kill -9, a crash), the kernel
 	// kills the worker rather than leave it orphaned (procAttr). Its own
 	// children are the service manager's to clean up

@@ -5,7 +5,8 @@
 // introspection endpoint answers for opaque and Keycloak "lightweight"
 // tokens minted with Opaque and Lightweight. Its token
 // endpoint grants client credentials to anyone (golang.org/x/oauth2 clients
-// can use it); its authorization endpoint approves every request at once
+// can use it), and exchanges tokens by RFC 8693 as Keycloak's standard
+// token exchange does (exchange.go); its authorization endpoint approves every request at once
 // (authorize.go), for interactive clients.
 package authtest
 
@@ -93,6 +94,7 @@ type Issuer struct {
 	tokenProofs atomic.Int64
 
 	intro introspection
+	exch  exchange
 }
 
 // New starts an issuer for a test on a free loopback port and stops it when
@@ -226,7 +228,7 @@ func (i *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"token_endpoint":                        i.URL + "/token",
 		"registration_endpoint":                 i.URL + "/register",
 		"introspection_endpoint":                i.IntrospectionURL(),
-		"grant_types_supported":                 []string{"client_credentials", "authorization_code", "refresh_token"},
+		"grant_types_supported":                 []string{"client_credentials", "authorization_code", "refresh_token", grantTokenExchange},
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
@@ -263,6 +265,9 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 	case "client_credentials":
 	case "authorization_code", "refresh_token":
 		i.userGrant(w, r, jkt)
+		return
+	case grantTokenExchange:
+		i.tokenExchange(w, r)
 		return
 	default:
 		fail("unsupported_grant_type")

@@ -55,7 +55,10 @@ It also grants client credentials to any client at ISSUER_URL/token (form
 fields scope, resource, and username to choose the user), for tools that
 fetch their own tokens; and, for "mcpgate login", registers clients at
 ISSUER_URL/register and approves every authorization request at once as
-USER (authorization code with PKCE S256, refresh tokens). It prints "ready ISSUER_URL" when everything is
+USER (authorization code with PKCE S256, refresh tokens). With
+--exchange-client it exchanges tokens at ISSUER_URL/token by RFC 8693, as
+Keycloak's standard token exchange does, for the clients
+--exchange-audience names. It prints "ready ISSUER_URL" when everything is
 written and serves until SIGINT or SIGTERM.
 
 Flags:
@@ -99,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	writeScope := fs.String("write-scope", "mcp:write", "the write scope (WRITE)")
 	ttl := fs.Duration("ttl", 24*time.Hour, "token lifetime")
 	shape := fs.String("shape", "keycloak", "token shape: keycloak or ory")
+	exClient := fs.String("exchange-client", "", "a confidential client that may exchange tokens (RFC 8693): the gateway's; every token but wrongaud.jwt names it among its audiences")
+	exSecretFile := fs.String("exchange-secret-file", "", "file holding --exchange-client's secret")
+	exAudiences := fs.StringSlice("exchange-audience", nil, "a client exchanged tokens may be for (repeat for more)")
 	switch err := fs.Parse(args); {
 	case errors.Is(err, pflag.ErrHelp):
 		return nil
@@ -106,8 +112,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		fmt.Fprintln(stderr, err)
 		return errUsage
 	}
-	if *audience == "" || fs.NArg() > 0 || *users < 0 || (*certFile == "") != (*keyFile == "") || (*shape != "keycloak" && *shape != "ory") {
-		fmt.Fprintln(stderr, "mcpgate-testissuer: need --audience, --cert with --key, --shape keycloak|ory, --users ≥ 0, and no arguments (see --help)")
+	if *audience == "" || fs.NArg() > 0 || (*exClient == "") != (*exSecretFile == "") || *users < 0 || (*certFile == "") != (*keyFile == "") || (*shape != "keycloak" && *shape != "ory") {
+		fmt.Fprintln(stderr, "mcpgate-testissuer: need --audience, --cert with --key, --exchange-client with --exchange-secret-file, --shape keycloak|ory, --users ≥ 0, and no arguments (see --help)")
 		return errUsage
 	}
 
@@ -128,6 +134,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	defer iss.Close()
 	iss.Audience = *audience
 	iss.LoginUser = *user
+	if *exClient != "" {
+		secret, err := os.ReadFile(*exSecretFile)
+		if err != nil {
+			return fmt.Errorf("mcpgate-testissuer: %w", err)
+		}
+		iss.SetExchangeClient(*exClient, strings.TrimRight(string(secret), "\r\n"))
+		for _, a := range *exAudiences {
+			iss.AddClient(a)
+		}
+	}
 
 	if *certFile == "" {
 		if *caOut == "" {
@@ -151,6 +167,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 			c = iss.KeycloakClaims(u, aud, scopes...)
 		}
 		c["exp"] = expiry.Unix()
+		if *exClient != "" && aud == *audience {
+			// Keycloak's standard exchange: the subject token names the
+			// exchanging client too (a second audience mapper).
+			c["aud"] = []string{aud, *exClient}
+		}
 		return iss.Sign(c, o)
 	}
 	specs := []tokenSpec{

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/auth/authtest"
 	"github.com/mcpgate/mcpgate/certs"
+	"github.com/mcpgate/mcpgate/credential"
 )
 
 // TestTokensVerify runs the program and checks each token it writes
@@ -111,4 +112,44 @@ func TestUsage(t *testing.T) {
 	errb.Reset()
 	require.NoError(t, run(context.Background(), []string{"--help"}, io.Discard, &errb, nil))
 	assert.Contains(t, errb.String(), "full.jwt")
+}
+
+// TestExchangeClient: with --exchange-client the tokens name the client
+// too, still verify for the gateway, and exchange for an
+// --exchange-audience by the credential package's client.
+func TestExchangeClient(t *testing.T) {
+	dir := t.TempDir()
+	const aud = "https://127.0.0.1:8443/mcp"
+	secret := filepath.Join(dir, "gw-secret")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cret\n"), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *authtest.Issuer, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--audience", aud, "--tokens-dir", dir,
+			"--exchange-client", "mcpgate-gateway", "--exchange-secret-file", secret, "--exchange-audience", "github-mcp"},
+			io.Discard, io.Discard, func(i *authtest.Issuer) { ready <- i })
+	}()
+	var iss *authtest.Issuer
+	select {
+	case iss = <-ready:
+	case err := <-done:
+		t.Fatalf("run ended early: %v", err)
+	}
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	client, err := certs.ClientTrusting(filepath.Join(dir, "issuer-ca.pem"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "full.jwt"))
+	require.NoError(t, err)
+	ex, err := credential.NewExchanger(credential.ExchangeOptions{Issuer: iss.URL, ClientID: "mcpgate-gateway", ClientSecret: []byte("s3cret"), HTTPClient: client})
+	require.NoError(t, err)
+	br, err := credential.New("github", credential.Options{Credentials: []credential.Credential{{Env: "T", From: credential.FromTokenExchange, Audience: "github-mcp"}}}, ex)
+	require.NoError(t, err)
+	s, err := br.Get(ctx, &auth.Principal{Issuer: iss.URL, Subject: "alice", UserID: "alice"}, strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	assert.Len(t, s.Env, 1)
+	assert.Len(t, iss.ExchangedFor("alice"), 1)
 }

@@ -195,6 +195,9 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		}
 	}()
 	obs.gatewayOptions(&gopts)
+	if gopts.Credentials, err = workerCredentials(cfg, obs.metrics); err != nil {
+		return err
+	}
 	events := adminEvents(cfg, &gopts)
 	mux := http.NewServeMux()
 	keys := closedChan                // the localhost mode has no keys to wait for

@@ -6,7 +6,9 @@
 // Tools: echo, sleep, progress, log, sample, crash, stderr, pid, spawn, env,
 // inflight, await (blocks on a FIFO), alloc (takes memory), write (the one
 // "gated" tool); ask2 (unlisted: two sampling requests at once, in one
-// write); clientcaps (unlisted: the capabilities initialize declared); blob (unlisted: a pre-built result of a given size, for
+// write); clientcaps (unlisted: the capabilities initialize declared); credhash (unlisted: the
+// SHA-256 of the variable its text names, or of the file the variable
+// names when it is /proc/self/fd/N, prefixed "file:"); blob (unlisted: a pre-built result of a given size, for
 // the relay benchmarks). `stubworker exec-limited ...` is the rlimit helper
 // (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
@@ -18,6 +20,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -318,6 +322,22 @@ func (s *stub) call(m message, cancel chan struct{}) {
 			got = append(got, r.Content.Text)
 		}
 		s.reply(m.ID, text("sampled: "+strings.Join(got, ", ")))
+	case "credhash": // unlisted: a hash of the credential in the variable text names (or in the file it names)
+		v, ok := os.LookupEnv(a.Text)
+		if !ok {
+			s.reply(m.ID, text("none"))
+			break
+		}
+		if strings.HasPrefix(v, "/proc/self/fd/") {
+			b, err := os.ReadFile(v)
+			if err != nil {
+				s.reply(m.ID, text("unreadable: "+err.Error()))
+				break
+			}
+			v = "file:" + string(b)
+		}
+		sum := sha256.Sum256([]byte(v))
+		s.reply(m.ID, text(hex.EncodeToString(sum[:])))
 	case "clientcaps": // unlisted: the client capabilities initialize declared
 		s.mu.Lock()
 		caps := s.clientCaps
