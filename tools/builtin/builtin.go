@@ -153,10 +153,37 @@ func Run(ctx context.Context, p Program) error {
 		defer q.stop()
 		stdin, stdout = q.reader(stdin), q.writer(stdout)
 	}
-	if err := tools.Serve(ctx, srv, stdin, stdout); err != nil {
+	if id.Sessions {
+		err = tools.ServeSessions(ctx, srv, hostedSession(opts, *cfg), stdin, stdout, logger)
+	} else {
+		err = tools.Serve(ctx, srv, stdin, stdout)
+	}
+	if err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
 	return nil
+}
+
+// hostedSession builds each session a worker that hosts sessions serves
+// (workerproto.Identity.Sessions): what a worker of its own would have,
+// a server of the identity's tools over a database connection of its
+// own, as the same user with the same rights, with one transaction at a
+// time (commit, abort, refresh, status).
+func hostedSession(opts tools.Options, cfg db.Config) tools.NewSession {
+	return func(ctx context.Context, sessionID string) (*mcp.Server, func(), error) {
+		session, err := db.Open(ctx, engines[cfg.Driver], cfg, opts.User, opts.ReadOnly)
+		if err != nil {
+			return nil, nil, err
+		}
+		o := opts
+		o.SessionID, o.DB, o.Transactions = sessionID, session, nil
+		srv, err := tools.NewServer(o)
+		if err != nil {
+			session.Close()
+			return nil, nil, err
+		}
+		return srv, func() { session.Close() }, nil
+	}
 }
 
 // identity returns the worker's identity, the input to serve from, the
