@@ -43,6 +43,7 @@ type Gateway struct {
 	userBufs      map[auth.PrincipalKey]*budget // bytes held for each principal with a session or per-user worker
 	buffered      *budget                       // bytes held for every client
 	starting      int                           // sessions whose worker is starting
+	hosts         int                           // per-user workers started for sessions alone, in bound but not counted (hosted.go)
 	closing       bool
 	draining      bool // Drain has begun: no new session or per-user worker
 

@@ -37,7 +37,7 @@ func (g *Gateway) startWorker(uw *binding) {
 		g.remove(uw)
 	}
 	started := g.opts.Now()
-	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: workerproto.ScopeUser},
+	conn, err := g.launcher.Start(worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: workerproto.ScopeUser, Sessions: g.opts.SharedSessions},
 		worker.ConnConfig{
 			Logger: uw.log,
 			OnExit: func() {

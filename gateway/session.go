@@ -145,6 +145,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 // the session while it is the session's worker; a worker a step-up
 // replaced ends alone.
 func (g *Gateway) startSessionWorker(s *binding, readOnly bool, tools toolSet) (*worker.Conn, error) {
+	if g.opts.SharedSessions {
+		return g.hostSession(s, readOnly, tools)
+	}
 	var self atomic.Pointer[worker.Conn]
 	conn, err := g.launcher.Start(worker.Session{User: s.key.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: workerproto.ScopeSession},
 		worker.ConnConfig{Logger: s.log, OnExit: func() {

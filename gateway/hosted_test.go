@@ -1,0 +1,220 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/tools/db/dbtest"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// sharedGateway serves the built-in worker on d with sessions shared
+// (Options.SharedSessions) and opts; the principal comes from the test
+// headers of builtinGateway.
+func sharedGateway(t testing.TB, d db.Config, opts Options) (*Gateway, string) {
+	t.Helper()
+	safe, err := tools.SafeToolNames(nil)
+	require.NoError(t, err)
+	l, err := worker.NewLauncher([]string{builtinWorker}, worker.LauncherOptions{
+		Env: d.Environ(), IdentityOnStdin: true, StopGrace: 2 * time.Second, Logger: testLogger(t),
+	})
+	require.NoError(t, err)
+	opts.Logger, opts.SafeTools, opts.SharedSessions = testLogger(t), safe, true
+	if opts.WorkerStartTimeout == 0 {
+		opts.WorkerStartTimeout = time.Minute
+	}
+	g, err := New(l, opts)
+	require.NoError(t, err)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := r.Header.Get("X-Test-User"); u != "" {
+			p := &auth.Principal{Issuer: "https://issuer", Subject: "sub-" + u, UserID: u, ReadOnly: r.Header.Get("X-Test-Read-Only") == "1",
+				ClientID: r.Header.Get("X-Test-Client")}
+			if tl := r.Header.Get("X-Test-Tools"); tl != "" {
+				p.Tools = strings.Split(tl, ",")
+			}
+			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		}
+		g.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, g.Close(ctx))
+	})
+	return g, hs.URL
+}
+
+// hostedPid is the pid of the worker process session cs runs in.
+func hostedPid(t testing.TB, g *Gateway, cs *mcp.ClientSession) int {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k, b := range g.bound {
+		if k.session == cs.ID() {
+			return b.worker().Pid()
+		}
+	}
+	t.Fatalf("no session %s", cs.ID())
+	return 0
+}
+
+// structuredCall runs tool in cs and returns its structured content; a tool error
+// fails the test.
+func structuredCall(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%s: %+v", tool, res.Content)
+	m, _ := res.StructuredContent.(map[string]any)
+	return m
+}
+
+// countIDs counts the customers of the ids the test inserts, as cs sees
+// them.
+func countIDs(t testing.TB, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "query", Arguments: map[string]any{
+		"sql": "SELECT count(*) AS n FROM customers WHERE id IN (9001, 9002)"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%+v", res.Content)
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// TestSharedSessionsOfOneUser: two 2025-11-25 sessions of one user run in
+// one worker process, each with its own initialize answer (its own
+// session id in status), database connection and transaction: one
+// commits, the other aborts, and neither sees the other's uncommitted
+// write. A third user's session is in another process; a read-only
+// session of the first user, and a token of hers with another grant,
+// reach other processes too.
+func TestSharedSessionsOfOneUser(t *testing.T) {
+	for _, engine := range dbtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			g, url := sharedGateway(t, dbtest.Config(t, engine), Options{})
+			alice := headers{"X-Test-User": "alice"}
+			a := as(t, url, "2025-11-25", alice)
+			b := as(t, url, "2025-11-25", headers{"X-Test-User": "alice", "X-Test-Client": "other-client"})
+			require.Equal(t, hostedPid(t, g, a), hostedPid(t, g, b), "two sessions of one user must share the user's worker")
+			assert.Equal(t, 1, g.PerUserWorkers(), "one process for the user")
+
+			assert.Equal(t, a.ID(), structuredCall(t, a, "status", nil)["sessionId"], "each session keeps its own identity")
+			assert.Equal(t, b.ID(), structuredCall(t, b, "status", nil)["sessionId"])
+
+			structuredCall(t, a, "execute_sql", map[string]any{"sql": "INSERT INTO customers (id, name, email) VALUES (9001, 'a', 'a@example.com')"})
+			assert.Contains(t, countIDs(t, a), "1", "a session sees its own write")
+			assert.Contains(t, countIDs(t, b), "0", "the other session saw an uncommitted write")
+			assert.Equal(t, true, structuredCall(t, a, "status", nil)["uncommittedChanges"])
+			assert.Equal(t, false, structuredCall(t, b, "status", nil)["uncommittedChanges"], "one session's transaction showed in the other's status")
+			structuredCall(t, b, "abort", nil) // ends b's read snapshot
+			structuredCall(t, a, "commit", nil)
+
+			structuredCall(t, b, "execute_sql", map[string]any{"sql": "INSERT INTO customers (id, name, email) VALUES (9002, 'b', 'b@example.com')"})
+			structuredCall(t, b, "abort", nil)
+			assert.Contains(t, countIDs(t, b), "1", "a's commit and b's abort")
+			structuredCall(t, a, "abort", nil)
+			assert.Contains(t, countIDs(t, a), "1")
+
+			carol := as(t, url, "2025-11-25", headers{"X-Test-User": "carol"})
+			assert.NotEqual(t, hostedPid(t, g, a), hostedPid(t, g, carol), "another user's session shared a process")
+			ro := as(t, url, "2025-11-25", headers{"X-Test-User": "alice", "X-Test-Read-Only": "1"})
+			assert.NotEqual(t, hostedPid(t, g, a), hostedPid(t, g, ro), "a read-only session shared a read-write one's process")
+			assert.Equal(t, true, structuredCall(t, ro, "status", nil)["readOnly"])
+			granted := as(t, url, "2025-11-25", headers{"X-Test-User": "alice", "X-Test-Tools": "query,status"})
+			assert.NotEqual(t, hostedPid(t, g, a), hostedPid(t, g, granted), "a token of another grant shared a process")
+			assert.NotEqual(t, hostedPid(t, g, ro), hostedPid(t, g, granted))
+			assert.Equal(t, 4, g.PerUserWorkers())
+		})
+	}
+}
+
+// hostedCall posts one tools/call with id on session sid as user and
+// returns the decoded answer.
+func hostedCall(t testing.TB, url, user, sid, id, tool string, args map[string]any) (int, map[string]any) {
+	t.Helper()
+	params, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
+	resp, body := rawDo(t, http.MethodPost, url, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":%s}`, id, params),
+		sidHdr, sid, protoHdr, "2025-11-25", "Accept", "application/json", "X-Test-User", user)
+	var m map[string]any
+	_ = json.Unmarshal([]byte(body), &m)
+	return resp.StatusCode, m
+}
+
+// slowQuery runs until it is cancelled or its worker goes.
+var slowQuery = map[string]any{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}
+
+// TestSharedWorkerCrashEndsEverySession: killing the process that hosts
+// two sessions ends both: the request in flight in each (by the same
+// JSON-RPC id) is answered with workerExited, and each session is gone
+// (404); the user's next session starts a fresh process.
+func TestSharedWorkerCrashEndsEverySession(t *testing.T) {
+	g, url := sharedGateway(t, dbtest.Config(t, db.SQLite), Options{})
+	a, b := rawSessionWith(t, url, "X-Test-User", "alice"), rawSessionWith(t, url, "X-Test-User", "alice")
+	pid, _ := g.WorkerPid(a)
+	pb, _ := g.WorkerPid(b)
+	require.Equal(t, pid, pb, "two sessions of one user must share the user's worker")
+
+	var wg sync.WaitGroup
+	answers := make([]map[string]any, 2)
+	for i, sid := range []string{a, b} {
+		wg.Go(func() { _, answers[i] = hostedCall(t, url, "alice", sid, "7", "query", slowQuery) })
+	}
+	waitInFlight(t, g, pid, 2)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	wg.Wait()
+	for i, m := range answers {
+		errObj, _ := m["error"].(map[string]any)
+		require.NotNil(t, errObj, "session %d: got %v, want a JSON-RPC error", i, m)
+		assert.Equal(t, float64(7), m["id"])
+		assert.Equal(t, "workerExited", errObj["data"].(map[string]any)["kind"], "session %d", i)
+		assert.Contains(t, errObj["message"], "initialize a new one")
+	}
+	for _, sid := range []string{a, b} {
+		status, _ := hostedCall(t, url, "alice", sid, "8", "status", nil)
+		assert.Equal(t, http.StatusNotFound, status, "a session outlived its worker")
+	}
+	c := rawSessionWith(t, url, "X-Test-User", "alice")
+	pc, _ := g.WorkerPid(c)
+	assert.NotEqual(t, pid, pc)
+	status, m := hostedCall(t, url, "alice", c, "1", "status", nil)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Contains(t, resultText(m), "user: alice")
+}
+
+// waitInFlight waits until the sessions hosted in process pid have n
+// requests in flight together.
+func waitInFlight(t testing.TB, g *Gateway, pid, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		got := 0
+		g.mu.Lock()
+		for _, b := range g.bound {
+			if b.gen == sessionGen && b.worker().Pid() == pid {
+				got += b.worker().InFlight()
+			}
+		}
+		g.mu.Unlock()
+		if got >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("never %d requests in flight", n)
+}
