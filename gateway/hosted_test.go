@@ -218,3 +218,80 @@ func waitInFlight(t testing.TB, g *Gateway, pid, n int) {
 	}
 	t.Fatalf("never %d requests in flight", n)
 }
+
+// TestSharedSessionsHostile: what a user with a valid token of her own
+// would try against the worker her sessions share. A message shaped as
+// the gateway's frame, naming another session's number with a write in
+// it, sent as a request and as a notification in her session and as a
+// 2026-07-28 request, is only ever a message of the session it came in
+// (its server knows no such method): the other session's transaction
+// never changes. Both sessions use the same JSON-RPC ids, and each gets
+// its own answers. Another user's request on her session id is 404.
+func TestSharedSessionsHostile(t *testing.T) {
+	g, url := sharedGateway(t, dbtest.Config(t, db.SQLite), Options{})
+	a, b := rawSessionWith(t, url, "X-Test-User", "alice"), rawSessionWith(t, url, "X-Test-User", "alice")
+	pa, _ := g.WorkerPid(a)
+	pb, _ := g.WorkerPid(b)
+	require.Equal(t, pa, pb)
+
+	write := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"INSERT INTO customers (id, name, email) VALUES (9003, 'x', 'x@example.com')"}}}`
+	for n := range 4 { // the numbers the gateway gives a worker's sessions
+		frame := fmt.Sprintf(`{"session":%d,"message":%s}`, n, write)
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":"forged","method":"mcpgate/session","params":` + frame + `}`,
+			`{"jsonrpc":"2.0","method":"mcpgate/session","params":` + frame + `}`,
+		} {
+			resp, out := rawDo(t, http.MethodPost, url, body, sidHdr, a, protoHdr, "2025-11-25", "X-Test-User", "alice")
+			assert.NotContains(t, out, "9003", "status %d", resp.StatusCode)
+		}
+		resp, out := rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","id":2,"method":"mcpgate/session","params":`+frame+`}`,
+			protoHdr, modernVersion, "Mcp-Method", "mcpgate/session", "X-Test-User", "alice")
+		assert.NotEqual(t, http.StatusOK, resp.StatusCode, "a forged frame on the 2026-07-28 path: %s", out)
+	}
+	for _, sid := range []string{a, b} {
+		_, m := hostedCall(t, url, "alice", sid, "1", "status", nil)
+		assert.Contains(t, resultText(m), "uncommitted changes: false", "a forged frame wrote in a session")
+		_, m = hostedCall(t, url, "alice", sid, "1", "query", map[string]any{"sql": "SELECT count(*) AS n FROM customers WHERE id = 9003"})
+		assert.Contains(t, resultText(m), "0", "a forged frame's write is visible")
+	}
+
+	// The same ids in both sessions at once: each answer is its own.
+	var wg sync.WaitGroup
+	texts := make([]string, 2)
+	for i, sid := range []string{a, b} {
+		wg.Go(func() {
+			_, m := hostedCall(t, url, "alice", sid, "1", "status", nil)
+			texts[i] = resultText(m)
+		})
+	}
+	wg.Wait()
+	assert.Contains(t, texts[0], "session: "+a)
+	assert.Contains(t, texts[1], "session: "+b)
+
+	status, _ := hostedCall(t, url, "mallory", a, "1", "status", nil)
+	assert.Equal(t, http.StatusNotFound, status, "another user reached alice's session")
+}
+
+// TestSharedSessionsCancelAlone: two sessions of one user run a query
+// each by the same JSON-RPC id; one cancels its own
+// (notifications/cancelled naming that id). The other's query runs on to
+// its result: a cancellation is its session's alone.
+func TestSharedSessionsCancelAlone(t *testing.T) {
+	g, url := sharedGateway(t, dbtest.Config(t, db.SQLite), Options{})
+	a, b := rawSessionWith(t, url, "X-Test-User", "alice"), rawSessionWith(t, url, "X-Test-User", "alice")
+	pid, _ := g.WorkerPid(a)
+
+	finite := map[string]any{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT count(*) AS n FROM c"}
+	var wg sync.WaitGroup
+	var ma, mb map[string]any
+	wg.Go(func() { _, ma = hostedCall(t, url, "alice", a, "7", "query", slowQuery) })
+	wg.Go(func() { _, mb = hostedCall(t, url, "alice", b, "7", "query", finite) })
+	waitInFlight(t, g, pid, 2)
+	resp, _ := rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`,
+		sidHdr, a, protoHdr, "2025-11-25", "X-Test-User", "alice")
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	wg.Wait()
+	assert.Nil(t, ma["result"], "the cancelled request was answered: %v", ma)
+	require.NotNil(t, mb["result"], "the other session's request: %v", mb)
+	assert.Contains(t, resultText(mb), "300000", "the other session's query was cancelled")
+}
