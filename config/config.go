@@ -169,6 +169,7 @@ const (
 	DefaultIdleTimeout             = gateway.DefaultIdleTimeout
 	DefaultMaxSessions             = gateway.DefaultMaxSessions
 	DefaultMaxSessionsPerUser      = gateway.DefaultMaxSessionsPerUser
+	DefaultMaxSessionsPerWorker    = gateway.DefaultMaxSessionsPerWorker
 	DefaultMaxDBConnections        = gateway.DefaultMaxDBConnections
 	DefaultMaxDBConnectionsPerUser = gateway.DefaultMaxDBConnectionsPerUser
 	DefaultSessionIdleTimeout      = gateway.DefaultSessionIdleTimeout

@@ -54,6 +54,11 @@ func (c *Config) validateWorker(v *validator) {
 	if w.IdentityOnStdin && len(w.Command) == 0 {
 		v.add("worker.identity_on_stdin", "applies to an external worker.command only; the built-in worker always takes its identity on stdin when pre-started, so remove it")
 	}
+	switch w.Sessions {
+	case "", SessionsShared, SessionsPerSession:
+	default:
+		v.add("worker.sessions", "%q: want %s (a user's sessions share the user's worker) or %s (a process per session)", w.Sessions, SessionsShared, SessionsPerSession)
+	}
 	c.validateAccounts(v)
 	checkNames(v, "worker.toolsets", w.Toolsets)
 	checkNames(v, "worker.safe_tools", w.SafeTools)

@@ -4,6 +4,24 @@ import (
 	"time"
 )
 
+// The values of worker.sessions.
+const (
+	SessionsShared     = "shared"
+	SessionsPerSession = "per_session"
+)
+
+// SharedSessions reports whether 2025-11-25 sessions share their key's
+// worker (worker.sessions, and its default).
+func (c *Config) SharedSessions() bool {
+	switch c.Worker.Sessions {
+	case SessionsShared:
+		return true
+	case SessionsPerSession:
+		return false
+	}
+	return len(c.Worker.Command) == 0
+}
+
 // Worker says which process serves a session.
 type Worker struct {
 	// Command is the worker's argv. Empty means the built-in worker
@@ -43,6 +61,14 @@ type Worker struct {
 	// MCPGATE_WORKER_PRESTARTED=true (docs/gateway.md), so that
 	// the pool may pre-start it. The built-in worker always does.
 	IdentityOnStdin bool `mapstructure:"identity_on_stdin"`
+	// Sessions says where a 2025-11-25 session runs: SessionsShared, in
+	// the one worker of its user, read-only flag and grant, beside their
+	// 2026-07-28 requests (the worker must host sessions: the built-in one
+	// does; an external Command must read and write the gateway's session
+	// frames, docs/gateway.md); SessionsPerSession, in a process of its
+	// own. Empty means shared for the built-in worker, per session for an
+	// external Command.
+	Sessions string `mapstructure:"sessions"`
 	// RunAs, UIDRange, UIDMapFile, DataDir and Group say which OS account
 	// a worker runs as (config/accounts.go).
 	RunAs      string `mapstructure:"run_as"`

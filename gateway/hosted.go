@@ -23,10 +23,11 @@ import (
 // The limits count sessions, not processes: a worker started for a
 // session counts only the sessions it hosts (MaxSessions,
 // MaxSessionsPerUser), until a 2026-07-28 request uses it, which counts
-// it as that request would have counted a worker of its own. Its database
-// share (DBBudget.PerUserWorker) is charged from its start, and each
-// session's (PerSession) beside it: every session holds a connection of
-// its own. It is reaped once it hosts no session and has been idle for
+// it as that request would have counted a worker of its own. Of its
+// database share (DBBudget.PerUserWorker) it is charged the one
+// connection it opens at its start, the rest when a 2026-07-28 request
+// first uses it; each session's share (PerSession) is charged beside it:
+// every session holds a connection of its own. It is reaped once it hosts no session and has been idle for
 // SessionIdleTimeout; MaxSessionsPerWorker bounds the sessions it hosts.
 
 // errTooManyInWorker refuses a session over MaxSessionsPerWorker.
@@ -122,6 +123,9 @@ func (g *Gateway) admitHostLocked(b *binding) (failure, bool) {
 	case g.draining:
 		return errDraining, false
 	}
+	// The connection it opens at its start; the rest of its share only
+	// once a 2026-07-28 request may use them (countHostLocked).
+	b.db = min(b.db, 1)
 	if f, ok := g.dbTakeLocked(who, b.db); !ok {
 		return f, false
 	}
@@ -145,6 +149,12 @@ func (g *Gateway) countHostLocked(b *binding) (failure, bool) {
 		return b.gen.tooMany, false
 	case g.perUser[who] >= g.opts.MaxSessionsPerUser:
 		return b.gen.tooManyForUser, false
+	}
+	if extra := b.gen.db(g.opts.DB) - b.db; extra > 0 {
+		if f, ok := g.dbTakeLocked(who, extra); !ok {
+			return f, false
+		}
+		b.db += extra
 	}
 	g.hosts--
 	g.joinLocked(who)
