@@ -88,7 +88,8 @@ func (g *Gateway) hostSession(s *binding, readOnly bool, tools toolSet) (*worker
 		}
 		host.sessions.Add(-1)
 		host.lastUsed.Store(g.opts.Now().UnixNano())
-		g.observer.WorkerExited(WorkerSession, reason)
+		// No WorkerExited: the metrics count processes, and the
+		// worker's own exit is counted as its per-user worker's.
 	}}, s.id, g.opts.MaxSessionsPerWorker)
 	if err != nil {
 		host.sessions.Add(-1)

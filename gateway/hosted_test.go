@@ -40,7 +40,22 @@ func sharedGateway(t testing.TB, d db.Config, opts Options) (*Gateway, string) {
 	}
 	g, err := New(l, opts)
 	require.NoError(t, err)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := testPrincipalServer(g)
+	t.Cleanup(func() {
+		hs.Close()
+		ctx, cancel := stopContext()
+		defer cancel()
+		assert.NoError(t, g.Close(ctx))
+	})
+	return g, hs.URL
+}
+
+// testPrincipalServer serves g on httptest with the principal taken from
+// test headers, standing in for auth's middleware: X-Test-User,
+// X-Test-Read-Only ("1"), X-Test-Tools (a policy grant, comma-separated)
+// and X-Test-Client (the client id).
+func testPrincipalServer(g *Gateway) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u := r.Header.Get("X-Test-User"); u != "" {
 			p := &auth.Principal{Issuer: "https://issuer", Subject: "sub-" + u, UserID: u, ReadOnly: r.Header.Get("X-Test-Read-Only") == "1",
 				ClientID: r.Header.Get("X-Test-Client")}
@@ -51,13 +66,11 @@ func sharedGateway(t testing.TB, d db.Config, opts Options) (*Gateway, string) {
 		}
 		g.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() {
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		assert.NoError(t, g.Close(ctx))
-	})
-	return g, hs.URL
+}
+
+// stopContext bounds a test gateway's Close.
+func stopContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
 // hostedPid is the pid of the worker process session cs runs in.

@@ -124,7 +124,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 		errShuttingDown.write(w, m.ID)
 		return
 	}
-	if st.Results() > 0 {
+	if st.Results() > 0 && !conn.Hosted() { // a hosted session started no worker
 		g.observer.WorkerStarted(WorkerSession, conn.Pooled(), g.opts.Now().Sub(started))
 	}
 	done := g.enter(s)

@@ -76,6 +76,10 @@ func (c *Conn) OpenSession(cfg ConnConfig, id string, max int) (*Conn, error) {
 	return h, nil
 }
 
+// Hosted reports whether c is a session hosted in a worker that hosts
+// sessions (OpenSession), not a process's own Conn.
+func (c *Conn) Hosted() bool { return c.host != nil }
+
 // Sessions returns the number of sessions c's worker hosts.
 func (c *Conn) Sessions() int {
 	c.mu.Lock()
