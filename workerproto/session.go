@@ -74,6 +74,22 @@ func OpenLine(session int64, id string) []byte {
 	return append(dst, "}}"...)
 }
 
+// sessionNumber reads a session number as AppendFrame writes it: decimal
+// digits without a sign, a fraction, an exponent or a leading zero, from
+// 0 to MaxSession.
+func sessionNumber(raw json.RawMessage) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 16 || (raw[0] == '0' && len(raw) > 1) {
+		return 0, false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil && n <= MaxSession
+}
+
 // EndLine returns the frame that ends session, without a newline.
 func EndLine(session int64) []byte {
 	dst := strconv.AppendInt([]byte(framePrefix), session, 10)
@@ -87,7 +103,7 @@ type frameLine struct {
 }
 
 type frameParams struct {
-	Session *json.Number    `json:"session"`
+	Session json.RawMessage `json:"session"`
 	Message json.RawMessage `json:"message"`
 	End     *bool           `json:"end"`
 	Open    *string         `json:"open"`
@@ -102,7 +118,6 @@ type frameParams struct {
 func ParseFrame(line []byte) (Frame, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	var l frameLine
 	if err := dec.Decode(&l); err != nil {
 		return Frame{}, fmt.Errorf("%w: %v", ErrFrame, err)
@@ -117,8 +132,8 @@ func ParseFrame(line []byte) (Frame, error) {
 	if p.Session == nil {
 		return Frame{}, fmt.Errorf("%w: params.session is missing", ErrFrame)
 	}
-	n, err := strconv.ParseInt(p.Session.String(), 10, 64)
-	if err != nil || n < 0 || n > MaxSession {
+	n, ok := sessionNumber(p.Session)
+	if !ok {
 		return Frame{}, fmt.Errorf("%w: params.session must be a whole number from 0 to %d", ErrFrame, int64(MaxSession))
 	}
 	f := Frame{Session: n}
