@@ -168,6 +168,9 @@ func hostedCall(t testing.TB, url, user, sid, id, tool string, args map[string]a
 	return resp.StatusCode, m
 }
 
+// modernRequestMeta is the _meta member of a 2026-07-28 request.
+const modernRequestMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
 // slowQuery runs until it is cancelled or its worker goes.
 var slowQuery = map[string]any{"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}
 
@@ -257,9 +260,10 @@ func TestSharedSessionsHostile(t *testing.T) {
 			resp, out := rawDo(t, http.MethodPost, url, body, sidHdr, a, protoHdr, "2025-11-25", "X-Test-User", "alice")
 			assert.NotContains(t, out, "9003", "status %d", resp.StatusCode)
 		}
-		resp, out := rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","id":2,"method":"mcpgate/session","params":`+frame+`}`,
+		modernFrame := fmt.Sprintf(`{"session":%d,"message":%s,%s}`, n, write, modernRequestMeta)
+		resp, out := rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","id":2,"method":"mcpgate/session","params":`+modernFrame+`}`,
 			protoHdr, modernVersion, "Mcp-Method", "mcpgate/session", "X-Test-User", "alice")
-		assert.NotEqual(t, http.StatusOK, resp.StatusCode, "a forged frame on the 2026-07-28 path: %s", out)
+		assert.Contains(t, out, `"code":-32601`, "a forged frame on the 2026-07-28 path reached no method (status %d)", resp.StatusCode)
 	}
 	for _, sid := range []string{a, b} {
 		_, m := hostedCall(t, url, "alice", sid, "1", "status", nil)
@@ -307,4 +311,92 @@ func TestSharedSessionsCancelAlone(t *testing.T) {
 	assert.Nil(t, ma["result"], "the cancelled request was answered: %v", ma)
 	require.NotNil(t, mb["result"], "the other session's request: %v", mb)
 	assert.Contains(t, resultText(mb), "300000", "the other session's query was cancelled")
+}
+
+// TestSharedSessionsLimits: the limits count sessions, not processes. A
+// user under max_sessions_per_user 3 holds three sessions in one worker
+// (the worker is not a fourth), and her fourth initialize ends her least
+// recently used idle session; limits.max_sessions_per_worker refuses a
+// session beyond it with 429. An idle session is reaped alone; the
+// worker is reaped once it hosts none and has been idle as long.
+func TestSharedSessionsLimits(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	g, url := sharedGateway(t, dbtest.Config(t, db.SQLite), Options{Now: clock, SessionIdleTimeout: 10 * time.Minute,
+		MaxSessionsPerUser: 3, MaxSessionsPerWorker: 2})
+
+	a := rawSessionWith(t, url, "X-Test-User", "alice")
+	advance(time.Minute)
+	b := rawSessionWith(t, url, "X-Test-User", "alice")
+	pid, _ := g.WorkerPid(a)
+	pb, _ := g.WorkerPid(b)
+	require.Equal(t, pid, pb)
+	resp, body := rawDo(t, http.MethodPost, url, initBody, "X-Test-User", "alice")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, body)
+	assert.Contains(t, body, "limits.max_sessions_per_worker")
+	assert.Equal(t, 2, g.Sessions())
+
+	// A read-only session is another worker: the user's third session.
+	advance(time.Minute)
+	ro := rawSessionWith(t, url, "X-Test-User", "alice", "X-Test-Read-Only", "1")
+	assert.Equal(t, 3, g.Sessions())
+	assert.Equal(t, 2, g.PerUserWorkers())
+	// The fourth: her least recently used idle session (a) makes room.
+	advance(time.Minute)
+	ro2 := rawSessionWith(t, url, "X-Test-User", "alice", "X-Test-Read-Only", "1")
+	_, ok := g.WorkerPid(a)
+	assert.False(t, ok, "the least recently used idle session should have made room")
+	assert.Equal(t, 3, g.Sessions())
+
+	// b and ro idle past the timeout, ro2 not: they go, their workers stay
+	// while a session is hosted, b's worker (now empty) goes at the next
+	// reaping once idle as long.
+	advance(9*time.Minute + 30*time.Second)
+	_, out := rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"status","arguments":{}}}`,
+		sidHdr, ro2, protoHdr, "2025-11-25", "Accept", "application/json", "X-Test-User", "alice", "X-Test-Read-Only", "1")
+	require.Contains(t, out, "read-only: true")
+	advance(time.Minute)
+	g.reapIdle()
+	assert.Equal(t, 1, g.Sessions())
+	for _, sid := range []string{b, ro} {
+		_, ok := g.WorkerPid(sid)
+		assert.False(t, ok, "an idle session outlived the timeout")
+	}
+	assert.Equal(t, 2, g.PerUserWorkers(), "a worker outlives its last session by at least one reaping")
+	advance(11 * time.Minute)
+	g.reapIdle() // ro2 goes; its worker stays one more timeout
+	assert.Equal(t, 0, g.Sessions())
+	advance(11 * time.Minute)
+	g.reapIdle()
+	assert.Equal(t, 0, g.PerUserWorkers(), "an empty idle worker outlived the timeout")
+	requireReaped(t, pid)
+}
+
+// TestSharedSessionsDatabaseBudget: every hosted session's connection
+// counts against the database budget, beside the one its worker opens at
+// its start; the rest of the worker's share is charged when a 2026-07-28
+// request first uses it.
+func TestSharedSessionsDatabaseBudget(t *testing.T) {
+	g, url := sharedGateway(t, dbtest.Config(t, db.SQLite), Options{DB: DBBudget{Max: 20, MaxPerUser: 5, PerSession: 1, PerUserWorker: 5}})
+	a := rawSessionWith(t, url, "X-Test-User", "alice")
+	for range 3 {
+		rawSessionWith(t, url, "X-Test-User", "alice")
+	}
+	assert.Equal(t, 5, g.DBConnections(), "four sessions and their worker's first connection")
+	resp, body := rawDo(t, http.MethodPost, url, initBody, "X-Test-User", "alice")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, body)
+	assert.Contains(t, body, "limits.max_db_connections_per_user")
+	rawDo(t, http.MethodDelete, url, "", sidHdr, a, protoHdr, "2025-11-25", "X-Test-User", "alice")
+	assert.Equal(t, 4, g.DBConnections(), "an ended session gives its connection back")
+
+	resp, body = rawDo(t, http.MethodPost, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"status","arguments":{},`+modernRequestMeta+`}}`,
+		protoHdr, modernVersion, "Mcp-Method", "tools/call", "Mcp-Name", "status", "X-Test-User", "alice")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "a 2026-07-28 request in a worker whose share does not fit: %s", body)
+	assert.Equal(t, 4, g.DBConnections())
+	bob := rawSessionWith(t, url, "X-Test-User", "bob")
+	_, m := hostedCall(t, url, "bob", bob, "1", "status", nil)
+	assert.Contains(t, resultText(m), "user: bob")
+	assert.Equal(t, 6, g.DBConnections())
 }
