@@ -14,10 +14,11 @@ import (
 	"github.com/mcpgate/mcpgate/workerproto"
 )
 
-// NewSession builds the server of one hosted session, whose MCP session
-// id is id: its own MCP server over its own database connection, and what
-// closes that connection when the session is over.
-type NewSession func(ctx context.Context, id string) (*mcp.Server, func(), error)
+// NewSession readies one hosted session, whose MCP session id is id: it
+// returns what serves the session over in and out (SessionHost.Serve,
+// with the session's own database connection), and what closes that
+// connection when the session is over.
+type NewSession func(ctx context.Context, id string) (serve func(ctx context.Context, in io.Reader, out io.Writer) error, closeFn func(), err error)
 
 // maxFrameLine bounds one inbound frame: a message of maxFrame and the
 // frame around it.
@@ -27,9 +28,8 @@ const maxFrameLine = maxFrame + 1024
 // (workerproto.Identity.Sessions) until in ends or ctx is cancelled: every
 // line of in is a frame (workerproto.ParseFrame); session 0's messages go
 // to own, the worker's own server (its 2026-07-28 requests), and each
-// other session's to a server of its own, which newSession builds at the
-// session's open frame and whose end (an end frame, or in ending)
-// closes. Everything a server writes goes out in its session's frame, so
+// other session's to what newSession readies at the session's open frame,
+// which the session's end (an end frame, or in ending) closes. Everything a server writes goes out in its session's frame, so
 // that one session's messages never reach another's client. A line that
 // is not a frame is dropped and logged: only the gateway writes to in,
 // and a client's bytes are only ever a frame's message.
@@ -118,7 +118,7 @@ func (h *hosting) take(line []byte, own *io.PipeWriter) {
 // start starts session n's server; on failure it tells the gateway (an
 // end frame) and remembers n as failed.
 func (h *hosting) start(n int64, id string) *hostedSession {
-	srv, closeFn, err := h.newSession(h.ctx, id)
+	serve, closeFn, err := h.newSession(h.ctx, id)
 	if err != nil {
 		h.log.Warn("mcpgate worker: a hosted session could not start", "err", err)
 		h.sessions[n] = nil
@@ -131,7 +131,7 @@ func (h *hosting) start(n int64, id string) *hostedSession {
 	h.wg.Go(func() {
 		defer closeFn()
 		defer pr.Close()
-		if err := Serve(h.ctx, srv, pr, &frameWriter{w: h.w, session: n}); err != nil {
+		if err := serve(h.ctx, pr, &frameWriter{w: h.w, session: n}); err != nil {
 			h.log.Warn("mcpgate worker: a hosted session failed", "err", err)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -164,25 +165,30 @@ func Run(ctx context.Context, p Program) error {
 	return nil
 }
 
-// hostedSession builds each session a worker that hosts sessions serves
+// hostedSession readies each session a worker that hosts sessions serves
 // (workerproto.Identity.Sessions): what a worker of its own would have,
-// a server of the identity's tools over a database connection of its
-// own, as the same user with the same rights, with one transaction at a
-// time (commit, abort, refresh, status).
+// the identity's tools over a database connection of its own, as the same
+// user with the same rights, with one transaction at a time (commit,
+// abort, refresh, status). The sessions share one server
+// (tools.SessionHost), built at the first.
 func hostedSession(opts tools.Options, cfg db.Config) tools.NewSession {
-	return func(ctx context.Context, sessionID string) (*mcp.Server, func(), error) {
+	opts.Transactions = nil
+	host := sync.OnceValues(func() (*tools.SessionHost, error) {
+		return tools.NewSessionHost(opts, engines[cfg.Driver].Name())
+	})
+	return func(ctx context.Context, sessionID string) (func(context.Context, io.Reader, io.Writer) error, func(), error) {
+		h, err := host()
+		if err != nil {
+			return nil, nil, err
+		}
 		session, err := db.Open(ctx, engines[cfg.Driver], cfg, opts.User, opts.ReadOnly)
 		if err != nil {
 			return nil, nil, err
 		}
-		o := opts
-		o.SessionID, o.DB, o.Transactions = sessionID, session, nil
-		srv, err := tools.NewServer(o)
-		if err != nil {
-			session.Close()
-			return nil, nil, err
+		serve := func(ctx context.Context, in io.Reader, out io.Writer) error {
+			return h.Serve(ctx, sessionID, session, in, out)
 		}
-		return srv, func() { session.Close() }, nil
+		return serve, func() { session.Close() }, nil
 	}
 }
 
