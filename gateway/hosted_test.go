@@ -400,3 +400,21 @@ func TestSharedSessionsDatabaseBudget(t *testing.T) {
 	assert.Contains(t, resultText(m), "user: bob")
 	assert.Equal(t, 6, g.DBConnections())
 }
+
+// TestSharedSessionStepUp: a read-only session whose client steps up to a
+// read-write token moves to the worker of its new rights, the one the
+// user's read-write sessions share; the read-only worker is left to
+// itself.
+func TestSharedSessionStepUp(t *testing.T) {
+	g, url := sharedGateway(t, dbtest.Config(t, db.SQLite), Options{})
+	rw := rawSessionWith(t, url, "X-Test-User", "alice")
+	ro := rawSessionWith(t, url, "X-Test-User", "alice", "X-Test-Read-Only", "1")
+	prw, _ := g.WorkerPid(rw)
+	pro, _ := g.WorkerPid(ro)
+	require.NotEqual(t, prw, pro)
+	_, m := hostedCall(t, url, "alice", ro, "1", "status", nil) // a read-write token
+	assert.Contains(t, resultText(m), "read-only: false")
+	assert.Contains(t, resultText(m), "session: "+ro, "the session keeps its identity in its new worker")
+	now, _ := g.WorkerPid(ro)
+	assert.Equal(t, prw, now, "the stepped-up session should run in the user's read-write worker")
+}
