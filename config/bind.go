@@ -40,6 +40,7 @@ var gatewayKeys = []binding{
 	{"limits.worker_start_timeout", "WorkerStartTimeout", gateway.DefaultWorkerStartTimeout},
 	{"limits.max_sessions", "MaxSessions", gateway.DefaultMaxSessions},
 	{"limits.max_sessions_per_user", "MaxSessionsPerUser", gateway.DefaultMaxSessionsPerUser},
+	{"limits.max_sessions_per_worker", "MaxSessionsPerWorker", gateway.DefaultMaxSessionsPerWorker},
 	{"limits.max_db_connections", "DB.Max", gateway.DefaultMaxDBConnections},
 	{"limits.max_db_connections_per_user", "DB.MaxPerUser", gateway.DefaultMaxDBConnectionsPerUser},
 	{"limits.max_stream_lifetime", "MaxStreamLifetime", gateway.DefaultMaxStreamLifetime},
@@ -129,6 +130,7 @@ var configKeys = []binding{
 	{"limits.drain_timeout", "", gateway.DefaultDrainTimeout},
 	{"database.path", "", db.DefaultSQLitePath},
 	{"audit.max_argument_bytes", "", audit.DefaultMaxArgumentBytes},
+	{"worker.sessions", "", nil}, // SharedSessions; its default depends on worker.command
 }
 
 // allBindings lists every table, for defaults and tests.
@@ -242,6 +244,7 @@ func (c *Config) GatewayOptions() gateway.Options {
 	o.LoopbackHostCheck = c.Loopback()
 	o.AllowedHosts = c.publicHost()
 	o.DB, _ = c.DBBudget()
+	o.SharedSessions = c.SharedSessions()
 	return o
 }
 

@@ -177,6 +177,7 @@ const (
 	DefaultIdleTimeout             = gateway.DefaultIdleTimeout
 	DefaultMaxSessions             = gateway.DefaultMaxSessions
 	DefaultMaxSessionsPerUser      = gateway.DefaultMaxSessionsPerUser
+	DefaultMaxSessionsPerWorker    = gateway.DefaultMaxSessionsPerWorker
 	DefaultMaxDBConnections        = gateway.DefaultMaxDBConnections
 	DefaultMaxDBConnectionsPerUser = gateway.DefaultMaxDBConnectionsPerUser
 	DefaultSessionIdleTimeout      = gateway.DefaultSessionIdleTimeout

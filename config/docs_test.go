@@ -78,6 +78,7 @@ var docDefaultNotLiteral = map[string]string{
 	"server.replica_id":                     "—",
 	"database.user_role_member_of":          "—",
 	"worker.command":                        "built-in",
+	"worker.sessions":                       "`shared` for the built-in worker, `per_session` for an external `command`",
 	"worker.env":                            "—",
 	"worker.credentials":                    "—",
 	"worker.dir":                            "the gateway's",

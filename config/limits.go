@@ -44,6 +44,10 @@ type Limits struct {
 	// subject) live sessions and per-user workers; the next initialize, or
 	// a 2026-07-28 request that needs a new worker, gets 429. Default 256.
 	MaxSessionsPerUser int `mapstructure:"max_sessions_per_user"`
+	// MaxSessionsPerWorker caps the sessions one worker hosts when
+	// sessions are shared (worker.sessions); the next initialize of its
+	// key gets 429. Default 128.
+	MaxSessionsPerWorker int `mapstructure:"max_sessions_per_worker"`
 	// MaxDBConnections caps the PostgreSQL connections this replica's
 	// built-in workers may hold together: one per session, and
 	// database.max_transactions+1 per 2026-07-28 per-user worker. The next

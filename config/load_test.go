@@ -45,6 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 		"idle_timeout":                    2 * time.Minute,
 		"max_sessions":                    1024,
 		"max_sessions_per_user":           256,
+		"max_sessions_per_worker":         128,
 		"session_idle_timeout":            30 * time.Minute,
 		"worker_start_timeout":            10 * time.Second,
 		"worker_stop_grace":               5 * time.Second,
@@ -87,6 +88,7 @@ func TestLoadDefaults(t *testing.T) {
 		"idle_timeout":                    c.Limits.IdleTimeout,
 		"max_sessions":                    c.Limits.MaxSessions,
 		"max_sessions_per_user":           c.Limits.MaxSessionsPerUser,
+		"max_sessions_per_worker":         c.Limits.MaxSessionsPerWorker,
 		"max_db_connections":              c.Limits.MaxDBConnections,
 		"max_db_connections_per_user":     c.Limits.MaxDBConnectionsPerUser,
 		"session_idle_timeout":            c.Limits.SessionIdleTimeout,
@@ -199,7 +201,7 @@ func TestLoadFile(t *testing.T) {
 			MaxBodyBytes: 1 << 20, MaxConnections: 10, MaxConnectionsPerPrincipal: 2, MaxStreamLifetime: time.Hour,
 			ReadHeaderTimeout: 2 * time.Second,
 			ReadTimeout:       20 * time.Second, IdleTimeout: time.Minute, MaxSessions: 100,
-			MaxSessionsPerUser: 5, SessionIdleTimeout: 10 * time.Minute,
+			MaxSessionsPerUser: 5, MaxSessionsPerWorker: DefaultMaxSessionsPerWorker, SessionIdleTimeout: 10 * time.Minute,
 			MaxDBConnections: DefaultMaxDBConnections, MaxDBConnectionsPerUser: DefaultMaxDBConnectionsPerUser,
 			WorkerStartTimeout: 3 * time.Second, WorkerStopGrace: time.Second,
 			WriteTimeout: DefaultWriteTimeout, MaxStreamBufferBytes: DefaultMaxStreamBuffer,
@@ -528,7 +530,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 119)
+	assert.Len(t, keys, 121)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

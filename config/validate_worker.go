@@ -54,6 +54,14 @@ func (c *Config) validateWorker(v *validator) {
 	if w.IdentityOnStdin && !c.external() {
 		v.add("worker.identity_on_stdin", "applies to an external worker.command only; the built-in worker always takes its identity on stdin when pre-started, so remove it")
 	}
+	switch w.Sessions {
+	case "", SessionsShared, SessionsPerSession:
+	default:
+		v.add("worker.sessions", "%q: want %s (a user's sessions share the user's worker) or %s (a process per session)", w.Sessions, SessionsShared, SessionsPerSession)
+	}
+	if w.Sessions == SessionsShared && len(w.Credentials) > 0 {
+		v.add("worker.sessions", "%s cannot be used with worker.credentials: a worker holding a credential is replaced before it expires, which would end every session it hosts; leave worker.sessions unset (a process per session)", SessionsShared)
+	}
 	c.validateAccounts(v)
 	checkNames(v, "worker.toolsets", w.Toolsets)
 	checkNames(v, "worker.safe_tools", w.SafeTools)

@@ -4,6 +4,26 @@ import (
 	"time"
 )
 
+// The values of worker.sessions.
+const (
+	SessionsShared     = "shared"
+	SessionsPerSession = "per_session"
+)
+
+// SharedSessions reports whether 2025-11-25 sessions share their key's
+// worker (worker.sessions, and its default). A worker given credentials
+// keeps a process per session: the credential is replaced with the
+// process, which would end every session it hosts.
+func (c *Config) SharedSessions() bool {
+	switch c.Worker.Sessions {
+	case SessionsShared:
+		return true
+	case SessionsPerSession:
+		return false
+	}
+	return len(c.Worker.Command) == 0 && len(c.Worker.Credentials) == 0
+}
+
 // Worker says which process serves a session.
 type Worker struct {
 	// Command is the worker's argv. Empty means the built-in worker
@@ -46,6 +66,14 @@ type Worker struct {
 	// Credentials are each user's own credentials for the downstream
 	// service the worker reaches (config/credentials.go, docs/credentials.md).
 	Credentials []WorkerCredential `mapstructure:"credentials"`
+	// Sessions says where a 2025-11-25 session runs: SessionsShared, in
+	// the one worker of its user, read-only flag and grant, beside their
+	// 2026-07-28 requests (the worker must host sessions: the built-in one
+	// does; an external Command must read and write the gateway's session
+	// frames, docs/gateway.md); SessionsPerSession, in a process of its
+	// own. Empty means shared for the built-in worker, per session for an
+	// external Command.
+	Sessions string `mapstructure:"sessions"`
 	// RunAs, UIDRange, UIDMapFile, DataDir and Group say which OS account
 	// a worker runs as (config/accounts.go).
 	RunAs      string `mapstructure:"run_as"`

@@ -41,27 +41,82 @@ func NewAccounting() *Accounting {
 func (a *Accounting) take(who auth.PrincipalKey, n int, o *Options, gen *generation) (failure, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if f, ok := a.countableLocked(who, o, gen); !ok {
+		return f, false
+	}
+	if f, ok := a.dbTakeLocked(who, n, o.DB); !ok {
+		return f, false
+	}
+	a.joinLocked(who, o)
+	return failure{}, true
+}
+
+// takeDB charges who n database connections alone: a worker its sessions
+// started holds them before it counts as a binding (count).
+func (a *Accounting) takeDB(who auth.PrincipalKey, n int, b DBBudget) (failure, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dbTakeLocked(who, n, b)
+}
+
+// count admits one more binding of gen for who under o's limits, without
+// database connections, and counts it.
+func (a *Accounting) count(who auth.PrincipalKey, o *Options, gen *generation) (failure, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f, ok := a.countableLocked(who, o, gen); !ok {
+		return f, false
+	}
+	a.joinLocked(who, o)
+	return failure{}, true
+}
+
+// countableLocked says whether one more binding of who stays under
+// MaxSessions and MaxSessionsPerUser. a.mu is held.
+func (a *Accounting) countableLocked(who auth.PrincipalKey, o *Options, gen *generation) (failure, bool) {
 	switch {
 	case a.live >= o.MaxSessions:
 		return gen.tooMany, false
 	case a.perUser[who] >= o.MaxSessionsPerUser:
 		return gen.tooManyForUser, false
 	}
-	if b := o.DB; b.Max > 0 {
-		switch {
-		case a.dbPerUser[who]+n > b.MaxPerUser:
-			return errDBForUser, false
-		case a.dbUsed+n > b.Max:
-			return errDBFull, false
-		}
-		a.dbUsed += n
-		a.dbPerUser[who] += n
+	return failure{}, true
+}
+
+// dbTakeLocked charges who n connections under budget b. a.mu is held.
+func (a *Accounting) dbTakeLocked(who auth.PrincipalKey, n int, b DBBudget) (failure, bool) {
+	if b.Max <= 0 {
+		return failure{}, true
 	}
+	switch {
+	case a.dbPerUser[who]+n > b.MaxPerUser:
+		return errDBForUser, false
+	case a.dbUsed+n > b.Max:
+		return errDBFull, false
+	}
+	a.dbUsed += n
+	a.dbPerUser[who] += n
+	return failure{}, true
+}
+
+// joinLocked counts one more binding of who, giving who a buffer budget
+// on its first. a.mu is held.
+func (a *Accounting) joinLocked(who auth.PrincipalKey, o *Options) {
 	a.live++
 	if a.perUser[who]++; a.userBufs[who] == nil {
 		a.userBufs[who] = newBudget("one user's responses", "limits.max_user_buffer_bytes", o.MaxUserBufferBytes, a.buffered)
 	}
-	return failure{}, true
+}
+
+// parentBuf is the budget a binding of who not yet counted draws on: who's
+// own if who has one, else the total.
+func (a *Accounting) parentBuf(who auth.PrincipalKey) *budget {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b := a.userBufs[who]; b != nil {
+		return b
+	}
+	return a.buffered
 }
 
 // userBuf is who's buffer budget; take made it.

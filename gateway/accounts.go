@@ -26,6 +26,10 @@ func startFailure(err error, f failure) failure {
 	if errors.Is(err, worker.ErrNoAccount) {
 		return errNoAccount
 	}
+	var fe failureError
+	if errors.As(err, &fe) {
+		return fe.f
+	}
 	return f
 }
 

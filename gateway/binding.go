@@ -132,6 +132,15 @@ type binding struct {
 	lastUsed atomic.Int64 // unix nanoseconds by Options.Now
 	busy     atomic.Int32 // HTTP requests being served, streams included
 
+	// A per-user worker that hosts sessions (Options.SharedSessions):
+	// counted says that it counts against the limits as one of its
+	// principal's bindings (it was started, or used, by a 2026-07-28
+	// request; a worker its sessions alone use counts only them), under
+	// g.mu; sessions counts the sessions it hosts, which keep it from idle
+	// reaping.
+	counted  bool
+	sessions atomic.Int32
+
 	stop exitReason // why the gateway stops the worker
 
 	// A per-user worker's start: ready is closed when the handshake is
@@ -287,6 +296,12 @@ func (g *Gateway) keyOf(c *call) bindKey {
 // key's first request, and marks it busy; release ends that. On a refusal
 // it returns the failure to answer with.
 func (g *Gateway) acquire(ctx context.Context, key bindKey, creds credential.Set) (*binding, failure, bool) {
+	return g.acquireWorker(ctx, key, creds, false)
+}
+
+// acquireWorker is acquire; forSession says that a session is to be
+// hosted in the worker, which that does not count (hosted.go).
+func (g *Gateway) acquireWorker(ctx context.Context, key bindKey, creds credential.Set, forSession bool) (*binding, failure, bool) {
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
@@ -297,10 +312,22 @@ func (g *Gateway) acquire(ctx context.Context, key bindKey, creds credential.Set
 		g.retireLocked(uw)
 		uw = nil
 	}
+	if uw != nil && !uw.counted && !forSession {
+		// A worker its sessions started: its first 2026-07-28 request
+		// counts it (hosted.go).
+		if f, ok := g.countHostLocked(uw); !ok {
+			g.mu.Unlock()
+			return nil, f, false
+		}
+	}
 	if uw == nil {
 		uw = g.newBinding(key)
 		uw.creds = creds
-		if f, ok := g.admitLocked(uw); !ok {
+		admit := g.admitLocked
+		if forSession {
+			admit = g.admitHostLocked
+		}
+		if f, ok := admit(uw); !ok {
 			g.mu.Unlock()
 			return nil, f, false
 		}
@@ -341,6 +368,7 @@ func (g *Gateway) admitLocked(b *binding) (failure, bool) {
 	if f, ok := g.acct.take(who, b.db, &g.opts, b.gen); !ok {
 		return f, false
 	}
+	b.counted = true
 	// Like a session's: all of the worker's responses together.
 	b.buf = newBudget(b.gen.budget, "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.acct.userBuf(who))
 	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
@@ -380,7 +408,11 @@ func (g *Gateway) takeLocked(b *binding) bool {
 		return false
 	}
 	delete(g.bound, b.key.slot())
-	g.leaveLocked(b.key.principal())
+	if b.counted {
+		g.leaveLocked(b.key.principal())
+	} else {
+		g.hosts--
+	}
 	return true
 }
 
@@ -388,6 +420,14 @@ func (g *Gateway) takeLocked(b *binding) bool {
 // concurrently and waits. reason is why, for the metrics (Exit*); why is
 // what the worker's requests in flight are told.
 func (g *Gateway) stopBindings(ctx context.Context, list []*binding, reason, why string) error {
+	// Sessions first: one hosted in a per-user worker then ends as a
+	// session, not with its worker.
+	sessions, workers := splitSessions(list)
+	return errors.Join(g.stopEach(ctx, sessions, reason, why), g.stopEach(ctx, workers, reason, why))
+}
+
+// stopEach stops the workers of list concurrently and waits.
+func (g *Gateway) stopEach(ctx context.Context, list []*binding, reason, why string) error {
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for i, b := range list {
@@ -468,7 +508,7 @@ func (g *Gateway) reapIdle() {
 	var due []*binding // per-user workers holding a credential due for renewal
 	g.mu.Lock()
 	for _, b := range g.bound {
-		if !b.started() || b.failed || b.busy.Load() != 0 {
+		if !b.started() || b.failed || b.busy.Load() != 0 || b.sessions.Load() != 0 {
 			continue
 		}
 		if b.gen == userGen && b.credsDue(time.Unix(0, now)) && b.requestsInFlight() == 0 {

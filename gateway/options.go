@@ -98,6 +98,16 @@ type Options struct {
 	// principal here (auth.PrincipalKey: issuer and subject), as for
 	// MaxUserBufferBytes.
 	MaxSessionsPerUser int
+	// SharedSessions says that the server's worker hosts many sessions
+	// (workerproto.Identity.Sessions; the built-in worker does): every
+	// 2025-11-25 session of one key (user, read-only flag and grant) then
+	// runs in that key's one per-user worker, beside its 2026-07-28
+	// requests, rather than in a process of its own. False keeps one
+	// process per session.
+	SharedSessions bool
+	// MaxSessionsPerWorker bounds the sessions one shared worker hosts
+	// (default 128); beyond it initialize gets 429.
+	MaxSessionsPerWorker int
 	// DB bounds the database connections the workers may hold, in all and
 	// per principal (see DBBudget); the zero value is no budget.
 	DB DBBudget
@@ -186,6 +196,7 @@ const (
 	DefaultWorkerStartTimeout    = 10 * time.Second
 	DefaultMaxSessions           = 1024
 	DefaultMaxSessionsPerUser    = 256
+	DefaultMaxSessionsPerWorker  = 128
 	DefaultMaxStreamLifetime     = time.Hour
 	DefaultKeepAliveInterval     = 25 * time.Second
 	DefaultWriteTimeout          = 30 * time.Second
@@ -251,6 +262,7 @@ func (o Options) Validate() error {
 	}{
 		{"MaxSessions", o.MaxSessions},
 		{"MaxSessionsPerUser", o.MaxSessionsPerUser},
+		{"MaxSessionsPerWorker", o.MaxSessionsPerWorker},
 		{"DB.Max", o.DB.Max},
 		{"DB.MaxPerUser", o.DB.MaxPerUser},
 	} {
@@ -310,6 +322,7 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.WorkerStartTimeout, DefaultWorkerStartTimeout)
 	setDefault(&o.MaxSessions, DefaultMaxSessions)
 	setDefault(&o.MaxSessionsPerUser, DefaultMaxSessionsPerUser)
+	setDefault(&o.MaxSessionsPerWorker, DefaultMaxSessionsPerWorker)
 	o.DB = o.DB.withDefaults()
 	setDefault(&o.MaxStreamLifetime, DefaultMaxStreamLifetime)
 	setDefault(&o.KeepAliveInterval, DefaultKeepAliveInterval)

@@ -37,7 +37,7 @@ func (g *Gateway) startWorker(uw *binding) {
 		g.remove(uw)
 	}
 	started := g.opts.Now()
-	ws, err := withCredentials(uw, worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: workerproto.ScopeUser})
+	ws, err := withCredentials(uw, worker.Session{User: uw.key.user, ID: uw.id, ReadOnly: uw.key.readOnly, Tools: uw.key.grant().list(), Scope: workerproto.ScopeUser, Sessions: g.opts.SharedSessions})
 	if err != nil {
 		uw.log.Error("gateway: starting a per-user worker", "err", err)
 		fail(uw.gen.start)

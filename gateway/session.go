@@ -130,7 +130,7 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 		return
 	}
 	g.watchCredentials(s)
-	if st.Results() > 0 {
+	if st.Results() > 0 && !conn.Hosted() { // a hosted session started no worker
 		g.observer.WorkerStarted(WorkerSession, conn.Pooled(), g.opts.Now().Sub(started))
 	}
 	done := g.enter(s)
@@ -151,6 +151,9 @@ func (g *Gateway) initialize(w http.ResponseWriter, c *call, m *jsonrpc.Message)
 // the session while it is the session's worker; a worker a step-up
 // replaced ends alone.
 func (g *Gateway) startSessionWorker(s *binding, readOnly bool, tools toolSet) (*worker.Conn, error) {
+	if g.opts.SharedSessions {
+		return g.hostSession(s, readOnly, tools)
+	}
 	var self atomic.Pointer[worker.Conn]
 	ws, err := withCredentials(s, worker.Session{User: s.key.user, ID: s.id, ReadOnly: readOnly, Tools: tools.list(), Scope: workerproto.ScopeSession})
 	if err != nil {

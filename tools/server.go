@@ -148,7 +148,7 @@ func newServer(opts Options, sets []*Toolset) (*mcp.Server, error) {
 			if opts.Transactions != nil {
 				t = t.withHandle()
 			}
-			srv.AddTool(t.mcpTool(), handler(t, env, maxBytes, logger))
+			srv.AddTool(t.mcpTool(), handler(t, fixedEnv(env), maxBytes, logger))
 		}
 	}
 	return srv, nil
@@ -221,7 +221,7 @@ func Prepare(engine string, logger *slog.Logger) (*Prepared, error) {
 			names[t.Name] = true
 			if hostServes(t, true, engine, false) {
 				p.tools = append(p.tools, t)
-				p.srv.AddTool(t.mcpTool(), handler(t, p.env, DefaultMaxResultBytes, logger))
+				p.srv.AddTool(t.mcpTool(), handler(t, fixedEnv(p.env), DefaultMaxResultBytes, logger))
 			}
 		}
 	}
@@ -277,7 +277,7 @@ func (t *Tool) mcpTool() *mcp.Tool {
 // turns any failure into an isError result with a kind, caps the text, every
 // string of the structured content and every error message (cap.go), and
 // keeps a panicking handler from taking the worker down.
-func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandler {
+func handler(t *Tool, envOf func(*mcp.CallToolRequest) *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -292,6 +292,10 @@ func handler(t *Tool, env *Env, maxBytes int, logger *slog.Logger) mcp.ToolHandl
 		args, err := t.checkArgs(raw)
 		if err != nil {
 			return errorResult(err), nil
+		}
+		env := envOf(req)
+		if env == nil {
+			return errorResult(Errorf(KindOther, "%s: the session is not open", t.Name)), nil
 		}
 		callEnv, done, err := env.withHolder(req).forCall(ctx, t, args)
 		if err != nil {
@@ -381,4 +385,9 @@ func newMCPServer(impl *mcp.Implementation, logger *slog.Logger) (*mcp.Server, *
 	})
 	MarkCalls(srv) // what the worker sends during a call names the call
 	return srv, logger
+}
+
+// fixedEnv is the Env of a server's one session.
+func fixedEnv(env *Env) func(*mcp.CallToolRequest) *Env {
+	return func(*mcp.CallToolRequest) *Env { return env }
 }

@@ -61,6 +61,17 @@ type Conn struct {
 	exitAdvice string
 
 	pooled bool // the worker came from the launcher's pool
+
+	// A worker that hosts sessions (ConnConfig.Framed) frames every
+	// message (workerproto.SessionMethod). Its process's own Conn has
+	// session 0 and keeps the hosted sessions' Conns, which share its
+	// process and have host set (hosted.go).
+	framed  bool
+	session int64
+	host    *Conn
+	hosted  map[int64]*Conn // the process's Conn: its hosted sessions, under mu
+	lastSID int64
+	gone    bool // the process's Conn: its worker has gone, no session opens
 }
 
 // Pooled reports whether the worker was pre-started (LauncherOptions.PoolSize)
@@ -97,6 +108,10 @@ type ConnConfig struct {
 	// client should do. Empty means "the session has ended, initialize a
 	// new one".
 	ExitAdvice string
+	// Framed says that the worker hosts sessions (workerproto.Identity
+	// Sessions): every line, either way, is a frame. OpenSession then
+	// opens a session in it.
+	Framed bool
 }
 
 // NewConn starts reading p's messages. The Conn owns p from now on.
@@ -124,9 +139,13 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 		uniqueProgress: cfg.UniqueProgress,
 
 		exitAdvice: cfg.ExitAdvice,
+		framed:     cfg.Framed,
 	}
 	if c.exitAdvice == "" {
 		c.exitAdvice = "the session has ended, initialize a new one"
+	}
+	if c.framed {
+		c.hosted = make(map[int64]*Conn)
 	}
 	go c.run()
 	return c
@@ -174,7 +193,7 @@ func (c *Conn) Call(m *jsonrpc.Message, progressToken string, s *Stream, rewrite
 
 	data, err := m.EncodeWithID(strconv.AppendInt(nil, gid, 10))
 	if err == nil {
-		err = c.proc.Send(data)
+		err = c.write(data)
 	}
 	// A failed send means the worker is going; run settles the call then.
 	if err != nil {
@@ -229,7 +248,7 @@ func (c *Conn) Respond(m *jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("worker: encode: %w", err)
 	}
-	if err := c.proc.Send(data); err != nil {
+	if err := c.write(data); err != nil {
 		return ErrClosed
 	}
 	return nil
@@ -240,7 +259,7 @@ func (c *Conn) send(m *jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("worker: encode: %w", err)
 	}
-	if err := c.proc.Send(data); err != nil {
+	if err := c.write(data); err != nil {
 		return ErrClosed
 	}
 	return nil
@@ -301,6 +320,9 @@ func (c *Conn) Close(ctx context.Context, kind, msg string) error {
 		c.endKind, c.endMsg = kind, msg
 	}
 	c.mu.Unlock()
+	if c.host != nil {
+		return c.closeHosted(ctx)
+	}
 	err := c.proc.Stop(ctx, c.grace)
 	select {
 	case <-c.done:
@@ -333,5 +355,8 @@ func (c *Conn) ExitLimit() string {
 // the rest), or "" when none did; it waits for the end.
 func (c *Conn) Limit() string {
 	<-c.done
+	if c.host != nil {
+		return c.ExitLimit() // the process may live on
+	}
 	return c.proc.Limit()
 }

@@ -154,6 +154,10 @@ type Session struct {
 	// 4…, in order (credentials it reads from /proc/self/fd/N); the
 	// worker's start takes them over and closes them in the gateway.
 	Files []*os.File
+	// Sessions says that the worker (ScopeUser) hosts its key's sessions
+	// too (workerproto.Identity.Sessions); the Conn is then framed
+	// (ConnConfig.Framed) and opens them (Conn.OpenSession).
+	Sessions bool
 }
 
 // StopGrace returns the time a worker gets between SIGTERM and SIGKILL, so
@@ -172,9 +176,10 @@ func (l *Launcher) Start(s Session, cfg ConnConfig) (*Conn, error) {
 	id := workerproto.Identity{
 		User: s.User, SessionID: s.ID, ReadOnly: s.ReadOnly, Toolsets: l.opts.Toolsets, Tools: s.Tools,
 		ServerName: l.opts.ServerName, ServerVersion: l.opts.ServerVersion, ServerTitle: l.opts.ServerTitle,
-		Scope: s.Scope,
+		Scope: s.Scope, Sessions: s.Sessions,
 	}
 	cfg.StopGrace = l.opts.StopGrace
+	cfg.Framed = s.Sessions
 	if l.opts.Accounts != nil {
 		return l.startAs(id, s, cfg)
 	}

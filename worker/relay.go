@@ -26,7 +26,17 @@ func (c *Conn) run() {
 	}
 	cancel()
 	exit, limit := c.proc.ExitErr(), c.proc.Limit()
+	for _, h := range c.takeHosted() {
+		h.end(exit, limit)
+	}
+	c.end(exit, limit)
+}
 
+// end settles c once its worker has gone (exit, limit: how) or, for a
+// hosted session, once the session is over: every request still in flight
+// is answered with why, the standalone stream ends, OnExit runs, Done is
+// closed.
+func (c *Conn) end(exit error, limit string) {
 	c.mu.Lock()
 	c.closed = true
 	if c.endKind == "" {
@@ -42,9 +52,12 @@ func (c *Conn) run() {
 	kind, msg := c.endKind, c.endMsg
 	c.mu.Unlock()
 
-	if limit != "" {
+	switch {
+	case c.host != nil:
+		c.log.Info("worker: a hosted session ended", "pid", c.Pid(), "reason", kind)
+	case limit != "":
 		c.log.Warn("worker exited over a limit", "pid", c.Pid(), "status", ExitDescription(exit), "limit", limit, "reason", kind)
-	} else {
+	default:
 		c.log.Info("worker exited", "pid", c.Pid(), "status", ExitDescription(exit), "reason", kind)
 	}
 	// Report the exit first, so that a client that reads the error below
@@ -64,6 +77,15 @@ func (c *Conn) run() {
 // handle takes one line from the worker; own, when not nil, is the line's
 // own buffer, which an answer may be written into (see Process.ReadLoop).
 func (c *Conn) handle(line, own []byte) {
+	if c.framed {
+		c.demux(line)
+		return
+	}
+	c.handleMessage(line, own)
+}
+
+// handleMessage is handle for one JSON-RPC message.
+func (c *Conn) handleMessage(line, own []byte) {
 	m, err := jsonrpc.Decode(line)
 	if err != nil || m.Validate() != nil {
 		c.proc.Logf(slog.LevelWarn, "worker: dropped a line that is not JSON-RPC 2.0", "bytes", len(line))
@@ -151,7 +173,7 @@ func (c *Conn) request(m *jsonrpc.Message) {
 	delete(c.outReqs, key)
 	delete(c.workerOut, jsonrpc.Key(m.ID))
 	c.mu.Unlock()
-	_ = c.proc.Send(internalError(m.ID,
+	_ = c.write(internalError(m.ID,
 		"gateway: no client stream is open to carry this request", KindNoStream))
 }
 

@@ -70,7 +70,7 @@ func (c *Conn) Retarget(from, to *Stream, id json.RawMessage) bool {
 // client could take it.
 func (c *Conn) Refuse(key, msg string) {
 	if wid, ok := c.takeOutReq(key); ok {
-		_ = c.proc.Send(internalError(wid, msg, KindNoStream))
+		_ = c.write(internalError(wid, msg, KindNoStream))
 	}
 }
 

@@ -14,6 +14,15 @@ import (
 // worker's own request or notification that long, or an answer whose id
 // does not come before its result, is dropped and logged.
 func (c *Conn) tooLong(head []byte, n int) {
+	if c.framed {
+		c.tooLongFramed(head, n)
+		return
+	}
+	c.tooLongMessage(head, n)
+}
+
+// tooLongMessage is tooLong for a line that is one message.
+func (c *Conn) tooLongMessage(head []byte, n int) {
 	id, ok := answerID(head)
 	gid, err := strconv.ParseInt(string(id), 10, 64)
 	c.mu.Lock()

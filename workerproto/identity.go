@@ -38,6 +38,11 @@ const (
 	// that must span calls in a ScopeUser worker travels in handles the
 	// worker mints, which embed its EnvSessionID (its instance id).
 	EnvScope = "MCPGATE_WORKER_SCOPE"
+	// EnvSessions, "true", tells a ScopeUser worker that it hosts
+	// sessions: every line after the identity, either way, is a frame
+	// (SessionMethod). Unset or empty, it hosts none and reads plain
+	// JSON-RPC.
+	EnvSessions = "MCPGATE_WORKER_SESSIONS"
 )
 
 // The values of EnvScope.
@@ -69,11 +74,15 @@ type Identity struct {
 	ServerVersion string // serverInfo.version
 	ServerTitle   string // serverInfo.title; left out of serverInfo when empty
 	Scope         string // ScopeSession or ScopeUser; empty means ScopeSession
+	// Sessions says that the worker (ScopeUser) hosts the key's
+	// 2025-11-25 sessions too, and so reads and writes frames
+	// (SessionMethod) rather than plain JSON-RPC.
+	Sessions bool
 }
 
 // Environ returns the identity as NAME=value pairs for a worker's environment.
 func (id Identity) Environ() []string {
-	return []string{
+	env := []string{
 		EnvUser + "=" + id.User,
 		EnvSessionID + "=" + id.SessionID,
 		EnvReadOnly + "=" + strconv.FormatBool(id.ReadOnly),
@@ -84,6 +93,10 @@ func (id Identity) Environ() []string {
 		EnvServerTitle + "=" + id.ServerTitle,
 		EnvScope + "=" + cmp.Or(id.Scope, ScopeSession),
 	}
+	if id.Sessions {
+		env = append(env, EnvSessions+"=true")
+	}
+	return env
 }
 
 // IdentityFromEnv reads an identity written by Environ. getenv is usually
@@ -102,6 +115,16 @@ func IdentityFromEnv(getenv func(string) string) (Identity, error) {
 		ServerVersion: getenv(EnvServerVersion),
 		ServerTitle:   getenv(EnvServerTitle),
 		Scope:         getenv(EnvScope),
+	}
+	switch v := getenv(EnvSessions); v {
+	case "":
+	case "true":
+		id.Sessions = true
+	default:
+		return Identity{}, fmt.Errorf("worker: %s=%q: want true or nothing (the gateway sets it)", EnvSessions, v)
+	}
+	if id.Sessions && id.Scope != ScopeUser {
+		return Identity{}, fmt.Errorf("worker: %s is set for a worker of scope %q: only a %s worker hosts sessions", EnvSessions, id.Scope, ScopeUser)
 	}
 	id.Toolsets = splitList(getenv(EnvToolsets))
 	if tools := getenv(EnvTools); tools != AllTools {
@@ -173,6 +196,7 @@ type identityParams struct {
 	ServerVersion string          `json:"serverVersion"`
 	ServerTitle   string          `json:"serverTitle,omitempty"`
 	Scope         string          `json:"scope"`
+	Sessions      bool            `json:"sessions,omitempty"`
 }
 
 // Line returns the identity as the identity line a pooled worker reads
@@ -186,7 +210,7 @@ func (id Identity) Line() []byte {
 	b, err := json.Marshal(identityLine{JSONRPC: "2.0", Method: IdentityMethod, Params: &identityParams{
 		User: id.User, SessionID: id.SessionID, ReadOnly: &ro, Toolsets: id.Toolsets, Tools: tools,
 		ServerName: id.ServerName, ServerVersion: id.ServerVersion, ServerTitle: id.ServerTitle,
-		Scope: cmp.Or(id.Scope, ScopeSession),
+		Scope: cmp.Or(id.Scope, ScopeSession), Sessions: id.Sessions,
 	}})
 	if err != nil {
 		panic(err) // strings, bools and a RawMessage we built: cannot fail
@@ -226,9 +250,12 @@ func ParseIdentityLine(line []byte) (Identity, error) {
 	default:
 		return Identity{}, fmt.Errorf("%w: params.scope is %q: want %s or %s", ErrIdentityLine, p.Scope, ScopeSession, ScopeUser)
 	}
+	if p.Sessions && p.Scope != ScopeUser {
+		return Identity{}, fmt.Errorf("%w: params.sessions is true for scope %q: only a %s worker hosts sessions", ErrIdentityLine, p.Scope, ScopeUser)
+	}
 	id := Identity{
 		User: p.User, SessionID: p.SessionID, ReadOnly: *p.ReadOnly, ServerName: p.ServerName,
-		ServerVersion: p.ServerVersion, ServerTitle: p.ServerTitle, Scope: p.Scope,
+		ServerVersion: p.ServerVersion, ServerTitle: p.ServerTitle, Scope: p.Scope, Sessions: p.Sessions,
 	}
 	for _, t := range p.Toolsets {
 		if t = strings.TrimSpace(t); t != "" {
@@ -268,7 +295,7 @@ func ReadIdentityLine(r *bufio.Reader) (Identity, error) {
 }
 
 // identityEnv lists the variables IsIdentityEnv names.
-var identityEnv = []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope}
+var identityEnv = []string{EnvUser, EnvSessionID, EnvReadOnly, EnvToolsets, EnvTools, EnvServerName, EnvServerVersion, EnvServerTitle, EnvScope, EnvSessions}
 
 // CheckPooledEnv reports an error when getenv has the marker
 // EnvPrestarted together with any identity variable: a pooled worker's

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -153,10 +154,42 @@ func Run(ctx context.Context, p Program) error {
 		defer q.stop()
 		stdin, stdout = q.reader(stdin), q.writer(stdout)
 	}
-	if err := tools.Serve(ctx, srv, stdin, stdout); err != nil {
+	if id.Sessions {
+		err = tools.ServeSessions(ctx, srv, hostedSession(opts, *cfg), stdin, stdout, logger)
+	} else {
+		err = tools.Serve(ctx, srv, stdin, stdout)
+	}
+	if err != nil {
 		return fmt.Errorf("mcpgate worker: %w", err)
 	}
 	return nil
+}
+
+// hostedSession readies each session a worker that hosts sessions serves
+// (workerproto.Identity.Sessions): what a worker of its own would have,
+// the identity's tools over a database connection of its own, as the same
+// user with the same rights, with one transaction at a time (commit,
+// abort, refresh, status). The sessions share one server
+// (tools.SessionHost), built at the first.
+func hostedSession(opts tools.Options, cfg db.Config) tools.NewSession {
+	opts.Transactions = nil
+	host := sync.OnceValues(func() (*tools.SessionHost, error) {
+		return tools.NewSessionHost(opts, engines[cfg.Driver].Name())
+	})
+	return func(ctx context.Context, sessionID string) (func(context.Context, io.Reader, io.Writer) error, func(), error) {
+		h, err := host()
+		if err != nil {
+			return nil, nil, err
+		}
+		session, err := db.Open(ctx, engines[cfg.Driver], cfg, opts.User, opts.ReadOnly)
+		if err != nil {
+			return nil, nil, err
+		}
+		serve := func(ctx context.Context, in io.Reader, out io.Writer) error {
+			return h.Serve(ctx, sessionID, session, in, out)
+		}
+		return serve, func() { session.Close() }, nil
+	}
 }
 
 // identity returns the worker's identity, the input to serve from, the
