@@ -73,6 +73,7 @@ var docDefaultNotLiteral = map[string]string{
 	"server.title":                          "—",
 	"server.local_user":                     "the OS user",
 	"server.replica_id":                     "—",
+	"server.unix_allowed_users":             "—",
 	"database.user_role_member_of":          "—",
 	"worker.command":                        "built-in",
 	"worker.env":                            "—",
