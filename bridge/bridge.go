@@ -23,7 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/jsonrpc"
 )
 
-// Options configure Run. URL and Token are required.
+// Options configure Run. URL is required.
 type Options struct {
 	// URL is the server's MCP endpoint.
 	URL string
@@ -31,7 +31,8 @@ type Options struct {
 	// overall Timeout: SSE answers may stream for as long as a tool runs.
 	HTTPClient *http.Client
 	// Token returns the access token to send (refreshing it when it is
-	// about to expire).
+	// about to expire). Nil sends none: a server that knows its client
+	// otherwise (a Unix socket's peer credentials).
 	Token func(ctx context.Context) (string, error)
 	// Refresh returns a new token after the server refused the current
 	// one (401); nil means no second try.
@@ -55,8 +56,8 @@ type Options struct {
 // server's, one per line) until in ends or ctx is cancelled; it then
 // waits for the requests in flight, ends the session, and returns.
 func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
-	if o.URL == "" || o.Token == nil {
-		return errors.New("bridge: Options.URL and Options.Token are required")
+	if o.URL == "" {
+		return errors.New("bridge: Options.URL is required")
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient

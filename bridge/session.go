@@ -116,16 +116,11 @@ func (b *bridge) startStream(ctx context.Context) {
 	b.getWG.Add(1)
 	go func() {
 		defer b.getWG.Done()
-		tok, err := b.o.Token(ctx)
-		if err != nil {
-			return
-		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.o.URL, nil)
-		if err != nil {
+		if err != nil || b.authorize(ctx, req.Header) != nil {
 			return
 		}
 		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("MCP-Session-Id", sid)
 		if version != "" {
 			req.Header.Set("MCP-Protocol-Version", version)
@@ -168,15 +163,10 @@ func (b *bridge) endSession() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	tok, err := b.o.Token(ctx)
-	if err != nil {
-		return
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, b.o.URL, nil)
-	if err != nil {
+	if err != nil || b.authorize(ctx, req.Header) != nil {
 		return
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("MCP-Session-Id", sid)
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
@@ -184,4 +174,18 @@ func (b *bridge) endSession() {
 	if resp, err := b.o.HTTPClient.Do(req); err == nil {
 		resp.Body.Close()
 	}
+}
+
+// authorize sets h's Authorization to the current token, if the bridge
+// sends one (Options.Token).
+func (b *bridge) authorize(ctx context.Context, h http.Header) error {
+	if b.o.Token == nil {
+		return nil
+	}
+	tok, err := b.o.Token(ctx)
+	if err != nil {
+		return err
+	}
+	h.Set("Authorization", "Bearer "+tok)
+	return nil
 }

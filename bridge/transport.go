@@ -78,9 +78,12 @@ func (b *bridge) send(ctx context.Context, line []byte, m *jsonrpc.Message, retr
 // token after a 401.
 func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid, version string) (*http.Response, error) {
 	seen := b.logins()
-	tok, err := b.o.Token(ctx)
-	if err != nil {
-		return nil, err
+	var tok string
+	if b.o.Token != nil {
+		var err error
+		if tok, err = b.o.Token(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.o.URL, bytes.NewReader(line))
@@ -90,7 +93,9 @@ func (b *bridge) post(ctx context.Context, line []byte, m *jsonrpc.Message, sid,
 		h := req.Header
 		h.Set("Content-Type", "application/json")
 		h.Set("Accept", "application/json, text/event-stream")
-		h.Set("Authorization", "Bearer "+tok)
+		if b.o.Token != nil {
+			h.Set("Authorization", "Bearer "+tok)
+		}
 		if sid != "" {
 			h.Set("MCP-Session-Id", sid)
 		}

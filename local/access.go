@@ -95,6 +95,9 @@ func NewAccess(o AccessOptions) (*Access, error) {
 	return a, errors.Join(errs...)
 }
 
+// Rules are the rules that open the socket to other accounts.
+func (a *Access) Rules() []Rule { return a.o.Rules }
+
 // Issuer is the issuer of the principals a returns.
 func (a *Access) Issuer() string { return a.o.Issuer }
 

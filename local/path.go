@@ -139,6 +139,13 @@ func checkSocket(path string, o Options) (exists bool, err error) {
 	return true, nil
 }
 
+// Prepare creates the socket's directory dir if missing and checks it,
+// as Listen does.
+func Prepare(dir string, o Options) error {
+	o.Owner = os.Geteuid()
+	return prepareDir(dir, o)
+}
+
 // prepareDir creates the socket's directory if missing (0700, or 0755 for
 // a system socket) and checks it.
 func prepareDir(dir string, o Options) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/certs"
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/local"
 	"github.com/mcpgate/mcpgate/metrics"
 	"github.com/mcpgate/mcpgate/tools"
 	"github.com/mcpgate/mcpgate/tools/builtin"
@@ -34,6 +34,7 @@ func init() { commands["serve"] = serve }
 // file, MCPGATE_ variables, flags), then run the gateway until ctx ends.
 func serve(ctx context.Context, m *Main, args []string) error {
 	fs := config.Flags()
+	daemon := addDaemonFlags(fs)
 	fs.SetOutput(m.Stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -47,6 +48,7 @@ func serve(ctx context.Context, m *Main, args []string) error {
 	}
 	cfg, err := config.Loader{Getenv: m.Getenv}.Load("", fs)
 	if err == nil {
+		daemon.adjust(cfg)
 		err = cfg.Validate()
 	}
 	if err != nil {
@@ -58,7 +60,10 @@ func serve(ctx context.Context, m *Main, args []string) error {
 	for _, name := range config.UnknownEnv(os.Environ()) {
 		log.Warn("mcpgate: unknown configuration variable ignored; see docs/configuration.md", "name", name)
 	}
-	return runGateway(ctx, m, cfg, log)
+	if daemon.detach() {
+		return detachDaemon(ctx, m, cfg, args)
+	}
+	return runGateway(withDaemon(ctx, daemon), m, cfg, log)
 }
 
 // builtinEnv is the built-in worker's environment besides its identity:
@@ -165,7 +170,7 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 // runGateway serves /mcp (and, with auth, the RFC 9728 metadata) until ctx
 // is cancelled, then stops every worker and the server.
 func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logger) error {
-	if cfg.Server.Insecure && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
+	if cfg.Server.Insecure && cfg.TCPListen() != "" && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
 		log.Warn("mcpgate: INSECURE: serving a non-loopback address without TLS and authentication; anyone who can reach it can run tools", "listen", cfg.Server.Listen)
 	}
 	launcher, gopts, err := gatewayOptions(ctx, cfg, log)
@@ -204,6 +209,10 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 			mux.Handle(p, authn.MetadataHandler())
 		}
 	}
+	if cfg.SocketListen() != "" {
+		// Tokens on TCP, the kernel's word on the socket.
+		gopts.Middleware = local.Middleware(gopts.Middleware)
+	}
 	g, err := gateway.New(launcher, gopts)
 	if err != nil {
 		return err
@@ -223,7 +232,14 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		defer cancel()
 		return g.Close(sctx) // stopped before it listened
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	sock, err := openSocket(ctx, cfg, m.Getenv, log)
+	if err != nil {
+		sctx, cancel := stopCtx()
+		defer cancel()
+		return errors.Join(err, g.Close(sctx))
+	}
+	defer sock.close()
+	ln, err := listenTCP(cfg)
 	if err != nil {
 		sctx, cancel := stopCtx()
 		defer cancel()
@@ -231,7 +247,9 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	}
 	lopts := cfg.ListenerOptions()
 	lopts.OnRefused = obs.metrics.ConnectionRefused
-	ln = gateway.LimitListener(ln, lopts)
+	if ln != nil {
+		ln = gateway.LimitListener(ln, lopts)
+	}
 	scheme := "http"
 	var notAfter func() time.Time
 	srv := &http.Server{
@@ -247,7 +265,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		MaxHeaderBytes: cfg.MaxHeaderBytes(),
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if cfg.TLSEnabled() {
+	if cfg.TLSEnabled() && ln != nil {
 		r, err := certs.NewReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
 		if err != nil {
 			ln.Close()
@@ -271,19 +289,24 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		scheme = "https"
 	}
 
-	if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: ln.Addr(), scheme: scheme, log: log}); err != nil {
-		ln.Close()
+	if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: listenerAddr(ln), scheme: scheme, log: log}); err != nil {
+		closeListener(ln)
 		sctx, cancel := stopCtx()
 		defer cancel()
 		return errors.Join(err, g.Close(sctx))
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+"/mcp",
-		"resource", cfg.Resource(), "auth", cfg.Authenticated(), "read_only", cfg.Server.ReadOnly)
+	served := make(chan error, 2)
+	if ln != nil {
+		go func() { served <- srv.Serve(ln) }()
+		log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+"/mcp",
+			"resource", cfg.Resource(), "auth", cfg.Authenticated(), "read_only", cfg.Server.ReadOnly)
+	}
+	sock.serve(ctx, srv, lopts, g, served)
 
 	select {
 	case err = <-served:
+	case <-sock.idle():
+		// Nothing in flight, nobody connected: nothing to drain.
 	case <-ctx.Done():
 		drain(g, cfg.Limits.DrainTimeout, m.Hurry, log)
 	}
@@ -295,6 +318,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close()
 	}
+	sock.shutdown(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
