@@ -40,7 +40,7 @@ type refusalData struct {
 // client's own answer gets none (JSON-RPC 2.0 §4.1), only a log line.
 func (b *bridge) refuse(line []byte, m *jsonrpc.Message, r refusal) {
 	msg, data := r.describe()
-	b.o.Log.Warn("mcpgate bridge: "+msg, "status", data.Status, "challenge", data.Challenge, "hint", data.Hint)
+	b.o.Log.Warn("mcpgate bridge: "+msg, "status", data.Status, "challenge", data.Challenge, "description", data.ErrorDescription, "hint", data.Hint)
 	answer := func(id json.RawMessage) []byte {
 		return jsonrpc.ErrorResponse(id, jsonrpc.ErrorObject{Code: jsonrpc.CodeInternalError, Message: "mcpgate bridge: " + msg, Data: data})
 	}

@@ -110,7 +110,7 @@ func (s *localSocket) serve(ctx context.Context, base *http.Server, lopts gatewa
 		},
 	}
 	go func() { served <- s.srv.Serve(gateway.LimitListener(s.ln, lopts)) }()
-	s.log.Info("mcpgate: serving", "socket", s.ln.Path(), "issuer", s.access.Issuer(), "system", len(s.access.Rules()) > 0)
+	s.log.Info("mcpgate: serving", "socket", s.ln.Path(), "issuer", s.access.Issuer(), "system", len(s.access.Rules()) > 0, "pid", os.Getpid())
 	if s.daemon == nil {
 		return
 	}
