@@ -186,4 +186,3 @@ func tail(path string, n int64) string {
 	b, _ := io.ReadAll(f)
 	return strings.TrimSpace(string(b))
 }
-

@@ -84,4 +84,3 @@ func reportInstall(m *Main, c install.Client, ch *install.Change, err error, dry
 	}
 	return nil
 }
-
