@@ -55,7 +55,7 @@ Clients: %s
 `, clientNames())
 		} else {
 			fmt.Fprintf(m.Stderr, `Usage: mcpgate install --client NAME --url URL [--name mcpgate] [--scope user|project] [--bridge [--ca-file FILE] [--cache FILE]] [--force] [--dry-run]
-       mcpgate install --client NAME --local [--socket PATH] [--config FILE] [--server NAME] [--name mcpgate] [--scope user|project]
+       mcpgate install --client NAME --local [--socket PATH [--system]] [--config FILE] [--server NAME] [--name mcpgate] [--scope user|project]
        mcpgate install --list
 
 Writes an entry for the gateway at URL (its MCP endpoint, https://HOST/mcp)

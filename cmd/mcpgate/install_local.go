@@ -12,7 +12,7 @@ import (
 
 // localInstallFlags are install's flags for an entry that runs the shim.
 type localInstallFlags struct {
-	local                  bool
+	local, system          bool
 	socket, config, server string
 }
 
@@ -24,6 +24,7 @@ func addLocalInstallFlags(fs *pflag.FlagSet, remove bool) *localInstallFlags {
 	fs.BoolVar(&lf.local, "local", false, "write a stdio entry running mcpgate bridge --socket: the local gateway, shared by every client, started on first use")
 	fs.StringVar(&lf.socket, "socket", "", "with --local: the gateway's socket (default: the per-user one)")
 	fs.StringVar(&lf.config, "config", "", "with --local: the configuration the gateway starts with")
+	fs.BoolVar(&lf.system, "system", false, "with --local: --socket is a system socket, another account's (the shim never starts it)")
 	fs.StringVar(&lf.server, "server", "", "with --local: the server to reach, one of the configuration's servers (default: the built-in worker)")
 	return lf
 }
@@ -54,6 +55,13 @@ func (lf *localInstallFlags) entry(m *Main, e install.Entry, url string) (instal
 			return e, fmt.Errorf("mcpgate: --config: %w", err)
 		}
 		e.BridgeArgs = append(e.BridgeArgs, "--config", abs)
+	}
+	if lf.system {
+		if lf.socket == "" {
+			fmt.Fprintln(m.Stderr, "mcpgate install: --system needs the system socket's --socket PATH")
+			return e, errUsage
+		}
+		e.BridgeArgs = append(e.BridgeArgs, "--system")
 	}
 	if lf.server != "" {
 		e.BridgeArgs = append(e.BridgeArgs, "--server", lf.server)
