@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/mcpgate/mcpgate/filelock"
@@ -19,6 +20,9 @@ type Listener struct {
 	*net.UnixListener
 	lock *filelock.Lock
 	path string
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Listen serves the socket at path as the only daemon of it: it creates
@@ -95,14 +99,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 	return &Conn{UnixConn: c, peer: p, peerErr: perr}, nil
 }
 
-// Close stops listening, removes the socket and releases the lock.
+// Close stops listening, removes the socket and releases the lock, so
+// that another daemon may serve the path; connections accepted before
+// stay open. Only the first call does anything.
 func (l *Listener) Close() error {
-	err := l.UnixListener.Close()
-	if l.lock != nil {
-		err = errors.Join(err, l.lock.Unlock())
-		l.lock = nil
-	}
-	return err
+	l.closeOnce.Do(func() {
+		l.closeErr = errors.Join(l.UnixListener.Close(), l.lock.Unlock())
+	})
+	return l.closeErr
 }
 
 // Conn is a connection accepted on a Listener.

@@ -54,6 +54,7 @@ type localSocket struct {
 	conns    atomic.Int64 // connections open on the socket
 	idleOnce sync.Once
 	idleCh   chan struct{} // closed when the daemon has been idle for server.idle_exit
+	leaving  atomic.Bool   // the idle exit has closed the listener
 	stop     chan struct{} // closed by shutdown: ends the watch
 }
 
@@ -109,7 +110,12 @@ func (s *localSocket) serve(ctx context.Context, base *http.Server, lopts gatewa
 			}
 		},
 	}
-	go func() { served <- s.srv.Serve(gateway.LimitListener(s.ln, lopts)) }()
+	go func() {
+		err := s.srv.Serve(gateway.LimitListener(s.ln, lopts))
+		if !s.leaving.Load() { // an idle exit closed the listener on purpose
+			served <- err
+		}
+	}()
 	s.log.Info("mcpgate: serving", "socket", s.ln.Path(), "issuer", s.access.Issuer(), "system", len(s.access.Rules()) > 0, "pid", os.Getpid())
 	if s.daemon == nil {
 		return
@@ -122,7 +128,12 @@ func (s *localSocket) serve(ctx context.Context, base *http.Server, lopts gatewa
 	}
 }
 
-// watchIdle closes idleCh once idle has held for d without a break.
+// watchIdle closes idleCh once idle has held for d without a break. It
+// first closes the listener, which removes the socket and releases its
+// lock, so that a client arriving now starts a new daemon rather than
+// reaching one on its way out; a connection accepted just before is
+// served to its end (and the workers it starts to theirs) before idleCh
+// closes.
 func (s *localSocket) watchIdle(d time.Duration, idle func() bool) {
 	tick := min(max(d/10, 10*time.Millisecond), 5*time.Second)
 	t := time.NewTicker(tick)
@@ -137,11 +148,17 @@ func (s *localSocket) watchIdle(d time.Duration, idle func() bool) {
 				since = now
 				continue
 			}
-			if now.Sub(since) >= d {
-				s.log.Info("mcpgate: no client and no worker for server.idle_exit; exiting", "idle_exit", d)
-				s.idleOnce.Do(func() { close(s.idleCh) })
-				return
+			if now.Sub(since) < d {
+				continue
 			}
+			if !s.leaving.Load() {
+				s.log.Info("mcpgate: no client and no worker for server.idle_exit; exiting", "idle_exit", d)
+				s.leaving.Store(true)
+				_ = s.ln.Close()
+				continue // once more: a connection may have come in meanwhile
+			}
+			s.idleOnce.Do(func() { close(s.idleCh) })
+			return
 		}
 	}
 }

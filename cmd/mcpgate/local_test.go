@@ -175,7 +175,7 @@ func TestLocalTwoShimsOneDaemon(t *testing.T) {
 func TestLocalDaemonLifecycle(t *testing.T) {
 	// 2025-11-25 sessions end with their clients (the shim's DELETE), so
 	// the daemon is idle as soon as both have gone.
-	s := newLocalSetup(t, "MCPGATE_SERVER_IDLE_EXIT=1s")
+	s := newLocalSetup(t, "MCPGATE_SERVER_IDLE_EXIT=3s")
 	a, _ := s.shim(t, "2025-11-25")
 	status(t, a)
 	b, _ := s.shim(t, "2025-11-25")
@@ -188,19 +188,23 @@ func TestLocalDaemonLifecycle(t *testing.T) {
 	_, err := os.Lstat(s.sock)
 	assert.ErrorIs(t, err, os.ErrNotExist, "an idle daemon removes its socket")
 
+	// (On a slow machine a daemon may reach its idle exit before its
+	// shim's client speaks; the shim then starts another: more than one
+	// start is fine, none is not.)
 	c, _ := s.shim(t, "2025-11-25")
 	status(t, c)
-	assert.Equal(t, 2, s.starts(), "a shim after the idle exit starts it again")
+	assert.GreaterOrEqual(t, s.starts(), 2, "a shim after the idle exit starts it again")
 	require.NoError(t, syscall.Kill(s.daemonPid(t), syscall.SIGKILL))
 	s.awaitDaemonGone(t)
 	fi, err := os.Lstat(s.sock)
 	require.NoError(t, err, "SIGKILL leaves the socket behind")
 	require.NotZero(t, fi.Mode()&os.ModeSocket)
 	c.Close()
+	killed := s.starts()
 
 	d, _ := s.shim(t, "2025-11-25")
 	status(t, d)
-	assert.Equal(t, 3, s.starts(), "the stale socket was replaced")
+	assert.Greater(t, s.starts(), killed, "the stale socket was replaced")
 	require.NoError(t, d.Close())
 	s.awaitDaemonGone(t)
 }
