@@ -19,15 +19,29 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "mcpgate", SocketName), nil
 	}
+	dir, err := StateDir(getenv)
+	if err != nil {
+		return "", errors.New("local: neither XDG_RUNTIME_DIR nor HOME is set, so there is no default socket path; give one (unix:/path/to/mcpgate.sock)")
+	}
+	return filepath.Join(dir, SocketName), nil
+}
+
+// StateDir is where the local mode keeps what outlives a login (the
+// default SQLite file): $XDG_STATE_HOME/mcpgate, else
+// ~/.local/state/mcpgate.
+func StateDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "mcpgate"), nil
+	}
 	home := getenv("HOME")
 	if home == "" {
 		u, err := user.Current()
 		if err != nil || u.HomeDir == "" {
-			return "", errors.New("local: neither XDG_RUNTIME_DIR nor HOME is set, so there is no default socket path; give one (unix:/path/to/mcpgate.sock)")
+			return "", errors.New("local: neither XDG_STATE_HOME nor HOME is set")
 		}
 		home = u.HomeDir
 	}
-	return filepath.Join(home, ".local", "state", "mcpgate", SocketName), nil
+	return filepath.Join(home, ".local", "state", "mcpgate"), nil
 }
 
 // LockPath is the lock file the daemon of the socket at path holds for its

@@ -38,9 +38,13 @@ func addDaemonFlags(fs *pflag.FlagSet) *daemonMode {
 }
 
 // adjust makes cfg the daemon's: its socket only (unix: when
-// server.listen names none), and no metrics listener unless one was
-// chosen (two users' daemons would contend for the default port).
-func (d *daemonMode) adjust(cfg *config.Config) {
+// server.listen names none), no metrics listener unless one was chosen
+// (two users' daemons would contend for the default port), and the
+// default SQLite file in the user's state directory rather than in
+// whatever directory the first client started in. --foreground alone
+// means --daemon --foreground.
+func (d *daemonMode) adjust(cfg *config.Config, getenv func(string) string) {
+	d.on = d.on || d.foreground
 	if !d.on {
 		return
 	}
@@ -52,6 +56,11 @@ func (d *daemonMode) adjust(cfg *config.Config) {
 		cfg.Metrics.Listen = config.MetricsOff
 	}
 	d.idleExit = cmpOr(cfg.Server.IdleExit, config.DefaultIdleExit)
+	if cfg.Database.Path == config.DefaultDatabasePath && (cfg.Database.Driver == "" || cfg.Database.Driver == config.DefaultDriver) {
+		if dir, err := local.StateDir(getenv); err == nil {
+			cfg.Database.Path = filepath.Join(dir, "mcpgate.db")
+		}
+	}
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

@@ -48,7 +48,7 @@ func serve(ctx context.Context, m *Main, args []string) error {
 	}
 	cfg, err := config.Loader{Getenv: m.Getenv}.Load("", fs)
 	if err == nil {
-		daemon.adjust(cfg)
+		daemon.adjust(cfg, m.Getenv)
 		err = cfg.Validate()
 	}
 	if err != nil {
