@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -114,6 +115,17 @@ type Conn struct {
 	*net.UnixConn
 	peer    Peer
 	peerErr error
+}
+
+// RemoteAddr names the peer by its uid ("uid:1000"): a Unix socket's
+// peer address is empty, and the listener's per-address limit (and the
+// log) would otherwise count every local account as one.
+func (c *Conn) RemoteAddr() net.Addr {
+	name := "uid:unknown"
+	if c.peerErr == nil {
+		name = "uid:" + strconv.FormatUint(uint64(c.peer.UID), 10)
+	}
+	return &net.UnixAddr{Name: name, Net: "unix"}
 }
 
 // Peer returns the credentials the kernel gave for the connection's other

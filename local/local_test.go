@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,17 @@ func TestListenOnce(t *testing.T) {
 	fi, err = os.Lstat(sock)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	c, err := Dial(context.Background(), sock, Options{})
+	require.NoError(t, err)
+	accepted, err := ln.Accept()
+	require.NoError(t, err)
+	peer, err := accepted.(*Conn).Peer()
+	require.NoError(t, err)
+	assert.Equal(t, uint32(os.Geteuid()), peer.UID)
+	assert.Equal(t, "uid:"+strconv.Itoa(os.Geteuid()), accepted.RemoteAddr().String(), "the per-address limit counts each account apart")
+	accepted.Close()
+	c.Close()
 
 	_, err = Listen(sock, Options{})
 	require.ErrorIs(t, err, ErrRunning)
