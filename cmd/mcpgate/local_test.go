@@ -199,8 +199,11 @@ func TestLocalDaemonLifecycle(t *testing.T) {
 	fi, err := os.Lstat(s.sock)
 	require.NoError(t, err, "SIGKILL leaves the socket behind")
 	require.NotZero(t, fi.Mode()&os.ModeSocket)
-	c.Close()
 	killed := s.starts()
+	// Its client gone, the shim does not start a daemon only to end the
+	// session the killed one held.
+	require.NoError(t, c.Close())
+	assert.Equal(t, killed, s.starts())
 
 	d, _ := s.shim(t, "2025-11-25")
 	status(t, d)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -40,6 +42,24 @@ type shim struct {
 	system  bool   // a system socket: another account's, never started here
 	noStart bool
 	log     *slog.Logger
+	// clientGone is set once the client's stdin has ended: what the
+	// bridge still sends (the session's DELETE) is no reason to start a
+	// daemon.
+	clientGone atomic.Bool
+}
+
+// watchEOF reads r and sets gone once it ends.
+type watchEOF struct {
+	r    io.Reader
+	gone *atomic.Bool
+}
+
+func (w watchEOF) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err != nil {
+		w.gone.Store(true)
+	}
+	return n, err
 }
 
 // runShim is `mcpgate bridge --socket`.
@@ -100,7 +120,7 @@ who you are. Logs go to stderr only.
 		IdleConnTimeout:     90 * time.Second,
 	}
 	defer tr.CloseIdleConnections()
-	return bridge.Run(ctx, m.Stdin, m.Stdout, bridge.Options{URL: target, HTTPClient: &http.Client{Transport: tr}, Log: s.log})
+	return bridge.Run(ctx, watchEOF{m.Stdin, &s.clientGone}, m.Stdout, bridge.Options{URL: target, HTTPClient: &http.Client{Transport: tr}, Log: s.log})
 }
 
 // resolvePath settles the socket's path: --socket PATH, else the
@@ -127,7 +147,7 @@ func (s *shim) resolvePath() error {
 func (s *shim) dial(ctx context.Context) (net.Conn, error) {
 	o := local.Options{System: s.system}
 	c, err := local.Dial(ctx, s.path, o)
-	if !errors.Is(err, local.ErrNotRunning) || s.system || s.noStart {
+	if !errors.Is(err, local.ErrNotRunning) || s.system || s.noStart || s.clientGone.Load() {
 		return c, err
 	}
 	if err := s.startDaemon(ctx); err != nil {
