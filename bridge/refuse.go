@@ -50,7 +50,7 @@ type refusalData struct {
 func (b *bridge) refuse(line []byte, m *jsonrpc.Message, r refusal) {
 	r.server = b.o.Server
 	msg, data := r.describe()
-	attrs := []any{"status", data.Status, "challenge", data.Challenge, "hint", data.Hint}
+	attrs := []any{"status", data.Status, "challenge", data.Challenge, "description", data.ErrorDescription, "hint", data.Hint}
 	if r.err != nil && b.o.Server != "" {
 		attrs = append(attrs, "err", transportError(r.err)) // the client's message has less of it; never the URL
 	}

@@ -46,13 +46,15 @@ func requestVersion(m *jsonrpc.Message, negotiated string) string {
 	if negotiated != "" {
 		return negotiated
 	}
-	var p struct {
-		Meta struct {
-			Version string `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
+	// The gateway's own reader of members: no decoding of the whole
+	// params (a tool call's arguments) per request, and the member the
+	// gateway will compare the header with.
+	meta, ok := jsonrpc.Member(m.Params, "_meta")
+	if !ok || meta == nil {
+		return ""
 	}
-	json.Unmarshal(m.Params, &p)
-	return p.Meta.Version
+	v, _ := jsonrpc.MemberString(meta, "io.modelcontextprotocol/protocolVersion")
+	return v
 }
 
 // observe learns from an answer what later requests need.

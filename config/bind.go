@@ -125,6 +125,7 @@ var authKeys = []binding{
 // around the gateway and config's own.
 var configKeys = []binding{
 	{"server.listen", "", DefaultListen},
+	{"server.idle_exit", "", DefaultIdleExit},
 	{"limits.read_header_timeout", "", gateway.DefaultReadHeaderTimeout},
 	{"limits.idle_timeout", "", gateway.DefaultIdleTimeout},
 	{"limits.drain_timeout", "", gateway.DefaultDrainTimeout},

@@ -12,9 +12,12 @@
 package config
 
 import (
+	"time"
+
 	"github.com/mcpgate/mcpgate/audit"
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/local"
 	"github.com/mcpgate/mcpgate/tools/db"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -53,7 +56,20 @@ type Server struct {
 	// Listen is the host:port to bind. The default is loopback only
 	// (MCP 2025-11-25 §Transports: servers running locally SHOULD bind to
 	// localhost). A non-loopback address needs TLS and auth, or Insecure.
+	// It may also name a Unix socket, unix:PATH (unix: alone is the
+	// per-user default path, local.DefaultPath), whose peers are
+	// identified by the kernel rather than by a token; and it may list a
+	// TCP address and a socket, in YAML as a list or in one string
+	// separated by commas (ListenAddresses).
 	Listen string `mapstructure:"listen"`
+	// IdleExit is how long `mcpgate serve --daemon` runs with no client
+	// connected to its socket and no worker before it exits. Default 5m.
+	IdleExit time.Duration `mapstructure:"idle_exit"`
+	// UnixAllowedUsers opens the Unix socket to other local accounts than
+	// its owner's (a system socket, such as /run/mcpgate/mcpgate.sock):
+	// each entry names an account or a group, and what its members get.
+	// Empty (the default): only the account running the gateway.
+	UnixAllowedUsers []UnixUser `mapstructure:"unix_allowed_users"`
 	// PublicURL is the origin clients reach the gateway at, such as
 	// https://mcp.example.com (a path prefix is allowed, /mcp is not). The
 	// canonical resource URI (RFC 8707, RFC 9728) is PublicURL + "/mcp".
@@ -87,6 +103,21 @@ type Server struct {
 	// (docs/deploy.md). A DNS label; empty (the default) means a single
 	// gateway.
 	ReplicaID string `mapstructure:"replica_id"`
+}
+
+// UnixUser is one entry of server.unix_allowed_users: who (an account, or
+// every member of a group) may use the Unix socket, and with what rights:
+// there is no token on a socket to carry scopes.
+type UnixUser struct {
+	// User names an account; Group a group. One of the two.
+	User  string `mapstructure:"user"`
+	Group string `mapstructure:"group"`
+	// ReadOnly makes the entry's sessions read-only.
+	ReadOnly bool `mapstructure:"read_only"`
+	// Toolsets (built-in worker only) and Tools limit what the entry may
+	// reach; both empty means every tool.
+	Toolsets []string `mapstructure:"toolsets"`
+	Tools    []string `mapstructure:"tools"`
 }
 
 // TLS is the server certificate. Both files or neither.
@@ -165,8 +196,9 @@ const MetricsOff = "off"
 // of a value a package uses is that package's own Default* (the bindings in
 // bind.go fill them in); config declares only those of its own keys.
 const (
-	DefaultListen = "127.0.0.1:8000"
-	DefaultName   = worker.DefaultServerName
+	DefaultListen   = "127.0.0.1:8000"
+	DefaultIdleExit = local.DefaultIdleExit
+	DefaultName     = worker.DefaultServerName
 
 	DefaultMaxBodyBytes            = gateway.DefaultMaxBodyBytes
 	DefaultMaxConnections          = gateway.DefaultMaxConnections

@@ -33,6 +33,15 @@ func (k key) normalizeFileValue(val any) (any, error) {
 			return env, nil
 		}
 		fallthrough
+	case k.name == "server.listen":
+		// A list (a TCP address and a socket) is held as one string.
+		if l, ok := val.([]any); ok {
+			parts := make([]string, 0, len(l))
+			for _, e := range l {
+				parts = append(parts, fmt.Sprint(e))
+			}
+			return strings.Join(parts, ","), nil
+		}
 	case shellWordKeys[k.name]:
 		if s, ok := val.(string); ok {
 			return SplitWords(s)

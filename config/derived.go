@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,9 +88,9 @@ func (c *Config) Resource() string {
 	if c.TLSEnabled() {
 		scheme = "https"
 	}
-	host, port, err := net.SplitHostPort(c.Server.Listen)
+	host, port, err := net.SplitHostPort(c.TCPListen())
 	if err != nil {
-		return scheme + "://" + c.Server.Listen + c.MountPath()
+		return scheme + "://" + cmp.Or(c.TCPListen(), "localhost") + c.MountPath()
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "localhost"
@@ -120,7 +121,7 @@ func (c *Config) MaxHeaderBytes() int {
 // (auth.IsLoopbackHost: localhost, 127.0.0.0/8 or ::1). An empty host binds every interface and
 // is not loopback.
 func (c *Config) Loopback() bool {
-	host, _, err := net.SplitHostPort(c.Server.Listen)
+	host, _, err := net.SplitHostPort(c.TCPListen())
 	if err != nil {
 		return false
 	}

@@ -76,6 +76,7 @@ var docDefaultNotLiteral = map[string]string{
 	"server.title":                          "—",
 	"server.local_user":                     "the OS user",
 	"server.replica_id":                     "—",
+	"server.unix_allowed_users":             "—",
 	"database.user_role_member_of":          "—",
 	"worker.command":                        "built-in",
 	"worker.sessions":                       "`shared` for the built-in worker, `per_session` for an external `command`",

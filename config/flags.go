@@ -32,7 +32,7 @@ func flagKey(flag string) (key, bool) {
 func Flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.String("config", "", "YAML configuration file (or "+EnvConfigFile+"); see deploy/ and docs/configuration.md")
-	fs.String("listen", DefaultListen, "host:port to listen on; non-loopback needs TLS and auth, or --insecure")
+	fs.String("listen", DefaultListen, "host:port to listen on (non-loopback needs TLS and auth, or --insecure), unix:PATH for a Unix socket (unix: alone: the per-user one), or one of each separated by a comma")
 	fs.Bool("read-only", false, "make every session read-only")
 	fs.Bool("insecure", false, "allow a non-loopback --listen without TLS and auth (never in production)")
 	fs.String("title", "", "server title shown to users (serverInfo.title, RFC 9728 resource_name)")

@@ -193,7 +193,7 @@ func TestLoadFile(t *testing.T) {
 	require.NoError(t, err)
 	want := &Config{
 		Server: Server{
-			Listen: "127.0.0.1:9000", PublicURL: "https://mcp.example.com",
+			Listen: "127.0.0.1:9000", IdleExit: DefaultIdleExit, PublicURL: "https://mcp.example.com",
 			AllowedOrigins: []string{"https://app.example.com", "tools.example.com"},
 			ReadOnly:       true, Title: "Test gateway", Name: "gw", LocalUser: "alice",
 		},
@@ -530,7 +530,7 @@ func TestLoadSliceFlag(t *testing.T) {
 
 func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
-	assert.Len(t, keys, 121)
+	assert.Len(t, keys, 123)
 	assert.Contains(t, keys, "worker.limits.memory")
 	assert.Equal(t, "MCPGATE_WORKER_LIMITS_MEMORY", EnvName("worker.limits.memory"))
 	assert.Contains(t, keys, "auth.issuer")

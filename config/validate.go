@@ -88,9 +88,13 @@ func (c *Config) Validate() error {
 
 func (c *Config) validateServer(v *validator) {
 	s := c.Server
-	host, port, err := net.SplitHostPort(s.Listen)
-	if err != nil {
-		v.add("server.listen", "%q is not host:port; use e.g. %s, or 0.0.0.0:8443 for every interface", s.Listen, DefaultListen)
+	c.validateListen(v)
+	listen := c.TCPListen()
+	host, port, err := net.SplitHostPort(listen)
+	if listen == "" {
+		// A socket only: no network address to check.
+	} else if err != nil {
+		v.add("server.listen", "%q is not host:port; use e.g. %s, or 0.0.0.0:8443 for every interface", listen, DefaultListen)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		v.add("server.listen", "port %q is not a number from 0 to 65535", port)
 	} else if !auth.IsLoopbackHost(host) && !s.Insecure && (!c.TLSEnabled() || !c.Authenticated()) {
@@ -102,7 +106,7 @@ func (c *Config) validateServer(v *validator) {
 			missing = append(missing, "auth.issuer")
 		}
 		v.add("server.listen", "%q is not a loopback address, and serving the network needs TLS and authentication: set %s, bind to 127.0.0.1 behind a proxy, or set server.insecure: true (never in production)",
-			s.Listen, strings.Join(missing, " and "))
+			listen, strings.Join(missing, " and "))
 	}
 
 	if s.PublicURL == "" {
@@ -234,7 +238,7 @@ func (c *Config) validateMetrics(v *validator) {
 	if host == "" {
 		v.add("metrics.listen", "%q listens on every interface; name the address (127.0.0.1:9464, or a private one Prometheus reaches)", l)
 	}
-	if c.Server.Listen == l {
+	if c.TCPListen() == l {
 		v.add("metrics.listen", "%q is server.listen: the metrics need a listener of their own", l)
 	}
 }

@@ -53,21 +53,24 @@ func CheckServer(ctx context.Context, cfg *config.Config, o ServerOptions) *Repo
 	}
 	r.ok("config", "valid")
 
-	if ln, err := net.Listen("tcp", cfg.Server.Listen); errors.Is(err, syscall.EADDRINUSE) {
-		// doctor --config is run next to the gateway it checks, which
-		// holds its own port: that is no failure of the configuration.
-		r.warn("listen", cfg.Server.Listen+" is in use (by the running gateway, if it is up)",
-			"expected while the gateway runs; otherwise another program holds the port: stop it, or change server.listen")
-	} else if err != nil {
-		r.fail("listen", fmt.Sprintf("%s: %v", cfg.Server.Listen, err), "the address is not this machine's, or not one you may bind; change server.listen")
-	} else {
-		ln.Close()
-		r.ok("listen", cfg.Server.Listen+" is free")
+	// A socket-only listen (local mode) has no port to check.
+	if addr := cfg.TCPListen(); addr != "" {
+		if ln, err := net.Listen("tcp", addr); errors.Is(err, syscall.EADDRINUSE) {
+			// doctor --config is run next to the gateway it checks, which
+			// holds its own port: that is no failure of the configuration.
+			r.warn("listen", addr+" is in use (by the running gateway, if it is up)",
+				"expected while the gateway runs; otherwise another program holds the port: stop it, or change server.listen")
+		} else if err != nil {
+			r.fail("listen", fmt.Sprintf("%s: %v", addr, err), "the address is not this machine's, or not one you may bind; change server.listen")
+		} else {
+			ln.Close()
+			r.ok("listen", addr+" is free")
+		}
 	}
 
 	if cfg.TLSEnabled() {
 		checkCertificate(r, cfg, o)
-	} else if !cfg.Loopback() {
+	} else if cfg.TCPListen() != "" && !cfg.Loopback() {
 		r.fail("tls", "no TLS on a non-loopback address", "set tls.cert_file and tls.key_file")
 	}
 

@@ -33,6 +33,12 @@ type Entry struct {
 	Force bool
 	// AnyPath accepts a URL whose path does not end in /mcp.
 	AnyPath bool
+	// Local makes a stdio entry that runs Command bridge --socket: the
+	// gateway on this machine's Unix socket, started on first use, for
+	// every client; URL is not used.
+	Local bool
+	// Socket is the socket a Local entry names; "" is the default one.
+	Socket string
 }
 
 // ErrNoProjectFile is returned for a Project scope install into a client
@@ -84,6 +90,16 @@ func (e Entry) name() string {
 
 // body is the entry's value for client c.
 func (e Entry) body(c Client) (map[string]any, error) {
+	if e.Local {
+		if e.Command == "" || !filepath.IsAbs(e.Command) {
+			return nil, fmt.Errorf("install: the local entry needs mcpgate's absolute path, got %q", e.Command)
+		}
+		args := []string{"bridge", "--socket"}
+		if e.Socket != "" {
+			args = []string{"bridge", "--socket=" + e.Socket}
+		}
+		return c.stdio(e.Command, append(args, e.BridgeArgs...)), nil
+	}
 	if err := CheckURL(e.URL, e.AnyPath); err != nil {
 		return nil, err
 	}

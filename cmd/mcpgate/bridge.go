@@ -19,10 +19,14 @@ func init() { commands["bridge"] = runBridge }
 // runBridge is `mcpgate bridge`: stdio on one side,
 // Streamable HTTP with the cached token on the other.
 func runBridge(ctx context.Context, m *Main, args []string) error {
+	if wantsSocket(args) {
+		return runShim(ctx, m, args)
+	}
 	fs := pflag.NewFlagSet("bridge", pflag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() {
 		fmt.Fprint(m.Stderr, `Usage: mcpgate bridge --url URL
+       mcpgate bridge --socket [PATH]   (the local gateway: see --socket --help)
 
 An MCP server on stdin/stdout that forwards every message to the gateway at
 URL over Streamable HTTP, with the token of "mcpgate login --url URL"

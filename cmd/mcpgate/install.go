@@ -56,6 +56,7 @@ Clients: %s
 `, clientNames())
 		} else {
 			fmt.Fprintf(m.Stderr, `Usage: mcpgate install --client NAME --url URL [--name mcpgate] [--scope user|project] [--bridge [--ca-file FILE] [--cache FILE]] [--force] [--dry-run]
+       mcpgate install --client NAME --local [--socket PATH [--system]] [--config FILE] [--server NAME] [--name mcpgate] [--scope user|project]
        mcpgate install --list
 
 Writes an entry for the gateway at URL (its MCP endpoint, https://HOST/mcp)
@@ -63,6 +64,9 @@ into the client's own configuration file, in the client's format. Clients
 that authorize with OAuth themselves get a remote (Streamable HTTP) entry;
 Claude Desktop, and any client with --bridge, gets a stdio entry that runs
 "mcpgate bridge --url URL" (log in first with "mcpgate login --url URL").
+With --local, every client gets a stdio entry that runs "mcpgate bridge
+--socket": the gateway on this machine, shared by all of them, started on
+first use (docs/local.md).
 A second run changes nothing; every other setting, server and comment of the
 file is kept; an entry of that name that install did not write is replaced
 only with --force; the previous contents are saved in a new FILE.bak
@@ -83,6 +87,7 @@ Clients: %s
 	force := fs.Bool("force", false, "replace or remove an entry of that name that mcpgate install did not write")
 	var bridge, list, anyPath *bool
 	var caFile, cache *string
+	lf := addLocalInstallFlags(fs, remove)
 	if !remove {
 		bridge = fs.Bool("bridge", false, "write a stdio entry running mcpgate bridge even for a client that can reach the URL itself")
 		list = fs.Bool("list", false, "list the known clients, whether each is present, and its file")
@@ -127,8 +132,15 @@ Clients: %s
 	if remove {
 		ch, err = install.PlanUninstall(c, env, install.Scope(*scope), entry)
 	} else {
+		if lf.local {
+			if entry, err = lf.entry(m, entry, *gw); err != nil {
+				return err
+			}
+			ch, err = install.Plan(c, env, install.Scope(*scope), entry)
+			return reportInstall(m, c, ch, err, *dryRun, *name, "the entry runs mcpgate bridge --socket, which starts the local gateway on first use")
+		}
 		if *gw == "" {
-			fmt.Fprintln(m.Stderr, "mcpgate install: --url is required (the gateway's MCP endpoint)")
+			fmt.Fprintln(m.Stderr, "mcpgate install: --url is required (the gateway's MCP endpoint), or --local")
 			return errUsage
 		}
 		entry.Bridge, entry.AnyPath = *bridge, *anyPath

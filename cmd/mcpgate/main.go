@@ -52,6 +52,7 @@ Client side (see docs/client.md):
   mcpgate login --url URL    log in to a gateway (OAuth, in your browser)
   mcpgate token --url URL    print a valid access token, for curl and scripts
   mcpgate bridge --url URL   stdio to the gateway, for clients without OAuth
+  mcpgate bridge --socket    stdio to the local gateway on a Unix socket, started if needed (docs/local.md)
   mcpgate doctor --url URL   check a gateway from outside (or --config FILE, from inside)
 `
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,6 +33,7 @@ func init() { commands["serve"] = serve }
 // file, MCPGATE_ variables, flags), then run the gateway until ctx ends.
 func serve(ctx context.Context, m *Main, args []string) error {
 	fs := config.Flags()
+	daemon := addDaemonFlags(fs)
 	fs.SetOutput(m.Stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -47,6 +47,7 @@ func serve(ctx context.Context, m *Main, args []string) error {
 	}
 	cfg, err := config.Loader{Getenv: m.Getenv}.Load("", fs)
 	if err == nil {
+		daemon.adjust(cfg, m.Getenv)
 		err = cfg.Validate()
 	}
 	if err != nil {
@@ -58,7 +59,10 @@ func serve(ctx context.Context, m *Main, args []string) error {
 	for _, name := range config.UnknownEnv(os.Environ()) {
 		log.Warn("mcpgate: unknown configuration variable ignored; see docs/configuration.md", "name", name)
 	}
-	return runGateway(ctx, m, cfg, log)
+	if daemon.detach() {
+		return detachDaemon(ctx, m, cfg, args)
+	}
+	return runGateway(withDaemon(ctx, daemon), m, cfg, log)
 }
 
 // builtinEnv is the built-in worker's environment besides its identity:
@@ -172,7 +176,7 @@ func builtinWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) (s
 // runGateway serves /mcp (and, with auth, the RFC 9728 metadata) until ctx
 // is cancelled, then stops every worker and the server.
 func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logger) error {
-	if cfg.Server.Insecure && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
+	if cfg.Server.Insecure && cfg.TCPListen() != "" && !cfg.Loopback() && (!cfg.TLSEnabled() || !cfg.Authenticated()) {
 		log.Warn("mcpgate: INSECURE: serving a non-loopback address without TLS and authentication; anyone who can reach it can run tools", "listen", cfg.Server.Listen)
 	}
 	var launcher *worker.Launcher // the one server at /mcp; none with servers (newServers)
@@ -218,7 +222,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 			mux.Handle(p, authn.MetadataHandler())
 		}
 	}
-	srvs, err := startServers(ctx, cfg, wiring{log: log, obs: obs, root: pageAuthn, mux: mux}, launcher, gopts)
+	srvs, err := startServers(ctx, cfg, wiring{log: log, obs: obs, root: pageAuthn, mux: mux, socket: cfg.SocketListen() != ""}, launcher, gopts)
 	if err != nil {
 		return err
 	}
@@ -238,7 +242,14 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		defer cancel()
 		return closeServers(sctx, srvs) // stopped before it listened
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	sock, err := openSocket(ctx, cfg, m.Getenv, log)
+	if err != nil {
+		sctx, cancel := stopCtx()
+		defer cancel()
+		return errors.Join(err, closeServers(sctx, srvs))
+	}
+	defer sock.close()
+	ln, err := listenTCP(cfg)
 	if err != nil {
 		sctx, cancel := stopCtx()
 		defer cancel()
@@ -246,7 +257,9 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	}
 	lopts := cfg.ListenerOptions()
 	lopts.OnRefused = obs.metrics.ConnectionRefused
-	ln = gateway.LimitListener(ln, lopts)
+	if ln != nil {
+		ln = gateway.LimitListener(ln, lopts)
+	}
 	scheme := "http"
 	var notAfter func() time.Time
 	srv := &http.Server{
@@ -262,7 +275,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 		MaxHeaderBytes: cfg.MaxHeaderBytes(),
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if cfg.TLSEnabled() {
+	if cfg.TLSEnabled() && ln != nil {
 		r, err := certs.NewReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
 		if err != nil {
 			ln.Close()
@@ -288,21 +301,26 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 
 	if len(cfg.Servers) > 0 {
 		log.Info("mcpgate: the connect page and the operator view are not served beside a servers list")
-	} else if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: ln.Addr(), scheme: scheme, log: log}); err != nil {
-		ln.Close()
+	} else if err := routeMCP(mux, g, cfg, pages{authn: pageAuthn, events: events, audit: obs.audit, notAfter: notAfter, addr: listenerAddr(ln), scheme: scheme, log: log}); err != nil {
+		closeListener(ln)
 		sctx, cancel := stopCtx()
 		defer cancel()
 		return errors.Join(err, closeServers(sctx, srvs))
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	for _, s := range srvs {
-		log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+s.Path, "server", s.Name,
-			"resource", s.Config.Resource(), "auth", cfg.Authenticated(), "read_only", s.Config.Server.ReadOnly)
+	served := make(chan error, 2)
+	if ln != nil {
+		go func() { served <- srv.Serve(ln) }()
+		for _, s := range srvs {
+			log.Info("mcpgate: serving", "url", scheme+"://"+ln.Addr().String()+s.Path, "server", s.Name,
+				"resource", s.Config.Resource(), "auth", cfg.Authenticated(), "read_only", s.Config.Server.ReadOnly)
+		}
 	}
+	sock.serve(ctx, srv, lopts, serverSet(srvs), served)
 
 	select {
 	case err = <-served:
+	case <-sock.idle():
+		// Nothing in flight, nobody connected: nothing to drain.
 	case <-ctx.Done():
 		drain(srvs, cfg.Limits.DrainTimeout, m.Hurry, log)
 	}
@@ -314,6 +332,7 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	if serr := srv.Shutdown(sctx); serr != nil {
 		srv.Close()
 	}
+	sock.shutdown(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

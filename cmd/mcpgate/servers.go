@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/config"
 	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/local"
 	"github.com/mcpgate/mcpgate/worker"
 )
 
@@ -43,6 +44,19 @@ type wiring struct {
 	obs  *observability
 	root *auth.Authenticator
 	mux  *http.ServeMux
+	// socket says that a Unix socket is served too: each gateway's
+	// token check then lets the socket's requests through, which carry
+	// their peer's principal (local.Middleware).
+	socket bool
+}
+
+// authn is the gateway middleware for the token check network: itself,
+// or with a socket, local.Middleware around it.
+func (w wiring) authn(network func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	if w.socket {
+		return local.Middleware(network)
+	}
+	return network
 }
 
 // newServers starts a gateway for each entry of servers: one launcher and
@@ -79,6 +93,7 @@ func newServers(ctx context.Context, cfg *config.Config, w wiring) ([]servedServ
 			gopts.Middleware = s.Auth.Middleware
 			gopts.Ready = allReady(keysLoaded(s.Auth), gopts.Ready)
 		}
+		gopts.Middleware = w.authn(gopts.Middleware)
 		if s.Gateway, err = gateway.New(launcher, gopts); err != nil {
 			return fail(fmt.Errorf("mcpgate: server %q: %w", sc.ServerName(), err))
 		}
@@ -100,6 +115,7 @@ func startServers(ctx context.Context, cfg *config.Config, w wiring, launcher *w
 	if len(cfg.Servers) > 0 {
 		return newServers(ctx, cfg, w)
 	}
+	gopts.Middleware = w.authn(gopts.Middleware)
 	g, err := gateway.New(launcher, gopts)
 	if err != nil {
 		return nil, err
