@@ -1,0 +1,357 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/auth/authtest"
+	"github.com/mcpgate/mcpgate/tools"
+	"github.com/mcpgate/mcpgate/tools/db"
+	"github.com/mcpgate/mcpgate/worker"
+)
+
+// The combined endpoint's tests: three servers behind one /mcp, as mcpgate
+// serve mounts them: db and gh are built-in workers on SQLite files of
+// their own, sdk the go-sdk test worker (a resource, a prompt, a resource
+// link). The token comes from a real test issuer, checked by the real
+// authenticator for the combined endpoint's audience.
+
+// combinedServer is one combined endpoint under test.
+type combinedServer struct {
+	url     string
+	iss     *authtest.Issuer
+	members map[string]*Gateway
+}
+
+// combinedRights are the test servers' scopes: mcp:use on every token
+// (the endpoint's), <server>:use to reach a server, <server>:write to
+// write there.
+func combinedRights(server string) auth.Rights {
+	return auth.Rights{RequiredScopes: []string{server + ":use"}, WriteScope: server + ":write"}
+}
+
+// builtinMember is a gateway of the built-in worker on its own SQLite
+// file.
+func builtinMember(t testing.TB) *Gateway {
+	t.Helper()
+	safe, err := tools.SafeToolNames(nil)
+	require.NoError(t, err)
+	l, err := worker.NewLauncher([]string{builtinWorker}, worker.LauncherOptions{
+		Env:             (db.Config{Driver: db.SQLite, DSN: filepath.Join(t.TempDir(), "data", "mcpgate.db")}).Environ(),
+		IdentityOnStdin: true, StopGrace: 2 * time.Second, Logger: testLogger(t),
+	})
+	require.NoError(t, err)
+	return memberGateway(t, l, Options{SafeTools: safe})
+}
+
+// commandMember is a gateway of a stdio worker command.
+func commandMember(t testing.TB, command []string, safe ...string) *Gateway {
+	t.Helper()
+	return memberGateway(t, launcher(t, command, worker.LauncherOptions{Logger: testLogger(t)}), Options{SafeTools: safe})
+}
+
+func memberGateway(t testing.TB, l *worker.Launcher, opts Options) *Gateway {
+	t.Helper()
+	opts.Logger, opts.MaxSessionsPerUser, opts.WorkerStartTimeout = testLogger(t), 64, time.Minute
+	g, err := New(l, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, g.Close(ctx))
+	})
+	return g
+}
+
+// newCombinedServer serves members behind the real authenticator.
+func newCombinedServer(t testing.TB, members ...Member) *combinedServer {
+	t.Helper()
+	iss := authtest.New(t)
+	a, err := auth.New(context.Background(), auth.Options{
+		Issuer: iss.URL, Resource: accessResource, UserClaim: "preferred_username",
+		RequiredScopes: []string{"mcp:use"}, HTTPClient: iss.Client(), Logger: testLogger(t),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close() })
+	select {
+	case <-a.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the authenticator never loaded the issuer's keys")
+	}
+	c, err := NewCombined(members, Options{Logger: testLogger(t), Middleware: a.Middleware})
+	require.NoError(t, err)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	cs := &combinedServer{url: srv.URL, iss: iss, members: map[string]*Gateway{}}
+	for _, m := range members {
+		cs.members[m.Name] = m.Gateway
+	}
+	return cs
+}
+
+// threeServers is db and gh (built-in) and sdk (the go-sdk test worker).
+func threeServers(t testing.TB) *combinedServer {
+	t.Helper()
+	return newCombinedServer(t,
+		Member{Name: "db", Gateway: builtinMember(t), Rights: combinedRights("db"), Title: "Database"},
+		Member{Name: "gh", Gateway: builtinMember(t), Rights: combinedRights("gh")},
+		Member{Name: "sdk", Gateway: commandMember(t, []string{sdkWorker}, "echo", "link", "pid"), Rights: combinedRights("sdk")},
+	)
+}
+
+// token mints a token for user with mcp:use and scopes.
+func (cs *combinedServer) token(t testing.TB, user string, scopes ...string) string {
+	t.Helper()
+	tok, err := cs.iss.Sign(cs.iss.KeycloakClaims(user, accessResource, append([]string{"mcp:use"}, scopes...)...), authtest.SignOptions{})
+	require.NoError(t, err)
+	return tok
+}
+
+// client connects the go-sdk client with tok on version ("": 2026-07-28).
+func (cs *combinedServer) client(t testing.TB, tok, version string) *mcp.ClientSession {
+	t.Helper()
+	return as(t, cs.url, version, headers{"Authorization": "Bearer " + tok})
+}
+
+func toolNames(t testing.TB, c *mcp.ClientSession) []string {
+	t.Helper()
+	list, err := c.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// generations are the two protocol generations every behaviour is tried
+// on: 2026-07-28 (no sessions) and 2025-11-25 (a combined session).
+var generations = []string{"", "2025-11-25"}
+
+func genName(v string) string {
+	if v == "" {
+		return "2026-07-28"
+	}
+	return v
+}
+
+// TestCombinedListsAndCalls: every server's tools under prefixed names, in
+// the servers' order, none unprefixed; each callable and run by its own
+// server's worker as the token's user; the resource a tool links to, and
+// the one a prompt embeds, readable through the combined endpoint.
+func TestCombinedListsAndCalls(t *testing.T) {
+	cs := threeServers(t)
+	tok := cs.token(t, "alice", "db:use", "db:write", "gh:use", "sdk:use")
+	for _, v := range generations {
+		t.Run(genName(v), func(t *testing.T) {
+			c := cs.client(t, tok, v)
+			names := toolNames(t, c)
+			require.Contains(t, names, "db__status")
+			require.Contains(t, names, "gh__status")
+			require.Contains(t, names, "sdk__echo")
+			assert.Contains(t, names, "db__execute_sql", "db's write scope lists its writing tools")
+			assert.NotContains(t, names, "gh__execute_sql", "gh without its write scope lists no writing tool")
+			last := map[string]int{}
+			for i, n := range names {
+				server, _, ok := strings.Cut(n, NameSeparator)
+				require.True(t, ok, "unprefixed tool %q", n)
+				last[server] = i
+			}
+			assert.Less(t, last["db"], last["gh"])
+			assert.Less(t, last["gh"], last["sdk"])
+
+			st := statusOf(t, c, "db__status")
+			assert.Equal(t, "alice", st["user"])
+			assert.Equal(t, false, st["readOnly"], "db's write scope makes its worker read-write")
+			st = statusOf(t, c, "gh__status")
+			assert.Equal(t, "alice", st["user"])
+			assert.Equal(t, true, st["readOnly"], "gh without its write scope is read-only")
+			assert.Equal(t, "hi", callText(t, c, "sdk__echo", map[string]any{"text": "hi"}))
+
+			res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "sdk__link"})
+			require.NoError(t, err)
+			link := res.Content[0].(*mcp.ResourceLink)
+			assert.Equal(t, "sdk+note://hello", link.URI)
+			read, err := c.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: link.URI})
+			require.NoError(t, err)
+			assert.Equal(t, "hello, world", read.Contents[0].Text)
+			assert.Equal(t, "sdk+note://hello", read.Contents[0].URI)
+
+			rl, err := c.ListResources(context.Background(), nil)
+			require.NoError(t, err)
+			require.Len(t, rl.Resources, 1)
+			assert.Equal(t, "sdk+note://hello", rl.Resources[0].URI)
+
+			pl, err := c.ListPrompts(context.Background(), nil)
+			require.NoError(t, err)
+			require.Len(t, pl.Prompts, 1)
+			assert.Equal(t, "sdk__greet", pl.Prompts[0].Name)
+			pr, err := c.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "sdk__greet"})
+			require.NoError(t, err)
+			assert.Equal(t, "sdk+note://hello", pr.Messages[0].Content.(*mcp.EmbeddedResource).Resource.URI)
+		})
+	}
+}
+
+func statusOf(t testing.TB, c *mcp.ClientSession, tool string) map[string]any {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: tool})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%s: %+v", tool, res.Content)
+	return res.StructuredContent.(map[string]any)
+}
+
+// TestCombinedReach: a server whose required scope the token lacks is not
+// listed, and its tools are answered as tools that do not exist.
+func TestCombinedReach(t *testing.T) {
+	cs := threeServers(t)
+	tok := cs.token(t, "bob", "db:use")
+	for _, v := range generations {
+		t.Run(genName(v), func(t *testing.T) {
+			c := cs.client(t, tok, v)
+			for _, n := range toolNames(t, c) {
+				assert.True(t, strings.HasPrefix(n, "db__"), "listed %q of a server out of reach", n)
+			}
+			_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "gh__status"})
+			require.Error(t, err)
+			_, err2 := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "nosuch__status"})
+			require.Error(t, err2)
+			assert.Equal(t, strings.ReplaceAll(err.Error(), "gh__", "X"), strings.ReplaceAll(err2.Error(), "nosuch__", "X"),
+				"a server out of reach is told apart from one that does not exist")
+		})
+	}
+}
+
+// TestCombinedStepUp: a writing tool of a server whose write scope the
+// token lacks gets the step-up challenge naming that server's write scope,
+// keeping every scope the token holds, for the combined endpoint's own
+// resource metadata.
+func TestCombinedStepUp(t *testing.T) {
+	cs := threeServers(t)
+	tok := cs.token(t, "carol", "db:use", "db:write", "gh:use")
+	body := modernBody("1", "tools/call", `"name":"gh__execute_sql","arguments":{"sql":"DELETE FROM customers"}`)
+	resp, out := rawDo(t, http.MethodPost, cs.url, body, protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "gh__execute_sql", "Authorization", "Bearer "+tok)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, out)
+	ch := resp.Header.Get("WWW-Authenticate")
+	assert.Contains(t, ch, `error="insufficient_scope"`)
+	assert.Contains(t, ch, `scope="mcp:use db:use db:write gh:use gh:write"`)
+	assert.Contains(t, ch, "/.well-known/oauth-protected-resource/mcp\"")
+
+	// With gh's write scope the same call reaches a read-write gh worker.
+	tok = cs.token(t, "carol", "db:use", "db:write", "gh:use", "gh:write")
+	c := cs.client(t, tok, "")
+	assert.Equal(t, false, statusOf(t, c, "gh__status")["readOnly"])
+}
+
+// TestCombinedServerDown: a server whose worker cannot start leaves its
+// tools out of the list, and the others keep working.
+func TestCombinedServerDown(t *testing.T) {
+	cs := newCombinedServer(t,
+		Member{Name: "db", Gateway: builtinMember(t), Rights: combinedRights("db")},
+		Member{Name: "down", Gateway: commandMember(t, []string{"/nonexistent/mcp-server"}), Rights: combinedRights("down")},
+	)
+	tok := cs.token(t, "dave", "db:use", "down:use")
+	for _, v := range generations {
+		t.Run(genName(v), func(t *testing.T) {
+			c := cs.client(t, tok, v)
+			names := toolNames(t, c)
+			assert.Contains(t, names, "db__status")
+			for _, n := range names {
+				assert.False(t, strings.HasPrefix(n, "down__"), n)
+			}
+			assert.Equal(t, "dave", statusOf(t, c, "db__status")["user"])
+			_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "down__anything"})
+			assert.Error(t, err)
+		})
+	}
+}
+
+// TestCombinedHostileNames: what a client with a valid token of its own
+// may try on the combined endpoint, on 2026-07-28 with raw requests: a
+// tool of a server it cannot reach, an unprefixed name, extra separators,
+// a resource of another server, an Mcp-Name that differs from the body's
+// name, an ambiguous name member. None reaches a worker it should not.
+func TestCombinedHostileNames(t *testing.T) {
+	cs := threeServers(t)
+	tok := cs.token(t, "eve", "db:use", "db:write", "sdk:use")
+	call := func(method, header, params string) (int, map[string]any) {
+		t.Helper()
+		resp, out := rawDo(t, http.MethodPost, cs.url, modernBody("1", method, params), protoHdr, "2026-07-28", "Mcp-Method", method, "Mcp-Name", header, "Authorization", "Bearer "+tok)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+		return resp.StatusCode, m
+	}
+	errCode := func(m map[string]any) float64 {
+		e, ok := m["error"].(map[string]any)
+		if !ok {
+			return 0
+		}
+		return e["code"].(float64)
+	}
+	for _, tc := range []struct {
+		name, method, header, params string
+		code                         float64
+	}{
+		{"another server's tool", "tools/call", "gh__status", `"name":"gh__status"`, -32602},
+		{"unprefixed", "tools/call", "status", `"name":"status"`, -32602},
+		{"no server", "tools/call", "__status", `"name":"__status"`, -32602},
+		{"no tool", "tools/call", "db__", `"name":"db__"`, -32602},
+		{"upper-case server", "tools/call", "DB__status", `"name":"DB__status"`, -32602},
+		{"extra separators reach only db's own names", "tools/call", "db____status", `"name":"db____status"`, -32602},
+		{"header names another server", "tools/call", "db__status", `"name":"gh__status"`, -32020},
+		{"name twice", "tools/call", "db__status", `"name":"db__status","Name":"gh__status"`, -32020},
+		{"another server's resource", "resources/read", "gh+note://hello", `"uri":"gh+note://hello"`, -32602},
+		{"unprefixed resource", "resources/read", "note://hello", `"uri":"note://hello"`, -32602},
+		{"another server's prompt", "prompts/get", "gh__greet", `"name":"gh__greet"`, -32602},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, m := call(tc.method, tc.header, tc.params)
+			assert.Equal(t, tc.code, errCode(m), "%v", m)
+		})
+	}
+	// A completion reference of another server.
+	_, m := call("completion/complete", "", `"ref":{"type":"ref/prompt","name":"gh__greet"},"argument":{"name":"a","value":"b"}`)
+	assert.Equal(t, float64(-32602), errCode(m), "%v", m)
+	// gh's worker never started: nothing reached it.
+	assert.Zero(t, cs.members["gh"].Workers(WorkerUser))
+	assert.Zero(t, cs.members["gh"].Sessions())
+}
+
+// TestCombinedLazyWorkers: a call starts only the worker it needs; a list
+// starts the listed servers' workers.
+func TestCombinedLazyWorkers(t *testing.T) {
+	cs := threeServers(t)
+	tok := cs.token(t, "frank", "db:use", "gh:use", "sdk:use")
+	c := cs.client(t, tok, "")
+	_ = statusOf(t, c, "db__status")
+	assert.Equal(t, 1, cs.members["db"].Workers(WorkerUser))
+	assert.Zero(t, cs.members["gh"].Workers(WorkerUser))
+	assert.Zero(t, cs.members["sdk"].Workers(WorkerUser))
+	_ = toolNames(t, c)
+	assert.Equal(t, 1, cs.members["gh"].Workers(WorkerUser))
+	assert.Equal(t, 1, cs.members["sdk"].Workers(WorkerUser))
+}
+
+// TestCombinedSessionDelete: DELETE of a combined session ends the member
+// sessions it opened, and the session id is gone after.
+func TestCombinedSessionDelete(t *testing.T) {
+	cs := threeServers(t)
+	tok := cs.token(t, "gina", "db:use", "db:write", "sdk:use")
+	c := cs.client(t, tok, "2025-11-25")
+	_ = statusOf(t, c, "db__status")
+	assert.Equal(t, 1, cs.members["db"].Sessions())
+	assert.Zero(t, cs.members["sdk"].Sessions(), "a call opened a session on a server it did not name")
+	require.NoError(t, c.Close())
+	assert.Zero(t, cs.members["db"].Sessions())
+}
