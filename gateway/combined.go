@@ -220,28 +220,37 @@ func (c *Combined) serveModern(w http.ResponseWriter, r *http.Request, p *auth.P
 		return
 	}
 	m := msgs[0]
-	if f, ok := checkModernHeaders(r, m, readModernMeta(m)); !ok {
-		c.log.Info("gateway: refused a "+modernVersion+" request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
-		f.write(w, m.ID)
-		return
-	}
 	if removedMethods[m.Method] {
 		removedMethod(m.Method).write(w, m.ID)
 		return
 	}
 	out := &modernStatusWriter{ResponseWriter: w}
+	if _, answered := combinedAnswers[m.Method]; !answered {
+		// The server's gateway checks every header against the body it
+		// gets; the combined endpoint checks what it rewrites (route).
+		c.route(out, r, p, m, nil)
+		return
+	}
+	if f, ok := checkModernHeaders(r, m, readModernMeta(m)); !ok {
+		c.log.Info("gateway: refused a "+modernVersion+" request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
+		f.write(w, m.ID)
+		return
+	}
 	switch m.Method {
 	case "server/discover":
 		c.discover(out, r, p, m)
 	case "subscriptions/listen":
 		c.listen(w, r, p, m)
 	default:
-		if listKey[m.Method] != "" {
-			c.list(out, r, p, m, nil)
-			return
-		}
-		c.route(out, r, p, m, nil)
+		c.list(out, r, p, m, nil)
 	}
+}
+
+// combinedAnswers are the 2026-07-28 methods the combined endpoint answers
+// itself (from its servers' answers); every other request names one server.
+var combinedAnswers = map[string]bool{
+	"server/discover": true, "subscriptions/listen": true,
+	"tools/list": true, "prompts/list": true, "resources/list": true, "resources/templates/list": true,
 }
 
 // route forwards a request that names one server (a tool, a prompt, a
@@ -250,7 +259,10 @@ func (c *Combined) serveModern(w http.ResponseWriter, r *http.Request, p *auth.P
 // 2026-07-28). A name of no server the caller reaches is answered as an
 // unknown one, whether or not the server exists.
 func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Principal, m *jsonrpc.Message, s *combinedSession) {
-	target, params, local, f := c.unprefix(p, m)
+	target, params, name, local, f := c.unprefix(p, m)
+	if f.status == 0 && s == nil && nameMember(m.Method) != "" {
+		f = checkNameHeader(r, name)
+	}
 	if f.status != 0 {
 		c.log.Info("gateway: refused a combined request", "method", clip(m.Method), "reason", f.msg, "remote", r.RemoteAddr)
 		f.write(w, m.ID)
@@ -261,9 +273,11 @@ func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		errInvalid.write(w, m.ID)
 		return
 	}
-	hdr := map[string]string{}
-	if nameMember(m.Method) != "" && s == nil {
-		hdr[nameHdr] = encodeHeaderValue(local)
+	// The request is the combined endpoint's own from here: its body and
+	// headers become the member's, without a copy.
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	if s == nil && nameMember(m.Method) != "" {
+		r.Header.Set(nameHdr, encodeHeaderValue(local))
 	}
 	if s != nil {
 		var msid string
@@ -271,11 +285,33 @@ func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		if w, msid, ok = c.routeSession(w, r, target, s); !ok {
 			return
 		}
-		hdr["MCP-Session-Id"] = msid
+		r.Header.Set("MCP-Session-Id", msid)
 	}
 	server := target.m.Name
-	target.m.Gateway.serveAuthenticated(w, memberRequest(r, body, hdr), target.p, target.m.Rights,
+	target.m.Gateway.serveAuthenticated(w, r, target.p, target.m.Rights,
 		func(method string, res json.RawMessage) json.RawMessage { return prefixResult(server, method, res) })
+}
+
+// checkNameHeader checks, on a 2026-07-28 request the combined endpoint
+// routes, that Mcp-Name names what the body names (MCP 2026-07-28 §Server
+// Validation): both are rewritten to the server's own name on the way, so
+// the server's gateway could no longer tell them apart.
+func checkNameHeader(r *http.Request, name string) failure {
+	switch vs := r.Header.Values(nameHdr); {
+	case len(vs) > 1:
+		return repeatedHeader(nameHdr)
+	case len(vs) == 0 || vs[0] == "":
+		return headerMismatch("the Mcp-Name header is required on this method")
+	default:
+		hv, ok := decodeHeaderValue(vs[0])
+		if !ok {
+			return headerMismatch("the Mcp-Name header has invalid characters or Base64")
+		}
+		if hv != name {
+			return headerMismatch("the Mcp-Name header " + quote(clip(hv)) + " does not match the body's " + quote(clip(name)))
+		}
+	}
+	return failure{}
 }
 
 // memberRequest is r as a member gateway gets it: body and the headers of

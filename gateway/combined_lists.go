@@ -299,4 +299,3 @@ func (r *memberRecorder) answer() *jsonrpc.Message {
 	}
 	return m
 }
-

@@ -44,7 +44,7 @@ func splitURI(uri string) (server, local string, ok bool) {
 // name (for Mcp-Name). The member read is the one a worker reads: exact,
 // unambiguous; anything else is refused. f is the refusal when the
 // request names no server the caller reaches.
-func (c *Combined) unprefix(p *auth.Principal, m *jsonrpc.Message) (target reach, params json.RawMessage, local string, f failure) {
+func (c *Combined) unprefix(p *auth.Principal, m *jsonrpc.Message) (target reach, params json.RawMessage, name, local string, f failure) {
 	var what, member, server string
 	var ok bool
 	switch m.Method {
@@ -55,14 +55,15 @@ func (c *Combined) unprefix(p *auth.Principal, m *jsonrpc.Message) (target reach
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		what, member = "resource", "uri"
 	case "completion/complete":
-		return c.unprefixRef(p, m)
+		target, params, f = c.unprefixRef(p, m)
+		return target, params, "", "", f
 	default:
-		return reach{}, nil, "", failure{http.StatusNotFound, jsonrpc.CodeMethodNotFound,
+		return reach{}, nil, "", "", failure{http.StatusNotFound, jsonrpc.CodeMethodNotFound,
 			"gateway: method " + quote(clip(m.Method)) + " names no server; the combined endpoint routes tools, prompts, resources and completions by their prefixed names", nil}
 	}
 	name, named := jsonrpc.MemberString(m.Params, member)
 	if !named {
-		return reach{}, nil, "", failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params." + member + " must be one string, named exactly so", nil}
+		return reach{}, nil, "", "", failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params." + member + " must be one string, named exactly so", nil}
 	}
 	if member == "uri" {
 		server, local, ok = splitURI(name)
@@ -73,22 +74,22 @@ func (c *Combined) unprefix(p *auth.Principal, m *jsonrpc.Message) (target reach
 		target, ok = c.find(p, server)
 	}
 	if !ok {
-		return reach{}, nil, "", unknownName(what, name)
+		return reach{}, nil, "", "", unknownName(what, name)
 	}
 	params, err := setMember(m.Params, member, mustMarshal(local))
 	if err != nil {
-		return reach{}, nil, "", errInvalid
+		return reach{}, nil, "", "", errInvalid
 	}
-	return target, params, local, failure{}
+	return target, params, name, local, failure{}
 }
 
 // unprefixRef is unprefix for completion/complete, whose params.ref names
 // a prompt (ref/prompt, name) or a resource template (ref/resource, uri).
-func (c *Combined) unprefixRef(p *auth.Principal, m *jsonrpc.Message) (reach, json.RawMessage, string, failure) {
+func (c *Combined) unprefixRef(p *auth.Principal, m *jsonrpc.Message) (reach, json.RawMessage, failure) {
 	bad := failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: params.ref must be a ref/prompt with a name or a ref/resource with a uri, named exactly so", nil}
 	ref, ok := jsonrpc.Member(m.Params, "ref")
 	if !ok || len(ref) == 0 || ref[0] != '{' {
-		return reach{}, nil, "", bad
+		return reach{}, nil, bad
 	}
 	typ, _ := jsonrpc.MemberString(ref, "type")
 	var member, what, server, local string
@@ -98,11 +99,11 @@ func (c *Combined) unprefixRef(p *auth.Principal, m *jsonrpc.Message) (reach, js
 	case "ref/resource":
 		member, what = "uri", "resource"
 	default:
-		return reach{}, nil, "", bad
+		return reach{}, nil, bad
 	}
 	name, named := jsonrpc.MemberString(ref, member)
 	if !named {
-		return reach{}, nil, "", bad
+		return reach{}, nil, bad
 	}
 	if member == "uri" {
 		server, local, ok = splitURI(name)
@@ -114,17 +115,17 @@ func (c *Combined) unprefixRef(p *auth.Principal, m *jsonrpc.Message) (reach, js
 		target, ok = c.find(p, server)
 	}
 	if !ok {
-		return reach{}, nil, "", unknownName(what, name)
+		return reach{}, nil, unknownName(what, name)
 	}
 	ref2, err := setMember(ref, member, mustMarshal(local))
 	if err != nil {
-		return reach{}, nil, "", errInvalid
+		return reach{}, nil, errInvalid
 	}
 	params, err := setMember(m.Params, "ref", ref2)
 	if err != nil {
-		return reach{}, nil, "", errInvalid
+		return reach{}, nil, errInvalid
 	}
-	return target, params, "", failure{}
+	return target, params, failure{}
 }
 
 // setMember returns the object obj with member name set to val. The
@@ -132,6 +133,9 @@ func (c *Combined) unprefixRef(p *auth.Principal, m *jsonrpc.Message) (reach, js
 // as they are (a duplicate of another key keeps its last value, as a
 // worker's decoder reads it).
 func setMember(obj json.RawMessage, name string, val json.RawMessage) (json.RawMessage, error) {
+	if out, ok := jsonrpc.SetPlainMember(obj, name, val); ok {
+		return out, nil
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(obj, &fields); err != nil {
 		return nil, err
