@@ -359,3 +359,88 @@ func TestCombinedSessionDelete(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.Zero(t, cs.members["db"].Sessions())
 }
+
+// TestCombinedNotifications: a server's list change reaches the client of
+// the combined endpoint (a merged subscriptions/listen on 2026-07-28, the
+// call's stream or the merged GET stream of a session), and the new tool
+// is listed under its prefixed name.
+func TestCombinedNotifications(t *testing.T) {
+	cs := threeServers(t)
+	tok := cs.token(t, "hank", "db:use", "sdk:use", "sdk:write")
+	for _, v := range generations {
+		t.Run(genName(v), func(t *testing.T) {
+			changed := make(chan struct{}, 8)
+			c := connectVersion(t, &mcp.StreamableClientTransport{Endpoint: cs.url, MaxRetries: -1, HTTPClient: &http.Client{Transport: headers{"Authorization": "Bearer " + tok}}},
+				&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, v)
+			name := "fresh_" + strings.ReplaceAll(genName(v), "-", "_")
+			assert.Equal(t, "added "+name, callText(t, c, "sdk__addtool", map[string]any{"name": name}))
+			select {
+			case <-changed:
+			case <-time.After(30 * time.Second):
+				t.Fatal("no tools/list_changed reached the combined endpoint's client")
+			}
+			assert.Contains(t, toolNames(t, c), "sdk__"+name)
+		})
+	}
+}
+
+// TestCombinedHandles: a transaction handle minted by one server's worker
+// carries its server (its worker's instance id): it works in that
+// server's calls, and another server's worker refuses it as foreign.
+func TestCombinedHandles(t *testing.T) {
+	cs := threeServers(t)
+	c := cs.client(t, cs.token(t, "ivan", "db:use", "db:write", "gh:use", "gh:write"), "")
+	_ = toolNames(t, c) // the client mirrors x-mcp-header arguments of the tools it has listed
+	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "db__begin"})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%+v", res.Content)
+	handle := res.StructuredContent.(map[string]any)["transaction"].(string)
+	require.NotEmpty(t, handle)
+	assert.False(t, statusWith(t, c, "db__status", handle).IsError, "the handle in its own server's call")
+	res = statusWith(t, c, "gh__status", handle)
+	require.True(t, res.IsError, "another server's worker took the handle")
+	assert.Equal(t, "handleForeign", res.StructuredContent.(map[string]any)["error"].(map[string]any)["kind"])
+}
+
+func statusWith(t testing.TB, c *mcp.ClientSession, tool, handle string) *mcp.CallToolResult {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"transaction": handle}})
+	require.NoError(t, err)
+	return res
+}
+
+// TestCombinedPolicies: a server's own policies decide its share of the
+// token: the tools its rules grant are listed, a tool a rule's scope would
+// grant gets the step-up challenge naming that scope, and a server whose
+// rules grant the token nothing is out of reach.
+func TestCombinedPolicies(t *testing.T) {
+	policy := auth.Rights{RequiredScopes: []string{"db:use"}, Policies: []auth.Rule{
+		{Scope: "db:read", Tools: []string{"status", "query"}},
+		{Scope: "db:admin", Tools: []string{"status", "query", "execute_sql"}},
+	}}
+	cs := newCombinedServer(t,
+		Member{Name: "db", Gateway: builtinMember(t), Rights: policy},
+		Member{Name: "gh", Gateway: builtinMember(t), Rights: combinedRights("gh")},
+	)
+	reader := cs.token(t, "judy", "db:use", "db:read", "gh:use")
+	c := cs.client(t, reader, "2025-11-25")
+	names := toolNames(t, c)
+	var dbTools []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "db__") {
+			dbTools = append(dbTools, n)
+		}
+	}
+	assert.ElementsMatch(t, []string{"db__status", "db__query"}, dbTools)
+	assert.Equal(t, true, statusOf(t, c, "db__status")["readOnly"], "a grant of safe tools is a read-only worker")
+
+	body := modernBody("1", "tools/call", `"name":"db__execute_sql","arguments":{"sql":"DELETE FROM customers"}`)
+	resp, out := rawDo(t, http.MethodPost, cs.url, body, protoHdr, "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "db__execute_sql", "Authorization", "Bearer "+reader)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, out)
+	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `scope="mcp:use db:use db:read gh:use db:admin"`)
+
+	none := cs.client(t, cs.token(t, "judy", "db:use", "gh:use"), "")
+	for _, n := range toolNames(t, none) {
+		assert.True(t, strings.HasPrefix(n, "gh__"), "listed %q of a server whose policies grant nothing", n)
+	}
+}
