@@ -273,11 +273,9 @@ func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		errInvalid.write(w, m.ID)
 		return
 	}
-	// The request is the combined endpoint's own from here: its body and
-	// headers become the member's, without a copy.
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	hdr := map[string]string{}
 	if s == nil && nameMember(m.Method) != "" {
-		r.Header.Set(nameHdr, encodeHeaderValue(local))
+		hdr[nameHdr] = encodeHeaderValue(local)
 	}
 	if s != nil {
 		var msid string
@@ -285,10 +283,10 @@ func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		if w, msid, ok = c.routeSession(w, r, target, s); !ok {
 			return
 		}
-		r.Header.Set("MCP-Session-Id", msid)
+		hdr["MCP-Session-Id"] = msid
 	}
 	server := target.m.Name
-	target.m.Gateway.serveAuthenticated(w, r, target.p, target.m.Rights,
+	target.m.Gateway.serveAuthenticated(w, memberRequest(r, body, hdr), target.p, target.m.Rights,
 		func(method string, res json.RawMessage) json.RawMessage { return prefixResult(server, method, res) })
 }
 
@@ -317,7 +315,8 @@ func checkNameHeader(r *http.Request, name string) failure {
 // memberRequest is r as a member gateway gets it: body and the headers of
 // hdr (set; "" deletes) in place of the client's.
 func memberRequest(r *http.Request, body []byte, hdr map[string]string) *http.Request {
-	r2 := r.Clone(r.Context())
+	r2 := r.WithContext(r.Context()) // a shallow copy: only the body and headers differ
+	r2.Header = r.Header.Clone()
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.ContentLength = int64(len(body))
 	for k, v := range hdr {

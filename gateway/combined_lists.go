@@ -148,6 +148,8 @@ func (c *Combined) listOne(r *http.Request, rc reach, m *jsonrpc.Message, key st
 		for _, it := range res.Items {
 			if prefixItem(rc.m.Name, key, it) {
 				out = append(out, mustMarshal(it))
+			} else {
+				log.Warn("gateway: left an item out of a combined list: no name, or a prefixed tool name over 128 characters", "name", clip(string(it["name"])))
 			}
 		}
 		var next string
@@ -160,8 +162,11 @@ func (c *Combined) listOne(r *http.Request, rc reach, m *jsonrpc.Message, key st
 	return out, ttl
 }
 
+// maxToolName is the longest tool name MCP 2026-07-28 allows.
+const maxToolName = 128
+
 // prefixItem prefixes one listed item's identifier; false leaves out an
-// item without one.
+// item without one, and a tool whose prefixed name would be too long.
 func prefixItem(server, key string, it map[string]json.RawMessage) bool {
 	member := "name"
 	switch key {
@@ -176,6 +181,9 @@ func prefixItem(server, key string, it map[string]json.RawMessage) bool {
 	}
 	if member == "name" {
 		id = prefixName(server, id)
+		if key == "tools" && len(id) > maxToolName {
+			return false // MCP 2026-07-28: a tool name is at most 128 characters
+		}
 	} else {
 		id = prefixURI(server, id)
 	}

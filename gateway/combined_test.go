@@ -444,3 +444,49 @@ func TestCombinedPolicies(t *testing.T) {
 		assert.True(t, strings.HasPrefix(n, "gh__"), "listed %q of a server whose policies grant nothing", n)
 	}
 }
+
+// TestCombinedSessionStepUp: on a combined session, a writing tool of a
+// server whose write scope the token lacks gets that server's step-up
+// challenge; the same session with the stepped-up token then writes there
+// (the member session's read-only worker is replaced), and the other
+// server's session is untouched.
+func TestCombinedSessionStepUp(t *testing.T) {
+	cs := threeServers(t)
+	do := func(tok, sid, body string) (*http.Response, string) {
+		t.Helper()
+		return rawDo(t, http.MethodPost, cs.url, body, protoHdr, "2025-11-25", sidHdr, sid, "Authorization", "Bearer "+tok)
+	}
+	reader := cs.token(t, "kate", "db:use", "db:write", "gh:use")
+	resp, out := do(reader, "", initBody)
+	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	sid := resp.Header.Get(sidHdr)
+	require.NotEmpty(t, sid)
+	do(reader, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp, out = do(reader, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"db__status"}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	write := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gh__execute_sql","arguments":{"sql":"CREATE TABLE t (x)"}}}`
+	resp, out = do(reader, sid, write)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, out)
+	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `scope="mcp:use db:use db:write gh:use gh:write"`)
+
+	writer := cs.token(t, "kate", "db:use", "db:write", "gh:use", "gh:write")
+	resp, out = do(writer, sid, write)
+	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	assert.NotContains(t, out, `"isError":true`, out)
+	assert.Equal(t, 2, cs.members["db"].Sessions()+cs.members["gh"].Sessions())
+}
+
+// TestCombinedLongToolName: a tool whose prefixed name would be longer
+// than MCP allows (128) is left out of the combined list, not listed
+// under a name clients refuse; a shorter one is listed.
+func TestCombinedLongToolName(t *testing.T) {
+	cs := threeServers(t)
+	c := cs.client(t, cs.token(t, "leo", "sdk:use", "sdk:write"), "")
+	long, fits := strings.Repeat("l", 124), strings.Repeat("f", 123)
+	for _, n := range []string{long, fits} {
+		assert.Equal(t, "added "+n, callText(t, c, "sdk__addtool", map[string]any{"name": n}))
+	}
+	names := toolNames(t, c)
+	assert.Contains(t, names, "sdk__"+fits)
+	assert.NotContains(t, names, "sdk__"+long)
+}
