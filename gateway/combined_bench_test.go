@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 	"time"
 
@@ -23,16 +21,7 @@ import (
 func BenchmarkCombined(b *testing.B) {
 	iss := authtest.New(b)
 	newAuth := func(resource string) *auth.Authenticator {
-		a, err := auth.New(context.Background(), auth.Options{
-			Issuer: iss.URL, Resource: resource, UserClaim: "preferred_username",
-			RequiredScopes: []string{"mcp:use"}, HTTPClient: iss.Client(), Logger: testLogger(b),
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = a.Close() })
-		<-a.Ready()
-		return a
+		return testAuthenticator(b, iss, auth.Options{Resource: resource, RequiredScopes: []string{"mcp:use"}})
 	}
 	memberResource := accessResource + "/sdk"
 	g := commandMember(b, []string{sdkWorker}, "echo")
@@ -92,11 +81,7 @@ func BenchmarkCombined(b *testing.B) {
 		}
 		tc = append(tc, d)
 	}
-	p50 := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2]) / float64(time.Microsecond)
-	}
-	pd, pc := p50(td), p50(tc)
+	pd, pc := medianMicros(td), medianMicros(tc)
 	b.ReportMetric(pd, "p50-direct-µs")
 	b.ReportMetric(pc, "p50-combined-µs")
 	b.ReportMetric(pc-pd, "p50-combined-over-direct-µs")

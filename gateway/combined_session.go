@@ -371,15 +371,7 @@ func (c *Combined) routeSession(w http.ResponseWriter, r *http.Request, rc reach
 // ids naming their server. It ends when the client closes it or any
 // member's stream ends (the client reopens it).
 func (c *Combined) sessionGET(w http.ResponseWriter, r *http.Request, p *auth.Principal) {
-	if _, sseOK := accepts(r); !sseOK {
-		errAcceptGET.write(w, nil)
-		return
-	}
-	if !versionOK(w, r) {
-		return
-	}
-	if r.Header.Get("Last-Event-ID") != "" {
-		errLastEventID.write(w, nil)
+	if _, sseOK := accepts(r); !streamGETOK(w, r, sseOK) {
 		return
 	}
 	s := c.sessionOf(w, r, p)

@@ -124,18 +124,10 @@ func prefixNotification(server string, data []byte) []byte {
 // result once any server's listen ends (its worker stopped, the token
 // expired): the client listens again, and all are renewed.
 func (c *Combined) listen(w http.ResponseWriter, r *http.Request, p *auth.Principal, m *jsonrpc.Message) {
-	if _, sseOK := accepts(r); !sseOK {
-		failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}.write(w, m.ID)
-		return
-	}
-	raw, ok := jsonrpc.Member(m.Params, "notifications")
-	var req notifyFilter
-	if !ok || raw == nil || json.Unmarshal(raw, &req) != nil {
-		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}.write(w, m.ID)
-		return
-	}
-	if len(req.ResourceSubscriptions) > maxListenResources {
-		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen takes at most 64 resourceSubscriptions; open another listen for more", nil}.write(w, m.ID)
+	_, sseOK := accepts(r)
+	req, f, ok := listenFilter(sseOK, m)
+	if !ok {
+		f.write(w, m.ID)
 		return
 	}
 	var fields map[string]json.RawMessage

@@ -58,7 +58,7 @@ func builtinMember(t testing.TB) *Gateway {
 // commandMember is a gateway of a stdio worker command.
 func commandMember(t testing.TB, command []string, safe ...string) *Gateway {
 	t.Helper()
-	return memberGateway(t, launcher(t, command, worker.LauncherOptions{Logger: testLogger(t)}), Options{SafeTools: safe})
+	return memberGateway(t, launcher(t, command, worker.LauncherOptions{Logger: testLogger(t), Env: []string{"SDKWORKER_PROMPT=1"}}), Options{SafeTools: safe})
 }
 
 func memberGateway(t testing.TB, l *worker.Launcher, opts Options) *Gateway {
@@ -78,17 +78,7 @@ func memberGateway(t testing.TB, l *worker.Launcher, opts Options) *Gateway {
 func newCombinedServer(t testing.TB, members ...Member) *combinedServer {
 	t.Helper()
 	iss := authtest.New(t)
-	a, err := auth.New(context.Background(), auth.Options{
-		Issuer: iss.URL, Resource: accessResource, UserClaim: "preferred_username",
-		RequiredScopes: []string{"mcp:use"}, HTTPClient: iss.Client(), Logger: testLogger(t),
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.Close() })
-	select {
-	case <-a.Ready():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the authenticator never loaded the issuer's keys")
-	}
+	a := testAuthenticator(t, iss, auth.Options{Resource: accessResource, RequiredScopes: []string{"mcp:use"}})
 	c, err := NewCombined(members, Options{Logger: testLogger(t), Middleware: a.Middleware})
 	require.NoError(t, err)
 	srv := httptest.NewServer(c)

@@ -7,7 +7,8 @@
 // hold {text, path} (a log message at info, then the answer once something
 // is written to the FIFO at path), addtool {name} (adds a tool:
 // tools/list_changed), env, link (a resource link to note://hello); the
-// resource note://hello and the prompt greet (which embeds it). It is served as the built-in worker is
+// resource note://hello and, with SDKWORKER_PROMPT set, the prompt greet
+// (which embeds it). It is served as the built-in worker is
 // (tools.Serve, tools.MarkCalls): what it sends during a call names the
 // call.
 package main
@@ -95,11 +96,14 @@ func main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "link"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "note://hello", Name: "hello"}}}, nil, nil
 	})
-	s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
-			{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "note://hello", Text: "hello, world"}}},
-		}}, nil
-	})
+	if os.Getenv("SDKWORKER_PROMPT") != "" {
+		// Only when asked: the prompts capability comes with it.
+		s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "note://hello", Text: "hello, world"}}},
+			}}, nil
+		})
+	}
 	tools.MarkCalls(s)
 	if err := tools.Serve(context.Background(), s, os.Stdin, os.Stdout); err != nil {
 		log.Print(err)
