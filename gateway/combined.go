@@ -331,6 +331,7 @@ func memberRequest(r *http.Request, body []byte, hdr map[string]string) *http.Re
 
 // Combined-endpoint refusals.
 var (
+	errCombinedBatch  = failure{http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "gateway: the combined endpoint takes one JSON-RPC message per POST, not a batch: its messages could belong to several servers", nil}
 	errCombinedCursor = failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: the combined endpoint lists every server's items in one answer; send no cursor", nil}
 )
 

@@ -28,6 +28,12 @@ import (
 // ids the member gateway chose; on the combined endpoint they become
 // "<server>:<id>", so the client's answer, POSTed back, finds its server.
 
+// maxCombinedInit bounds the initialize request a combined session keeps
+// to replay to its servers (a client's is a few hundred bytes).
+const maxCombinedInit = 64 << 10
+
+var errCombinedInit = failure{http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest, "gateway: an initialize on the combined endpoint may be at most 64 KiB", nil}
+
 // combinedSessions is the combined endpoint's session table.
 type combinedSessions struct {
 	mu      sync.Mutex
@@ -211,8 +217,7 @@ func (c *Combined) sessionPOST(w http.ResponseWriter, r *http.Request, p *auth.P
 		discoverNeedsModern(version).write(w, firstID)
 		return
 	case batch:
-		// Each message may go to another server: one answer per POST.
-		errBatchVersion.write(w, firstID)
+		errCombinedBatch.write(w, firstID)
 		return
 	}
 	m := msgs[0]
@@ -285,6 +290,11 @@ func (c *Combined) initialize(w http.ResponseWriter, m *jsonrpc.Message, p *auth
 	init, err := m.Encode()
 	if err != nil {
 		errInvalid.write(w, m.ID)
+		return
+	}
+	if len(init) > maxCombinedInit {
+		// Kept for the session's life, for every server it opens.
+		errCombinedInit.write(w, m.ID)
 		return
 	}
 	s := &combinedSession{id: c.front.newSessionID(), owner: owner, version: version, init: init, members: map[string]*memberSlot{}, last: time.Now()}

@@ -480,3 +480,32 @@ func TestCombinedLongToolName(t *testing.T) {
 	assert.Contains(t, names, "sdk__"+fits)
 	assert.NotContains(t, names, "sdk__"+long)
 }
+
+// TestCombinedSessionHostile: a combined session is its principal's
+// alone (another user's token naming it gets 404, as an unknown one), an
+// initialize too big to keep is refused, and a batch (whose messages could
+// belong to several servers) is refused.
+func TestCombinedSessionHostile(t *testing.T) {
+	cs := threeServers(t)
+	do := func(tok, sid, body string) (*http.Response, string) {
+		t.Helper()
+		return rawDo(t, http.MethodPost, cs.url, body, protoHdr, "2025-11-25", sidHdr, sid, "Authorization", "Bearer "+tok)
+	}
+	alice := cs.token(t, "alice", "db:use")
+	resp, out := do(alice, "", initBody)
+	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	sid := resp.Header.Get(sidHdr)
+	status := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"db__status"}}`
+	resp, out = do(cs.token(t, "mallory", "db:use"), sid, status)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, out)
+	resp, out = do(alice, sid, status)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, out)
+	assert.Contains(t, out, `"alice"`)
+
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"x":"` + strings.Repeat("a", 70<<10) + `"},"clientInfo":{"name":"raw","version":"1"}}}`
+	resp, out = do(alice, "", big)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, out)
+
+	resp, out = rawDo(t, http.MethodPost, cs.url, "["+status+"]", protoHdr, "2025-03-26", sidHdr, sid, "Authorization", "Bearer "+alice)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, out)
+}
