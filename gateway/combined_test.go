@@ -509,3 +509,28 @@ func TestCombinedSessionHostile(t *testing.T) {
 	resp, out = rawDo(t, http.MethodPost, cs.url, "["+status+"]", protoHdr, "2025-03-26", sidHdr, sid, "Authorization", "Bearer "+alice)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, out)
 }
+
+// TestCombinedSessionSampling: a server's request to the client during a
+// call (sampling) reaches the combined session's client, and its answer
+// finds its way back to that server, for two servers whose own request
+// ids are alike.
+func TestCombinedSessionSampling(t *testing.T) {
+	cs := newCombinedServer(t,
+		Member{Name: "a", Gateway: commandMember(t, nil), Rights: combinedRights("a")},
+		Member{Name: "b", Gateway: commandMember(t, nil), Rights: combinedRights("b")},
+	)
+	tok := cs.token(t, "nina", "a:use", "a:write", "b:use", "b:write")
+	c := connectVersion(t, &mcp.StreamableClientTransport{Endpoint: cs.url, MaxRetries: -1, HTTPClient: &http.Client{Transport: headers{"Authorization": "Bearer " + tok}}},
+		&mcp.ClientOptions{CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "re: " + req.Params.Messages[0].Content.(*mcp.TextContent).Text}}, nil
+		}}, "2025-11-25")
+	for _, server := range []string{"a", "b", "a"} {
+		// Bounded: an answer that never finds its server leaves the call waiting.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: server + "__sample", Arguments: map[string]any{"text": "from " + server}})
+		cancel()
+		require.NoError(t, err, server)
+		require.Len(t, res.Content, 1)
+		assert.Equal(t, "sampled: re: from "+server, res.Content[0].(*mcp.TextContent).Text)
+	}
+}
