@@ -184,7 +184,7 @@ func (c *Combined) listen(w http.ResponseWriter, r *http.Request, p *auth.Princi
 				pending--
 				c.log.Warn("gateway: left a server out of a combined subscriptions/listen", "server", ev.server, "status", ev.status)
 			} else {
-				early = append(early, ev)
+				early = keep(early, ev)
 			}
 		case msg != nil && msg.Method == "notifications/subscriptions/acknowledged":
 			pending--
@@ -195,7 +195,7 @@ func (c *Combined) listen(w http.ResponseWriter, r *http.Request, p *auth.Princi
 			_ = json.Unmarshal(msg.Params, &ack)
 			mergeFilter(&agreed, ev.server, ack.Notifications)
 		default:
-			early = append(early, ev)
+			early = keep(early, ev)
 		}
 	}
 	sw := c.front.newSSEWriter(w)
@@ -246,6 +246,22 @@ func (c *Combined) listen(w http.ResponseWriter, r *http.Request, p *auth.Princi
 			return
 		}
 	}
+}
+
+// keep queues an event that came before every server acknowledged, at
+// most maxListenQueue of them: beyond, the oldest notification goes (a
+// list change is a hint to list again, a later one says as much), never
+// an end.
+func keep(early []memberEvent, ev memberEvent) []memberEvent {
+	if len(early) >= maxListenQueue {
+		for i, e := range early {
+			if e.data != nil {
+				early = append(early[:i], early[i+1:]...)
+				break
+			}
+		}
+	}
+	return append(early, ev)
 }
 
 // mergeFilter adds one server's agreed filter to the combined one.
