@@ -58,7 +58,7 @@ func builtinMember(t testing.TB) *Gateway {
 // commandMember is a gateway of a stdio worker command.
 func commandMember(t testing.TB, command []string, safe ...string) *Gateway {
 	t.Helper()
-	return memberGateway(t, launcher(t, command, worker.LauncherOptions{Logger: testLogger(t), Env: []string{"SDKWORKER_PROMPT=1"}}), Options{SafeTools: safe})
+	return memberGateway(t, launcher(t, command, worker.LauncherOptions{Logger: testLogger(t), Env: []string{"SDKWORKER_RESOURCES=1"}}), Options{SafeTools: safe})
 }
 
 func memberGateway(t testing.TB, l *worker.Launcher, opts Options) *Gateway {
