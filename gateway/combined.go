@@ -200,14 +200,14 @@ func (c *Combined) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if version == modernVersion {
-		c.serveModern(w, r, p, msgs, batch)
+		c.serveModern(w, r, p, msgs, batch, body)
 		return
 	}
 	c.sessionPOST(w, r, p, msgs, batch, version)
 }
 
 // serveModern serves one 2026-07-28 POST.
-func (c *Combined) serveModern(w http.ResponseWriter, r *http.Request, p *auth.Principal, msgs []*jsonrpc.Message, batch bool) {
+func (c *Combined) serveModern(w http.ResponseWriter, r *http.Request, p *auth.Principal, msgs []*jsonrpc.Message, batch bool, body []byte) {
 	switch {
 	case batch:
 		errModernBatch.write(w, firstRequestID(msgs))
@@ -228,7 +228,7 @@ func (c *Combined) serveModern(w http.ResponseWriter, r *http.Request, p *auth.P
 	if _, answered := combinedAnswers[m.Method]; !answered {
 		// The server's gateway checks every header against the body it
 		// gets; the combined endpoint checks what it rewrites (route).
-		c.route(out, r, p, m, nil)
+		c.route(out, r, p, m, body, nil)
 		return
 	}
 	if f, ok := checkModernHeaders(r, m, readModernMeta(m)); !ok {
@@ -258,7 +258,7 @@ var combinedAnswers = map[string]bool{
 // unprefixed, on the member session of s (2025-11-25; nil for
 // 2026-07-28). A name of no server the caller reaches is answered as an
 // unknown one, whether or not the server exists.
-func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Principal, m *jsonrpc.Message, s *combinedSession) {
+func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Principal, m *jsonrpc.Message, raw []byte, s *combinedSession) {
 	target, params, name, local, f := c.unprefix(p, m)
 	if f.status == 0 && s == nil && nameMember(m.Method) != "" {
 		f = checkNameHeader(r, name)
@@ -268,10 +268,16 @@ func (c *Combined) route(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		f.write(w, m.ID)
 		return
 	}
-	body, err := m.WithParams(params).Encode()
-	if err != nil {
-		errInvalid.write(w, m.ID)
-		return
+	// raw (the client's body, m alone) with its params replaced keeps every
+	// other byte; without it, or when its params cannot be found plainly,
+	// m is encoded again.
+	body, ok := jsonrpc.SetPlainMember(raw, "params", params)
+	if !ok {
+		var err error
+		if body, err = m.WithParams(params).Encode(); err != nil {
+			errInvalid.write(w, m.ID)
+			return
+		}
 	}
 	hdr := map[string]string{}
 	if s == nil && nameMember(m.Method) != "" {

@@ -76,7 +76,7 @@ func (c *Combined) unprefix(p *auth.Principal, m *jsonrpc.Message) (target reach
 	if !ok {
 		return reach{}, nil, "", "", unknownName(what, name)
 	}
-	params, err := setMember(m.Params, member, mustMarshal(local))
+	params, err := setMember(m.Params, member, jsonString(local))
 	if err != nil {
 		return reach{}, nil, "", "", errInvalid
 	}
@@ -117,7 +117,7 @@ func (c *Combined) unprefixRef(p *auth.Principal, m *jsonrpc.Message) (reach, js
 	if !ok {
 		return reach{}, nil, unknownName(what, name)
 	}
-	ref2, err := setMember(ref, member, mustMarshal(local))
+	ref2, err := setMember(ref, member, jsonString(local))
 	if err != nil {
 		return reach{}, nil, errInvalid
 	}
@@ -126,6 +126,17 @@ func (c *Combined) unprefixRef(p *auth.Principal, m *jsonrpc.Message) (reach, js
 		return reach{}, nil, errInvalid
 	}
 	return target, params, failure{}
+}
+
+// jsonString is s as a JSON string: quoted as it is when it needs no
+// escape (a name, usually), else encoded.
+func jsonString(s string) json.RawMessage {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return mustMarshal(s)
+		}
+	}
+	return json.RawMessage(`"` + s + `"`)
 }
 
 // setMember returns the object obj with member name set to val. The

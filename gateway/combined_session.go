@@ -268,7 +268,7 @@ func (c *Combined) sessionPOST(w http.ResponseWriter, r *http.Request, p *auth.P
 	case listKey[m.Method] != "":
 		c.list(w, r, p, m, s)
 	default:
-		c.route(w, r, p, m, s)
+		c.route(w, r, p, m, nil, s)
 	}
 }
 
