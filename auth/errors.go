@@ -193,6 +193,15 @@ var ErrNeedsWriteScope = check(ErrInsufficientScope, "this request needs the wri
 // Authenticator's Middleware, or no write scope is configured.
 func WriteScopeRequired(w http.ResponseWriter, r *http.Request, desc string) bool {
 	a, _ := r.Context().Value(authenticatorKey{}).(*Authenticator)
+	if rights, p := rightsFrom(r), PrincipalFrom(r.Context()); a != nil && rights != nil && p != nil {
+		// A server behind a combined endpoint: its own write scope, and
+		// the token keeps what it holds for the others.
+		if rights.WriteScope == "" {
+			return false
+		}
+		a.writeError(w, schemeOf(r, ErrNeedsWriteScope), desc, stepUpScopes(a, p, rights, rights.WriteScope))
+		return true
+	}
 	if a == nil || a.opts.WriteScope == "" {
 		return false
 	}

@@ -113,25 +113,11 @@ func needsClaims(rules []Rule) bool {
 // that applies to p grants, empty (not nil) when none does. top holds the
 // token's verified claims by exact name. With no policy p.Tools stays nil.
 func (a *Authenticator) grant(p *Principal, top map[string]json.RawMessage) {
-	rules := a.opts.Policies
-	if len(rules) == 0 {
+	p.claims = top // for Rights.For, which applies another server's rules
+	if len(a.opts.Policies) == 0 {
 		return
 	}
-	tools := []string{}
-	for _, r := range rules {
-		applies := false
-		if r.Scope != "" {
-			applies = slices.Contains(p.Scopes, r.Scope)
-		} else {
-			held := claimValues(top, r.Claim)
-			applies = slices.ContainsFunc(r.Values, func(v string) bool { return slices.Contains(held, v) })
-		}
-		if applies {
-			tools = append(tools, r.Tools...)
-		}
-	}
-	slices.Sort(tools)
-	p.Tools = slices.Compact(tools)
+	p.Tools = grantTools(a.opts.Policies, p.Scopes, top)
 }
 
 // claimValues reads a claim path of checkClaimPath's forms as strings: a
@@ -172,13 +158,7 @@ func (a *Authenticator) Policy() bool { return len(a.opts.Policies) > 0 }
 // rule order: what a token could step up to. Empty when only claim rules,
 // or none, grant it.
 func (a *Authenticator) GrantingScopes(tool string) []string {
-	var out []string
-	for _, r := range a.opts.Policies {
-		if r.Scope != "" && slices.Contains(r.Tools, tool) && !slices.Contains(out, r.Scope) {
-			out = append(out, r.Scope)
-		}
-	}
-	return out
+	return grantingScopes(a.opts.Policies, tool)
 }
 
 // ErrNeedsToolScope: a valid token's scopes do not grant the tool it
@@ -201,6 +181,14 @@ func StepUp(w http.ResponseWriter, r *http.Request, tool string) bool {
 		return false
 	}
 	granting := a.GrantingScopes(tool)
+	if rights := rightsFrom(r); rights != nil {
+		// A server behind a combined endpoint: its own rules decide.
+		if granting = grantingScopes(rights.Policies, tool); len(granting) == 0 {
+			return false
+		}
+		a.writeError(w, schemeOf(r, ErrNeedsToolScope), "tool "+quoteTool(tool)+" needs the scope "+granting[0]+"; ask the authorization server for a token with it", stepUpScopes(a, p, rights, granting[0]))
+		return true
+	}
 	if len(granting) == 0 {
 		return false
 	}

@@ -4,6 +4,7 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -37,6 +38,10 @@ type Principal struct {
 	// certificate a certificate-bound token names in cnf.x5t#S256 (RFC
 	// 8705), which the request came with; empty for an unbound token.
 	CertThumbprint string
+
+	// claims are the token's verified claims by exact name, read only by
+	// Rights.For; nil for a principal made elsewhere.
+	claims map[string]json.RawMessage
 }
 
 // Owner is who owns a session: every part of a principal that decides

@@ -49,7 +49,17 @@ func newAuthedGateway(t *testing.T, opts Options, wopts ...worker.LauncherOption
 func newAuthedGatewayWith(t *testing.T, aopts auth.Options, opts Options, wopts ...worker.LauncherOptions) *authedGateway {
 	t.Helper()
 	iss := authtest.New(t)
-	aopts.Issuer, aopts.Resource, aopts.UserClaim = iss.URL, accessResource, "preferred_username"
+	aopts.Resource = accessResource
+	opts.Middleware = testAuthenticator(t, iss, aopts).Middleware
+	g, srv := newTestGateway(t, opts, wopts...)
+	return &authedGateway{g: g, url: srv.URL, iss: iss}
+}
+
+// testAuthenticator is the real authenticator against iss with aopts (the
+// issuer, user claim, client and logger are the test's), its keys loaded.
+func testAuthenticator(t testing.TB, iss *authtest.Issuer, aopts auth.Options) *auth.Authenticator {
+	t.Helper()
+	aopts.Issuer, aopts.UserClaim = iss.URL, "preferred_username"
 	aopts.HTTPClient, aopts.Logger = iss.Client(), testLogger(t)
 	a, err := auth.New(context.Background(), aopts)
 	require.NoError(t, err)
@@ -59,9 +69,7 @@ func newAuthedGatewayWith(t *testing.T, aopts auth.Options, opts Options, wopts 
 	case <-time.After(20 * time.Second):
 		t.Fatal("the authenticator never loaded the issuer's keys")
 	}
-	opts.Middleware = a.Middleware
-	g, srv := newTestGateway(t, opts, wopts...)
-	return &authedGateway{g: g, url: srv.URL, iss: iss}
+	return a
 }
 
 // token mints a token for user with scopes; mod, if set, edits its claims.

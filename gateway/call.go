@@ -40,11 +40,18 @@ type call struct {
 	meta modernMeta
 	// then, when set, rewrites a result after the filters (annotate).
 	then func(json.RawMessage) json.RawMessage
+	// outer, for a request a Combined endpoint forwards, rewrites each
+	// result last, as the client of the combined endpoint must see it
+	// (its prefixed names); nil otherwise.
+	outer func(method string, result json.RawMessage) json.RawMessage
 }
 
 // newCall reads r's principal once and decides what follows from it.
 func (g *Gateway) newCall(r *http.Request) *call {
 	c := &call{r: r, principal: auth.PrincipalFrom(r.Context()), log: g.log}
+	if f, ok := r.Context().Value(outerKey{}).(func(string, json.RawMessage) json.RawMessage); ok {
+		c.outer = f
+	}
 	if p := c.principal; p != nil {
 		c.owner = p.Owner()
 		if p.Tools != nil {

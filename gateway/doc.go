@@ -157,4 +157,14 @@
 // no HTTP request and no request in flight) and Close stop the worker: stdin
 // closed, SIGTERM to its process group, SIGKILL after the launcher's
 // StopGrace; the process is always reaped and its group killed.
+//
+// # Several servers
+//
+// A Combined serves one endpoint over several servers' Gateways (one per
+// server, each at its own path): the servers a token reaches
+// (auth.Rights), their tools and prompts as <server>__<name> and their
+// resources as <server>+<uri>, lists merged, each other request handed to
+// its server's Gateway past that Gateway's guard and token check, with
+// the principal as that server sees it (combined*.go; docs/gateway.md,
+// Several servers).
 package gateway

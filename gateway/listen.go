@@ -273,6 +273,24 @@ func (g *Gateway) removeListener(uw *binding, l *listener) {
 	}
 }
 
+// listenFilter reads a subscriptions/listen request's filter, or the
+// refusal: a client that does not accept a stream (406), a filter that is
+// missing or not an object, or that names too many resources (400).
+func listenFilter(sseOK bool, m *jsonrpc.Message) (notifyFilter, failure, bool) {
+	var req notifyFilter
+	if !sseOK {
+		return req, failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}, false
+	}
+	raw, ok := jsonrpc.Member(m.Params, "notifications")
+	if !ok || raw == nil || json.Unmarshal(raw, &req) != nil {
+		return req, failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}, false
+	}
+	if len(req.ResourceSubscriptions) > maxListenResources {
+		return req, failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, fmt.Sprintf("gateway: subscriptions/listen takes at most %d resourceSubscriptions; open another listen for more", maxListenResources), nil}, false
+	}
+	return req, failure{}, true
+}
+
 // serveListen answers subscriptions/listen (MCP 2026-07-28 §Subscriptions):
 // an SSE stream that opens with notifications/subscriptions/acknowledged and
 // then carries the change notifications the client opted in to, from the
@@ -286,18 +304,9 @@ func (g *Gateway) removeListener(uw *binding, l *listener) {
 // the expiry of the token it was opened with, or after MaxStreamLifetime.
 func (g *Gateway) serveListen(w http.ResponseWriter, c *call, m *jsonrpc.Message, release func()) {
 	r, uw := c.r, c.b
-	if !c.sseOK {
-		failure{http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "gateway: subscriptions/listen answers with a stream; accept text/event-stream", nil}.write(w, m.ID)
-		return
-	}
-	raw, ok := jsonrpc.Member(m.Params, "notifications")
-	var req notifyFilter
-	if !ok || raw == nil || json.Unmarshal(raw, &req) != nil {
-		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: subscriptions/listen needs params.notifications, an object (toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions)", nil}.write(w, m.ID)
-		return
-	}
-	if len(req.ResourceSubscriptions) > maxListenResources {
-		failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, fmt.Sprintf("gateway: subscriptions/listen takes at most %d resourceSubscriptions; open another listen for more", maxListenResources), nil}.write(w, m.ID)
+	req, f, ok := listenFilter(c.sseOK, m)
+	if !ok {
+		f.write(w, m.ID)
 		return
 	}
 	l := &listener{id: m.ID, filter: agreed(req, uw.discover), notify: make(chan struct{}, 1)}

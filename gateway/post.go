@@ -219,6 +219,10 @@ func (g *Gateway) forwardTo(c *call, m *jsonrpc.Message, st *worker.Stream) {
 	if c.then != nil {
 		filters = append(filters, c.then)
 	}
+	if c.outer != nil {
+		method := m.Method
+		filters = append(filters, func(res json.RawMessage) json.RawMessage { return c.outer(method, res) })
+	}
 	var rewrite func(json.RawMessage) json.RawMessage
 	switch len(filters) {
 	case 0:

@@ -105,22 +105,32 @@ func (g *Gateway) writeStream(w http.ResponseWriter, r *http.Request, st *worker
 	}
 }
 
+// streamGETOK answers a GET for a standalone stream that cannot be served
+// (the client does not accept a stream: 406; a revision without one, or
+// none supported; Last-Event-ID: 400) and reports whether it may go on.
+func streamGETOK(w http.ResponseWriter, r *http.Request, sseOK bool) bool {
+	if !sseOK {
+		errAcceptGET.write(w, nil)
+		return false
+	}
+	if !versionOK(w, r) {
+		return false
+	}
+	if r.Header.Get("Last-Event-ID") != "" {
+		// The gateway sends no event ids, so there is nothing to resume.
+		errLastEventID.write(w, nil)
+		return false
+	}
+	return true
+}
+
 // serveGET opens the session's standalone SSE stream: the worker's messages
 // that belong to no request, and keep-alive comments (MCP §Listening for
 // Messages from the Server). A second concurrent one gets 409, as from the
 // go-sdk.
 func (g *Gateway) serveGET(w http.ResponseWriter, c *call) {
 	r := c.r
-	if !c.sseOK {
-		errAcceptGET.write(w, nil)
-		return
-	}
-	if !versionOK(w, r) {
-		return
-	}
-	if r.Header.Get("Last-Event-ID") != "" {
-		// The gateway sends no event ids, so there is nothing to resume.
-		errLastEventID.write(w, nil)
+	if !streamGETOK(w, r, c.sseOK) {
 		return
 	}
 	s := g.sessionOf(w, c, nil)

@@ -6,7 +6,9 @@
 // "Region"), text}, log {text} (a log message at info, then the answer),
 // hold {text, path} (a log message at info, then the answer once something
 // is written to the FIFO at path), addtool {name} (adds a tool:
-// tools/list_changed), env. It is served as the built-in worker is
+// tools/list_changed), env; with SDKWORKER_RESOURCES set also link (a
+// resource link to note://hello), the resource note://hello and the
+// prompt greet (which embeds it). It is served as the built-in worker is
 // (tools.Serve, tools.MarkCalls): what it sends during a call names the
 // call.
 package main
@@ -82,6 +84,27 @@ func main() {
 		})
 		return text("added " + a.Name), nil, nil
 	})
+	if os.Getenv("SDKWORKER_RESOURCES") != "" {
+		// Only when asked, so that other tests see the tools and
+		// capabilities they always have: a resource, a tool that links
+		// to it, and a prompt that embeds it, which a gateway in front
+		// must keep resolvable.
+		s.AddResource(&mcp.Resource{URI: "note://hello", Name: "hello", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				if req.Params.URI != "note://hello" {
+					return nil, mcp.ResourceNotFoundError(req.Params.URI)
+				}
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "note://hello", MIMEType: "text/plain", Text: "hello, world"}}}, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "link"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "note://hello", Name: "hello"}}}, nil, nil
+		})
+		s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "note://hello", Text: "hello, world"}}},
+			}}, nil
+		})
+	}
 	tools.MarkCalls(s)
 	if err := tools.Serve(context.Background(), s, os.Stdin, os.Stdout); err != nil {
 		log.Print(err)
