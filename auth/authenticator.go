@@ -101,6 +101,10 @@ func (a *Authenticator) Ready() <-chan struct{} {
 // the policy rules, then the extra scopes, without duplicates (docs/design.md, Derived scopes).
 func (a *Authenticator) Supported() []string { return append([]string(nil), a.supported...) }
 
+// SupportedScopes is what an Authenticator of o advertises as
+// scopes_supported: its required, write, extra and policy scopes.
+func SupportedScopes(o Options) []string { return supportedScopes(o) }
+
 func supportedScopes(o Options) []string {
 	var out []string
 	for _, s := range slices.Concat(o.RequiredScopes, []string{o.WriteScope}, policyScopes(o.Policies), o.ExtraScopes) {

@@ -226,6 +226,13 @@ func runGateway(ctx context.Context, m *Main, cfg *config.Config, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	if len(cfg.Servers) > 0 {
+		if err := mountCombined(cfg, wiring{log: log, root: pageAuthn, mux: mux, socket: cfg.SocketListen() != ""}, srvs); err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), stopWait)
+			defer cancel()
+			return errors.Join(err, closeServers(sctx, srvs))
+		}
+	}
 	g := srvs[0].Gateway // serves the probes, its readiness covering every server's
 	stopCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 30*time.Second)
@@ -400,6 +407,11 @@ func newAuthenticator(ctx context.Context, cfg *config.Config, log *slog.Logger,
 	}
 	opts.Logger = log
 	opts.OnRefused = m.AuthRefused
+	if len(cfg.Servers) > 0 {
+		// The combined /mcp: a client logging in for it asks for every
+		// server's scopes.
+		opts.ExtraScopes = append(opts.ExtraScopes, serversScopes(cfg)...)
+	}
 	c, err := issuerClient(cfg)
 	if err != nil {
 		return nil, err

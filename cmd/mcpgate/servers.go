@@ -199,3 +199,56 @@ func readyRest(ss *[]servedServer) readyCheck {
 		return nil
 	}
 }
+
+// mountCombined serves the combined endpoint at /mcp over the servers of
+// a servers list (gateway.NewCombined): the union of the servers a token
+// reaches, under prefixed names, its tokens checked by w.root for the
+// top-level resource (<public_url>/mcp). Each server's rights through it
+// are those at its own path.
+func mountCombined(cfg *config.Config, w wiring, ss []servedServer) error {
+	members := make([]gateway.Member, 0, len(ss))
+	for _, s := range ss {
+		o, err := s.Config.AuthOptions()
+		if err != nil {
+			return fmt.Errorf("mcpgate: server %q: %w", s.Name, err)
+		}
+		members = append(members, gateway.Member{Name: s.Name, Gateway: s.Gateway, Title: s.Config.Server.Title,
+			Rights: auth.Rights{RequiredScopes: o.RequiredScopes, WriteScope: o.WriteScope, Policies: o.Policies}})
+	}
+	opts := cfg.GatewayOptions()
+	opts.Logger = w.log.With("server", "(combined)")
+	if w.root != nil {
+		opts.Middleware = w.root.Middleware
+	}
+	opts.Middleware = w.authn(opts.Middleware)
+	c, err := gateway.NewCombined(members, opts)
+	if err != nil {
+		return err
+	}
+	w.mux.Handle(cfg.MountPath(), c)
+	return nil
+}
+
+// serversScopes are the scopes of every server of cfg's servers list, for
+// the combined endpoint's metadata and challenges (scopes_supported): a
+// client that logs in for /mcp asks for what reaches every server.
+func serversScopes(cfg *config.Config) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s ...string) {
+		for _, x := range s {
+			if x != "" && !seen[x] {
+				seen[x] = true
+				out = append(out, x)
+			}
+		}
+	}
+	for _, sc := range cfg.ServerConfigs() {
+		o, err := sc.AuthOptions()
+		if err != nil {
+			continue // reported when the server starts
+		}
+		add(auth.SupportedScopes(o)...)
+	}
+	return out
+}
