@@ -32,7 +32,9 @@ func backendsOf(t *testing.T, super, dsn, state string) int64 {
 // new session and for a 2026-07-28 call that needs a worker, while another
 // user still works; a session holds no transaction until its first
 // statement, and an idle one gives its transaction and then its
-// connection back (pg_stat_activity).
+// connection back (pg_stat_activity). Sessions in processes of their own
+// (worker.sessions per_session): a session hosted in its user's worker is
+// charged as gateway/hosted.go says, tested in the gateway package.
 func TestServeDBConnectionBudget(t *testing.T) {
 	super := dbtest.Postgres(t)
 	dsn := dbtest.PostgresDB(t, db.DemoSchema)
@@ -42,6 +44,7 @@ func TestServeDBConnectionBudget(t *testing.T) {
 		"MCPGATE_DATABASE_MAX_TRANSACTIONS":          "1",
 		"MCPGATE_LIMITS_MAX_DB_CONNECTIONS_PER_USER": "2",
 		"MCPGATE_DATABASE_IDLE_RELEASE":              "300ms",
+		"MCPGATE_WORKER_SESSIONS":                    "per_session",
 	})
 	alice := g.token(t, "alice", "mcp:use", "mcp:write")
 	a1 := g.connectSession(t, &alice)
