@@ -198,6 +198,7 @@ func drain(resp *http.Response) {
 func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m *jsonrpc.Message) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	pending := requestIDs(line, m)
+	spelled := requestSpellings(line, m)
 	junk := 0 // messages that are not JSON-RPC
 	deliver := func(msg []byte) error {
 		if len(bytes.TrimSpace(msg)) == 0 {
@@ -214,7 +215,8 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 			return nil
 		}
 		keep := make([]bool, len(msgs))
-		dropped := 0
+		respelled := make([][]byte, len(msgs)) // an answer with the request's own id bytes
+		dropped, changed := 0, 0
 		for i, a := range msgs {
 			keep[i] = true
 			if !a.IsResponse() {
@@ -228,20 +230,42 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 			}
 			delete(pending, k)
 			b.observe(m, a)
+			// An id of equal value spelled otherwise (7.0 for 7, "\u0061"
+			// for "a") goes back as the request spelled it: whoever
+			// reads it (the gateway, a client) matches the bytes it sent.
+			if own := spelled[k]; !bytes.Equal(bytes.TrimSpace(a.ID), own) {
+				out, err := a.EncodeWithID(own)
+				if err != nil {
+					keep[i] = false
+					dropped++
+					continue
+				}
+				respelled[i] = out
+				changed++
+			}
 		}
-		if dropped == 0 {
+		if dropped == 0 && changed == 0 {
 			b.write(msg)
 			return nil
 		}
-		b.o.Log.Warn(b.prefix+": dropped answers from the server for ids this request did not send, or sent already answered", "status", resp.StatusCode, "dropped", dropped)
+		if dropped > 0 {
+			b.o.Log.Warn(b.prefix+": dropped answers from the server for ids this request did not send, or sent already answered", "status", resp.StatusCode, "dropped", dropped)
+		}
 		if !batch {
+			if keep[0] {
+				b.write(respelled[0])
+			}
 			return nil
 		}
 		var raws []json.RawMessage
 		json.Unmarshal(msg, &raws) // DecodeBody read it: the same elements
 		var out [][]byte
 		for i, r := range raws {
-			if i < len(keep) && keep[i] {
+			switch {
+			case i >= len(keep) || !keep[i]:
+			case respelled[i] != nil:
+				out = append(out, respelled[i])
+			default:
 				out = append(out, r)
 			}
 		}
@@ -308,6 +332,25 @@ func redirectTarget(resp *http.Response) string {
 		return ""
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// requestSpellings maps the id (by idKey) of each request in what the
+// client sent to the id's own bytes.
+func requestSpellings(line []byte, m *jsonrpc.Message) map[string][]byte {
+	ids := map[string][]byte{}
+	if m.Method == "" && m.ID == nil { // a batch
+		msgs, _, _ := jsonrpc.DecodeBody(line)
+		for _, q := range msgs {
+			if q.IsRequest() {
+				ids[idKey(q.ID)] = bytes.TrimSpace(q.ID)
+			}
+		}
+		return ids
+	}
+	if m.IsRequest() {
+		ids[idKey(m.ID)] = bytes.TrimSpace(m.ID)
+	}
+	return ids
 }
 
 // requestIDs is the set of ids (by idKey) of the requests in what the
