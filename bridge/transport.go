@@ -197,8 +197,11 @@ func drain(resp *http.Response) {
 // Notifications and the client's own answers get no answer.
 func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m *jsonrpc.Message) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	pending := requestIDs(line, m)
-	spelled := requestSpellings(line, m)
+	spelled := requestIDs(line, m)
+	pending := make(map[string]bool, len(spelled)) // the ids still to answer
+	for k := range spelled {
+		pending[k] = true
+	}
 	junk := 0 // messages that are not JSON-RPC
 	deliver := func(msg []byte) error {
 		if len(bytes.TrimSpace(msg)) == 0 {
@@ -334,9 +337,9 @@ func redirectTarget(resp *http.Response) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// requestSpellings maps the id (by idKey) of each request in what the
-// client sent to the id's own bytes.
-func requestSpellings(line []byte, m *jsonrpc.Message) map[string][]byte {
+// requestIDs maps the id (by idKey) of each request in what the client
+// sent (m, or each of a batch's) to the id's own bytes.
+func requestIDs(line []byte, m *jsonrpc.Message) map[string][]byte {
 	ids := map[string][]byte{}
 	if m.Method == "" && m.ID == nil { // a batch
 		msgs, _, _ := jsonrpc.DecodeBody(line)
@@ -349,25 +352,6 @@ func requestSpellings(line []byte, m *jsonrpc.Message) map[string][]byte {
 	}
 	if m.IsRequest() {
 		ids[idKey(m.ID)] = bytes.TrimSpace(m.ID)
-	}
-	return ids
-}
-
-// requestIDs is the set of ids (by idKey) of the requests in what the
-// client sent: m's, or each of a batch's.
-func requestIDs(line []byte, m *jsonrpc.Message) map[string]bool {
-	ids := map[string]bool{}
-	if m.Method == "" && m.ID == nil { // a batch
-		msgs, _, _ := jsonrpc.DecodeBody(line)
-		for _, q := range msgs {
-			if q.IsRequest() {
-				ids[idKey(q.ID)] = true
-			}
-		}
-		return ids
-	}
-	if m.IsRequest() {
-		ids[idKey(m.ID)] = true
 	}
 	return ids
 }
