@@ -28,10 +28,17 @@ type Rights struct {
 // WriteScope, Tools from Policies (claim rules read the token's verified
 // claims), everything else as p. It reports false when p lacks a required
 // scope, or the policies grant it no tool: the server is out of p's reach.
-// A nil p (no authentication) reaches every server, unchanged.
+// A nil p (no authentication) reaches every server, unchanged; so does a
+// principal that no token made (a Unix socket's peer): the rights it was
+// given (a read-only flag, its tools) are what every server's own path
+// holds it to, not scopes it never had.
 func (r Rights) For(p *Principal) (*Principal, bool) {
 	if p == nil {
 		return nil, true
+	}
+	if p.claims == nil { // Authenticator.grant sets them for every token
+		q := *p
+		return &q, true
 	}
 	for _, s := range r.RequiredScopes {
 		if !slices.Contains(p.Scopes, s) {

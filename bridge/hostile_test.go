@@ -19,8 +19,9 @@ import (
 // leaves the client with exactly one answer per request: an answer for
 // another id is not passed on (it would settle the client's other request
 // with the wrong result), a second answer for one id neither, an id the
-// server re-encodes ("\u0061" as "a", 1.0 as 1) is still the request's,
-// and a batch whose answer lacks some of its requests gets errors for
+// server re-encodes ("\u0061" as "a", 1.0 as 1, 7 as 7.0) is still the
+// request's and goes back spelled as the request spelled it (the gateway
+// matches a worker's answer by the bytes of its id), and a batch whose answer lacks some of its requests gets errors for
 // those.
 func TestBridgeAnswersOnceWhateverTheServerSends(t *testing.T) {
 	sse := func(events ...string) func(w http.ResponseWriter) {
@@ -60,12 +61,22 @@ func TestBridgeAnswersOnceWhateverTheServerSends(t *testing.T) {
 		"a string id with an escape, answered plainly": {
 			send:   `{"jsonrpc":"2.0","id":"\u0061","method":"tools/list"}`,
 			answer: jsonBody(`{"jsonrpc":"2.0","id":"a","result":{}}`),
-			want:   map[string]string{`"a"`: "result"},
+			want:   map[string]string{`"\u0061"`: "result"},
 		},
 		"a number id 1.0, answered as 1": {
 			send:   `{"jsonrpc":"2.0","id":1.0,"method":"tools/list"}`,
 			answer: jsonBody(`{"jsonrpc":"2.0","id":1,"result":{}}`),
-			want:   map[string]string{"1": "result"},
+			want:   map[string]string{"1.0": "result"},
+		},
+		"a number id 7, answered as 7.0 on a stream": {
+			send:   `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`,
+			answer: sse(`{"jsonrpc":"2.0","id":7.0,"result":{}}`),
+			want:   map[string]string{"7": "result"},
+		},
+		"a batch answered with ids respelled, one twice": {
+			send:   `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":"b","method":"tools/list"},{"jsonrpc":"2.0","id":3,"method":"tools/list"}]`,
+			answer: jsonBody(`[{"jsonrpc":"2.0","id":1e0,"result":{}},{"jsonrpc":"2.0","id":"\u0062","result":{}},{"jsonrpc":"2.0","id":1,"result":{}}]`),
+			want:   map[string]string{"1": "result", `"b"`: "result", "3": "error"},
 		},
 		"a string id answered as a number": {
 			send:   `{"jsonrpc":"2.0","id":"1","method":"tools/list"}`,

@@ -197,7 +197,11 @@ func drain(resp *http.Response) {
 // Notifications and the client's own answers get no answer.
 func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m *jsonrpc.Message) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	pending := requestIDs(line, m)
+	spelled := requestIDs(line, m)
+	pending := make(map[string]bool, len(spelled)) // the ids still to answer
+	for k := range spelled {
+		pending[k] = true
+	}
 	junk := 0 // messages that are not JSON-RPC
 	deliver := func(msg []byte) error {
 		if len(bytes.TrimSpace(msg)) == 0 {
@@ -214,7 +218,8 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 			return nil
 		}
 		keep := make([]bool, len(msgs))
-		dropped := 0
+		respelled := make([][]byte, len(msgs)) // an answer with the request's own id bytes
+		dropped, changed := 0, 0
 		for i, a := range msgs {
 			keep[i] = true
 			if !a.IsResponse() {
@@ -228,20 +233,42 @@ func (b *bridge) relay(ctx context.Context, resp *http.Response, line []byte, m 
 			}
 			delete(pending, k)
 			b.observe(m, a)
+			// An id of equal value spelled otherwise (7.0 for 7, "\u0061"
+			// for "a") goes back as the request spelled it: whoever
+			// reads it (the gateway, a client) matches the bytes it sent.
+			if own := spelled[k]; !bytes.Equal(bytes.TrimSpace(a.ID), own) {
+				out, err := a.EncodeWithID(own)
+				if err != nil {
+					keep[i] = false
+					dropped++
+					continue
+				}
+				respelled[i] = out
+				changed++
+			}
 		}
-		if dropped == 0 {
+		if dropped == 0 && changed == 0 {
 			b.write(msg)
 			return nil
 		}
-		b.o.Log.Warn(b.prefix+": dropped answers from the server for ids this request did not send, or sent already answered", "status", resp.StatusCode, "dropped", dropped)
+		if dropped > 0 {
+			b.o.Log.Warn(b.prefix+": dropped answers from the server for ids this request did not send, or sent already answered", "status", resp.StatusCode, "dropped", dropped)
+		}
 		if !batch {
+			if keep[0] {
+				b.write(respelled[0])
+			}
 			return nil
 		}
 		var raws []json.RawMessage
 		json.Unmarshal(msg, &raws) // DecodeBody read it: the same elements
 		var out [][]byte
 		for i, r := range raws {
-			if i < len(keep) && keep[i] {
+			switch {
+			case i >= len(keep) || !keep[i]:
+			case respelled[i] != nil:
+				out = append(out, respelled[i])
+			default:
 				out = append(out, r)
 			}
 		}
@@ -310,21 +337,21 @@ func redirectTarget(resp *http.Response) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// requestIDs is the set of ids (by idKey) of the requests in what the
-// client sent: m's, or each of a batch's.
-func requestIDs(line []byte, m *jsonrpc.Message) map[string]bool {
-	ids := map[string]bool{}
+// requestIDs maps the id (by idKey) of each request in what the client
+// sent (m, or each of a batch's) to the id's own bytes.
+func requestIDs(line []byte, m *jsonrpc.Message) map[string][]byte {
+	ids := map[string][]byte{}
 	if m.Method == "" && m.ID == nil { // a batch
 		msgs, _, _ := jsonrpc.DecodeBody(line)
 		for _, q := range msgs {
 			if q.IsRequest() {
-				ids[idKey(q.ID)] = true
+				ids[idKey(q.ID)] = bytes.TrimSpace(q.ID)
 			}
 		}
 		return ids
 	}
 	if m.IsRequest() {
-		ids[idKey(m.ID)] = true
+		ids[idKey(m.ID)] = bytes.TrimSpace(m.ID)
 	}
 	return ids
 }

@@ -210,7 +210,9 @@ func (a *Access) Guard(next http.Handler) http.Handler {
 			refuse(w, http.StatusForbidden, "access_denied", err.Error())
 			return
 		}
-		if r.Header.Get("Authorization") != "" {
+		// Any Authorization line, even an empty one before the token:
+		// Get would read only the first.
+		if len(r.Header.Values("Authorization")) > 0 {
 			refuse(w, http.StatusBadRequest, "invalid_request", "local: a Unix socket takes no Authorization header: the kernel says who you are; send no token here (tokens are for the gateway's TCP address)")
 			return
 		}

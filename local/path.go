@@ -90,7 +90,8 @@ type Options struct {
 // owned by another account than o.Owner, or writable by group or others.
 // Its parents must not let another account rename it away: each is owned
 // by root or o.Owner, and writable by others only with the sticky bit (as
-// /tmp is).
+// /tmp is); a parent that is a symbolic link is held to this itself, and
+// so is every directory the link leads through.
 func CheckDir(dir string, o Options) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -112,8 +113,30 @@ func CheckDir(dir string, o Options) error {
 	if fi.Mode().Perm()&0o022 != 0 {
 		return &PathError{dir, fmt.Sprintf("is writable by group or others (mode %04o), so another account could replace the socket", fi.Mode().Perm()), "chmod go-w " + dir + ", or choose a private directory"}
 	}
+	if err := checkParents(dir, uid); err != nil {
+		return err
+	}
+	// Through a link among the parents, the directories the path leads
+	// to must pass too: a link's owner decides where it points, but the
+	// directories behind it decide what may be renamed there.
+	parent := filepath.Dir(dir)
+	real, err := filepath.EvalSymlinks(parent)
+	if err != nil {
+		return err
+	}
+	if real != parent {
+		return checkParents(filepath.Join(real, filepath.Base(dir)), uid)
+	}
+	return nil
+}
+
+// checkParents refuses a parent of dir that an account other than root
+// and uid could change: owned by it (a symbolic link too, read without
+// following it: its owner can point it elsewhere at any moment), or a
+// directory writable by others without the sticky bit.
+func checkParents(dir string, uid int) error {
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
-		pi, err := os.Stat(p)
+		pi, err := os.Lstat(p)
 		if err != nil {
 			return err
 		}
@@ -121,7 +144,7 @@ func CheckDir(dir string, o Options) error {
 		if puid != 0 && puid != uid {
 			return &PathError{p, fmt.Sprintf("belongs to another account (uid %d), which could move the socket's directory", puid), "put the socket in a directory whose parents are yours or root's"}
 		}
-		if pi.Mode().Perm()&0o022 != 0 && pi.Mode()&os.ModeSticky == 0 {
+		if pi.Mode()&os.ModeSymlink == 0 && pi.Mode().Perm()&0o022 != 0 && pi.Mode()&os.ModeSticky == 0 {
 			return &PathError{p, fmt.Sprintf("is writable by group or others without the sticky bit (mode %04o), so another account could move the socket's directory", pi.Mode().Perm()), "chmod go-w " + p + ", or choose another directory"}
 		}
 		if p == filepath.Dir(p) {

@@ -41,7 +41,7 @@ type remote struct {
 }
 
 // hostileTools answer in the front, not in the server.
-var hostileTools = []string{"hang", "stall", "garbage_json", "garbage_sse", "garbage_lines", "reset", "wrong_type", "redirect"}
+var hostileTools = []string{"hang", "stall", "garbage_json", "garbage_sse", "garbage_lines", "reset", "wrong_type", "redirect", "float_id"}
 
 func startRemote(t *testing.T, legacy bool) *remote {
 	t.Helper()
@@ -177,6 +177,14 @@ func (rm *remote) hostile(w http.ResponseWriter, r *http.Request, tool string) b
 		fmt.Fprint(w, "<html><body>Sign in to continue</body></html>")
 	case "redirect":
 		http.Redirect(w, r, rm.elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
+	case "float_id": // the request's id spelled as another number of equal value: 7 as 7.0
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		json.Unmarshal(body, &req)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s.0,"result":{"content":[{"type":"text","text":"float"}]}}`, req.ID)
 	default:
 		return false
 	}
@@ -337,4 +345,26 @@ func TestUpstreamHostile(t *testing.T) {
 	rm.mu.Lock()
 	assert.Zero(t, rm.reached, "the redirect was not followed")
 	rm.mu.Unlock()
+}
+
+// TestUpstreamAnswerIDRespelled: a remote server that answers a request
+// with its id spelled otherwise (7.0 for 7, as a server that reads every
+// number as a float may) still answers that request: the client gets the
+// answer, rather than waiting for one the gateway could not match.
+func TestUpstreamAnswerIDRespelled(t *testing.T) {
+	rm := startRemote(t, false)
+	g, _ := upstreamGateway(t, rm, "")
+	tok := g.token(t, "alice", "mcp:use", "mcp:write")
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			cs := g.connectVersion(t, &tok, version)
+			// Bounded: before the fix the answer never came.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "float_id"})
+			require.NoError(t, err)
+			require.Len(t, res.Content, 1)
+			assert.Equal(t, "float", res.Content[0].(*mcp.TextContent).Text)
+		})
+	}
 }
