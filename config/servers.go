@@ -360,6 +360,11 @@ func (c *Config) validateServers(v *validator, top []error) {
 			v.add(k.key, "describes the one server at /mcp, and servers is set; give each server its own (servers[].%s) and remove %s", k.entry, k.key)
 		}
 	}
+	if len(c.Worker.Credentials) > 0 {
+		// Each server's downstream service is its own: one list for
+		// every server would hand one service's credential to the others.
+		v.add("worker.credentials", "is for the one server at /mcp, and servers is set: no server gets it; remove it")
+	}
 	seen := map[string]int{}
 	inherited := map[string]bool{}
 	for _, p := range Problems(errors.Join(top...)) {
