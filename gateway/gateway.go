@@ -42,7 +42,6 @@ type Gateway struct {
 	// 2025-11-25: from then on a bindKey holds the client's capabilities.
 	legacyWorkers atomic.Bool
 	starting      int // sessions whose worker is starting
-	hosts         int // per-user workers started for sessions alone, in bound but not counted (hosted.go)
 	closing       bool
 	draining      bool // Drain has begun: no new session or per-user worker
 
