@@ -25,9 +25,11 @@ import (
 // the gateway reaches through a per-user `mcpgate upstream` worker.
 //
 // Inheritance: how workers run (worker.run_as and the accounts,
-// worker.sandbox, worker.limits, worker.pool_size, worker.env, worker.dir)
-// comes from the top-level worker section, which an entry overrides key by
-// key (Limits field by field, Env appended after the top-level list).
+// worker.sandbox, worker.limits, worker.pool_size, worker.env, worker.dir,
+// worker.sessions) comes from the top-level worker section, which an entry
+// overrides key by key (Limits field by field, Env appended after the
+// top-level list); worker.sessions unset takes each server's own default
+// (SharedSessions). worker.credentials is refused beside a servers list.
 // What the server is (Command, Toolsets, SafeTools, SafeMethods,
 // IdentityOnStdin, Policies) is the entry's alone. A built-in entry
 // without Database uses the top-level database section; with one, that
