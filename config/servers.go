@@ -25,9 +25,11 @@ import (
 // the gateway reaches through a per-user `mcpgate upstream` worker.
 //
 // Inheritance: how workers run (worker.run_as and the accounts,
-// worker.sandbox, worker.limits, worker.pool_size, worker.env, worker.dir)
-// comes from the top-level worker section, which an entry overrides key by
-// key (Limits field by field, Env appended after the top-level list).
+// worker.sandbox, worker.limits, worker.pool_size, worker.env, worker.dir,
+// worker.sessions) comes from the top-level worker section, which an entry
+// overrides key by key (Limits field by field, Env appended after the
+// top-level list); worker.sessions unset takes each server's own default
+// (SharedSessions). worker.credentials is refused beside a servers list.
 // What the server is (Command, Toolsets, SafeTools, SafeMethods,
 // IdentityOnStdin, Policies) is the entry's alone. A built-in entry
 // without Database uses the top-level database section; with one, that
@@ -359,6 +361,11 @@ func (c *Config) validateServers(v *validator, top []error) {
 		if k.set(c) {
 			v.add(k.key, "describes the one server at /mcp, and servers is set; give each server its own (servers[].%s) and remove %s", k.entry, k.key)
 		}
+	}
+	if len(c.Worker.Credentials) > 0 {
+		// Each server's downstream service is its own: one list for
+		// every server would hand one service's credential to the others.
+		v.add("worker.credentials", "is for the one server at /mcp, and servers is set: no server gets it; remove it")
 	}
 	seen := map[string]int{}
 	inherited := map[string]bool{}

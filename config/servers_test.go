@@ -348,3 +348,47 @@ func TestServerNameOf(t *testing.T) {
 		assert.Equal(t, want, ServerNameOf(u), u)
 	}
 }
+
+// TestServersRemoteSessions: a remote server's upstream worker speaks
+// plain stdio MCP, so its sessions get a process each by default, and
+// worker.sessions: shared, which the built-in servers beside it may use,
+// is refused for it.
+func TestServersRemoteSessions(t *testing.T) {
+	c, err := Loader{Getenv: env(nil)}.Load(writeYAML(t, serversYAML), nil)
+	require.NoError(t, err)
+	ss := c.ServerConfigs()
+	assert.True(t, ss[0].SharedSessions(), "the built-in server")
+	assert.False(t, ss[1].SharedSessions(), "a command")
+	assert.False(t, ss[2].SharedSessions(), "a remote server")
+	assert.False(t, ss[2].GatewayOptions().SharedSessions)
+
+	c.Worker.Sessions = SessionsShared
+	var got []string
+	for _, p := range Problems(c.Validate()) {
+		if strings.Contains(p.Message, "worker.sessions") {
+			got = append(got, p.Key+": "+p.Message)
+		}
+	}
+	require.Len(t, got, 1, "%q", got)
+	assert.Contains(t, got[0], "servers[2]: worker.sessions: shared cannot be used for a remote server (url)")
+}
+
+// TestServersRefuseTopLevelCredentials: worker.credentials beside a
+// servers list would reach no server; it is refused rather than dropped.
+func TestServersRefuseTopLevelCredentials(t *testing.T) {
+	c := Default()
+	c.Servers = []ServerEntry{{Name: "a"}}
+	c.Worker.Credentials = []WorkerCredential{{Env: "TOKEN", From: "static", Path: "/etc/hostname"}}
+	var got []string
+	for _, p := range Problems(c.Validate()) {
+		if p.Key == "worker.credentials" {
+			got = append(got, p.Message)
+		}
+	}
+	assert.Contains(t, strings.Join(got, " | "), "servers is set: no server gets it")
+
+	c.Servers = nil
+	for _, p := range Problems(c.Validate()) {
+		assert.NotContains(t, p.Message, "servers is set", "without servers the key is the one server's")
+	}
+}

@@ -1,6 +1,7 @@
 package credential
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -85,21 +86,14 @@ func readPrivate(fd int, what string) ([]byte, *fileError) {
 	case len(b) > MaxSecretBytes:
 		return nil, &fileError{ErrRefused, fmt.Sprintf("%s is over %d KiB", what, MaxSecretBytes>>10)}
 	}
-	b = trimNewline(b)
+	// One final newline (an editor's, or echo's) is not part of it.
+	if t, ok := bytes.CutSuffix(b, []byte("\n")); ok {
+		b = bytes.TrimSuffix(t, []byte("\r"))
+	}
 	if len(b) == 0 {
 		return nil, &fileError{ErrNoAccess, what + " is empty"}
 	}
 	return b, nil
-}
-
-func trimNewline(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-		if n := len(b); n > 0 && b[n-1] == '\r' {
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 // checkPrivate refuses fd unless it is of type typ (S_IFDIR, S_IFREG),

@@ -359,11 +359,8 @@ func (g *Gateway) acquireWorker(ctx context.Context, key bindKey, creds credenti
 // that shares it). On success the principal is charged. g.mu is held.
 func (g *Gateway) admitLocked(b *binding) (failure, bool) {
 	who := b.key.principal()
-	switch {
-	case g.closing:
-		return errShuttingDown, false
-	case g.draining:
-		return errDraining, false
+	if f, ok := g.openLocked(); !ok {
+		return f, false
 	}
 	if f, ok := g.acct.take(who, b.db, &g.opts, b.gen); !ok {
 		return f, false
@@ -372,6 +369,18 @@ func (g *Gateway) admitLocked(b *binding) (failure, bool) {
 	// Like a session's: all of the worker's responses together.
 	b.buf = newBudget(b.gen.budget, "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.acct.userBuf(who))
 	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
+	return failure{}, true
+}
+
+// openLocked says whether the gateway admits new bindings: it is not
+// closing or draining. g.mu is held.
+func (g *Gateway) openLocked() (failure, bool) {
+	switch {
+	case g.closing:
+		return errShuttingDown, false
+	case g.draining:
+		return errDraining, false
+	}
 	return failure{}, true
 }
 
@@ -408,10 +417,8 @@ func (g *Gateway) takeLocked(b *binding) bool {
 		return false
 	}
 	delete(g.bound, b.key.slot())
-	if b.counted {
+	if b.counted { // a worker its sessions alone use counts only them
 		g.leaveLocked(b.key.principal())
-	} else {
-		g.hosts--
 	}
 	return true
 }
@@ -458,6 +465,20 @@ func (g *Gateway) stopTaken(ctx context.Context, b *binding, owed bool, reason, 
 // stopCtx bounds one stop: the launcher's grace, the kill and some.
 func (g *Gateway) stopCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), g.launcher.StopGrace()+10*time.Second)
+}
+
+// startCtx bounds one worker's start: WorkerStartTimeout, or until the
+// gateway shuts down.
+func (g *Gateway) startCtx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStartTimeout)
+	go func() {
+		select {
+		case <-g.shutdown:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // liveBindings returns the bindings of kind gen (nil: every kind) whose

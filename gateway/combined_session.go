@@ -209,14 +209,11 @@ func (c *Combined) sessionPOST(w http.ResponseWriter, r *http.Request, p *auth.P
 		unsupportedVersion(version).write(w, firstID)
 		return
 	}
-	switch {
-	case bodyMetaVersion(msgs) != "" && bodyMetaVersion(msgs) != version:
-		errModernHeaderAbsent.write(w, firstID)
+	if f, refused := legacyBodyRefusal(msgs, version); refused {
+		f.write(w, firstID)
 		return
-	case hasMethod(msgs, "server/discover"):
-		discoverNeedsModern(version).write(w, firstID)
-		return
-	case batch:
+	}
+	if batch {
 		errCombinedBatch.write(w, firstID)
 		return
 	}

@@ -42,7 +42,6 @@ type Gateway struct {
 	// 2025-11-25: from then on a bindKey holds the client's capabilities.
 	legacyWorkers atomic.Bool
 	starting      int // sessions whose worker is starting
-	hosts         int // per-user workers started for sessions alone, in bound but not counted (hosted.go)
 	closing       bool
 	draining      bool // Drain has begun: no new session or per-user worker
 
@@ -188,11 +187,18 @@ func (g *Gateway) count(gen *generation) int {
 }
 
 // Workers returns the number of live worker processes of kind
-// (WorkerSession, WorkerUser).
+// (WorkerSession, WorkerUser): a session hosted in its user's worker
+// (Options.SharedSessions) has none of its own.
 func (g *Gateway) Workers(kind string) int {
 	switch kind {
 	case WorkerSession:
-		return g.Sessions()
+		n := 0
+		for _, s := range g.liveBindings(sessionGen) {
+			if !s.worker().Hosted() {
+				n++
+			}
+		}
+		return n
 	case WorkerUser:
 		return len(g.liveBindings(userGen))
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -54,15 +53,8 @@ func hostKeyOf(key bindKey, readOnly bool, tools toolSet) bindKey {
 // hostSession opens session s, with the given rights, in the per-user
 // worker of its key, starting that worker when the key has none.
 func (g *Gateway) hostSession(s *binding, readOnly bool, tools toolSet) (*worker.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStartTimeout)
+	ctx, cancel := g.startCtx()
 	defer cancel()
-	go func() {
-		select {
-		case <-g.shutdown:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	host, f, ok := g.acquireWorker(ctx, hostKeyOf(s.key, readOnly, tools), credential.Set{}, true)
 	if !ok {
 		switch {
@@ -119,11 +111,8 @@ func isClosed(ch <-chan struct{}) bool {
 // budget has the worker's share. g.mu is held.
 func (g *Gateway) admitHostLocked(b *binding) (failure, bool) {
 	who := b.key.principal()
-	switch {
-	case g.closing:
-		return errShuttingDown, false
-	case g.draining:
-		return errDraining, false
+	if f, ok := g.openLocked(); !ok {
+		return f, false
 	}
 	// The connection it opens at its start; the rest of its share only
 	// once a 2026-07-28 request may use them (countHostLocked).
@@ -131,7 +120,6 @@ func (g *Gateway) admitHostLocked(b *binding) (failure, bool) {
 	if f, ok := g.acct.takeDB(who, b.db, g.opts.DB); !ok {
 		return f, false
 	}
-	g.hosts++
 	b.buf = newBudget(b.gen.budget, "limits.max_session_buffer_bytes", g.opts.MaxSessionBufferBytes, g.acct.parentBuf(who))
 	g.inits.Add(1) // under mu, after the closing check: Close's Wait sees it
 	return failure{}, true
@@ -152,7 +140,6 @@ func (g *Gateway) countHostLocked(b *binding) (failure, bool) {
 		}
 		b.db += extra
 	}
-	g.hosts--
 	b.counted = true
 	return failure{}, true
 }

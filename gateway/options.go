@@ -298,6 +298,11 @@ func (o Options) Validate() error {
 	if o.DB.MaxPerUser > 0 && o.DB.Max > 0 && o.DB.MaxPerUser > o.DB.Max {
 		p.Add("DB.MaxPerUser", "%d is more than DB.Max %d; lower it or raise DB.Max", o.DB.MaxPerUser, o.DB.Max)
 	}
+	if o.SharedSessions && o.Credentials != nil {
+		// Its sessions would run without the credential, or die with the
+		// worker it is renewed with.
+		p.Add("SharedSessions", "cannot be used with Credentials: a worker holding a credential is replaced before it expires, which would end every session it hosts; leave it false (a process per session)")
+	}
 	if err := CheckReplicaID(o.ReplicaID); err != nil {
 		p.Add("ReplicaID", "%q is not a DNS label: use 1 to 63 of a-z 0-9 -, starting and ending with a letter or digit (a host or pod name such as mcpgate-0)", o.ReplicaID)
 	}

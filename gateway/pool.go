@@ -66,15 +66,8 @@ func (g *Gateway) startWorker(uw *binding) {
 	uw.stop.conn.Store(conn)
 	uw.log.Info("gateway: per-user worker started", "pid", conn.Pid())
 
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.WorkerStartTimeout)
+	ctx, cancel := g.startCtx()
 	defer cancel()
-	go func() {
-		select {
-		case <-g.shutdown:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	err = g.handshake(ctx, uw)
 	if err == nil {
 		err = uw.headers.load(ctx, uw)

@@ -45,18 +45,12 @@ func (g *Gateway) servePOST(w http.ResponseWriter, c *call) {
 		return
 	}
 	firstID := firstRequestID(msgs)
-	switch {
-	case !supported:
+	if !supported {
 		unsupportedVersion(version).write(w, firstID)
 		return
-	case bodyMetaVersion(msgs) != "" && bodyMetaVersion(msgs) != version:
-		// The body names another revision than the header (say 2026-07-28
-		// under a session's header): a header never says less than the body.
-		errModernHeaderAbsent.write(w, firstID)
-		return
-	case hasMethod(msgs, "server/discover"):
-		// server/discover exists only in 2026-07-28: tell the client so.
-		discoverNeedsModern(version).write(w, firstID)
+	}
+	if f, refused := legacyBodyRefusal(msgs, version); refused {
+		f.write(w, firstID)
 		return
 	}
 	if batch && version != "2025-03-26" {
@@ -314,6 +308,22 @@ func parseBody(body []byte) (msgs []*jsonrpc.Message, batch bool, f failure, ok 
 		return nil, batch, errEmptyBatch, false
 	}
 	return nil, batch, errInvalid, false
+}
+
+// legacyBodyRefusal is the answer to a body, sent under the 2025
+// revision version, that only 2026-07-28 can serve; false when there is
+// none.
+func legacyBodyRefusal(msgs []*jsonrpc.Message, version string) (failure, bool) {
+	switch {
+	case bodyMetaVersion(msgs) != "" && bodyMetaVersion(msgs) != version:
+		// The body names another revision than the header (say 2026-07-28
+		// under a session's header): a header never says less than the body.
+		return errModernHeaderAbsent, true
+	case hasMethod(msgs, "server/discover"):
+		// server/discover exists only in 2026-07-28: tell the client so.
+		return discoverNeedsModern(version), true
+	}
+	return failure{}, false
 }
 
 func hasMethod(msgs []*jsonrpc.Message, method string) bool {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -203,25 +202,7 @@ func BenchmarkSessionStart(b *testing.B) {
 			}
 			tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, HTTPClient: &http.Client{Transport: headers{"X-Test-User": "alice"}}}
 			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				cs, err := c.Connect(b.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "status"}); err != nil || res.IsError {
-					b.Fatalf("status: %v %v", err, res)
-				}
-				lat = append(lat, time.Since(start))
-				b.StopTimer()
-				cs.Close()
-				b.StartTimer()
-			}
-			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			reportSessionStarts(b, c, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			hits, misses := l.PoolStats()
 			if hits+misses > 0 {
 				b.ReportMetric(float64(hits)/float64(hits+misses), "pool-hits")

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,10 +123,22 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 5 * time.Second
 	}
-	c := &Conn{
+	c := newConn(p, cfg.StopGrace, cfg)
+	c.framed = cfg.Framed
+	if c.framed {
+		c.hosted = make(map[int64]*Conn)
+	}
+	go c.run()
+	return c
+}
+
+// newConn is a Conn over p configured by cfg, not yet reading: a
+// process's own (NewConn) or a session hosted in it (OpenSession).
+func newConn(p *Process, grace time.Duration, cfg ConnConfig) *Conn {
+	return &Conn{
 		proc:      p,
 		log:       cfg.Logger,
-		grace:     cfg.StopGrace,
+		grace:     grace,
 		calls:     make(map[int64]*call),
 		byClient:  make(map[string]int64),
 		progress:  make(map[string]int64),
@@ -138,17 +151,8 @@ func NewConn(p *Process, cfg ConnConfig) *Conn {
 
 		uniqueProgress: cfg.UniqueProgress,
 
-		exitAdvice: cfg.ExitAdvice,
-		framed:     cfg.Framed,
+		exitAdvice: cmp.Or(cfg.ExitAdvice, "the session has ended, initialize a new one"),
 	}
-	if c.exitAdvice == "" {
-		c.exitAdvice = "the session has ended, initialize a new one"
-	}
-	if c.framed {
-		c.hosted = make(map[int64]*Conn)
-	}
-	go c.run()
-	return c
 }
 
 // Pid returns the worker's process id.

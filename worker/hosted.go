@@ -2,9 +2,7 @@ package worker
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,26 +31,8 @@ func (c *Conn) OpenSession(cfg ConnConfig, id string, max int) (*Conn, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = c.log
 	}
-	h := &Conn{
-		proc:       c.proc,
-		log:        cfg.Logger,
-		grace:      c.grace,
-		calls:      make(map[int64]*call),
-		byClient:   make(map[string]int64),
-		progress:   make(map[string]int64),
-		outReqs:    make(map[string]json.RawMessage),
-		workerOut:  make(map[string]string),
-		done:       make(chan struct{}),
-		onExit:     cfg.OnExit,
-		onNote:     cfg.OnNotification,
-		exitAdvice: cmp.Or(cfg.ExitAdvice, "the session has ended, initialize a new one"),
-
-		uniqueProgress: cfg.UniqueProgress,
-
-		pooled: c.pooled,
-		framed: true,
-		host:   c,
-	}
+	h := newConn(c.proc, c.grace, cfg)
+	h.pooled, h.framed, h.host = c.pooled, true, c
 	c.mu.Lock()
 	switch {
 	case c.closed || c.gone:
