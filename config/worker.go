@@ -13,8 +13,13 @@ const (
 // SharedSessions reports whether 2025-11-25 sessions share their key's
 // worker (worker.sessions, and its default). A worker given credentials
 // keeps a process per session: the credential is replaced with the
-// process, which would end every session it hosts.
+// process, which would end every session it hosts. A remote server's
+// worker (mcpgate upstream) relays each line to the server as it is, so it
+// never hosts sessions, whatever worker.sessions says.
 func (c *Config) SharedSessions() bool {
+	if c.RemoteURL() != "" {
+		return false
+	}
 	switch c.Worker.Sessions {
 	case SessionsShared:
 		return true
