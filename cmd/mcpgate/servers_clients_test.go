@@ -21,21 +21,29 @@ import (
 // install prefix.
 const tsSDKVersion = "1.32.2"
 
-// tsSDKPrefix returns the install prefix of the 1.x TypeScript SDK, or
-// skips the test when node or the SDK is missing (fails instead under
-// MCPGATE_REQUIRE_NODE=1, as .ci/run sets it).
+// tsSDKPrefix returns the install prefix of the 1.x TypeScript SDK, as
+// tsClientPrefix does the 2.x client's.
 func tsSDKPrefix(t *testing.T) string {
 	t.Helper()
-	prefix := os.Getenv("MCPGATE_TS_SDK")
+	return npmPrefix(t, "MCPGATE_TS_SDK", "npm-sdk", "@modelcontextprotocol/sdk", tsSDKVersion)
+}
+
+// npmPrefix returns the install prefix of the npm package pkg at version:
+// the directory the environment variable env names, else .bin/dir; or
+// skips the test when node or the package is missing there (fails instead
+// under MCPGATE_REQUIRE_NODE=1, as .ci/run sets it).
+func npmPrefix(t *testing.T, env, dir, pkg, version string) string {
+	t.Helper()
+	prefix := os.Getenv(env)
 	if prefix == "" {
 		var err error
-		prefix, err = filepath.Abs(filepath.Join("..", "..", ".bin", "npm-sdk"))
+		prefix, err = filepath.Abs(filepath.Join("..", "..", ".bin", dir))
 		require.NoError(t, err)
 	}
-	manifest, _ := os.ReadFile(filepath.Join(prefix, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	manifest, _ := os.ReadFile(filepath.Join(prefix, "node_modules", filepath.FromSlash(pkg), "package.json"))
 	_, noNode := exec.LookPath("node")
-	if noNode != nil || !strings.Contains(string(manifest), `"version": "`+tsSDKVersion+`"`) {
-		why := "node or @modelcontextprotocol/sdk@" + tsSDKVersion + " under " + prefix + " is missing (.ci/run installs them)"
+	if noNode != nil || !strings.Contains(string(manifest), `"version": "`+version+`"`) {
+		why := "node or " + pkg + "@" + version + " under " + prefix + " is missing (.ci/run installs them)"
 		if os.Getenv("MCPGATE_REQUIRE_NODE") == "1" {
 			t.Fatal(why)
 		}
@@ -141,16 +149,19 @@ type tsResult struct {
 	}
 }
 
-// tsCalls runs testdata/ts-calls.mjs: the TypeScript client of kind
-// ("sdk", 1.x; "client", 2.x) at g's resource with token, calling calls.
-func tsCalls(t *testing.T, g *tlsGateway, kind, token string, calls []map[string]any) tsResult {
+// tsPrefixes are the install prefixes of both TypeScript SDK generations.
+type tsPrefixes struct{ sdk, client string }
+
+// calls runs testdata/ts-calls.mjs: the TypeScript client of kind ("sdk",
+// 1.x; "client", 2.x) at g's resource with token, calling calls.
+func (ts tsPrefixes) calls(t *testing.T, g *tlsGateway, kind, token string, calls []map[string]any) tsResult {
 	t.Helper()
 	ca := filepath.Join(t.TempDir(), "gateway.pem")
 	require.NoError(t, os.WriteFile(ca, g.certPEM, 0o644))
 	arg, err := json.Marshal(calls)
 	require.NoError(t, err)
 	cmd := exec.CommandContext(t.Context(), "node", filepath.Join("testdata", "ts-calls.mjs"), kind, g.resource, string(arg))
-	cmd.Env = append(os.Environ(), "MCPGATE_TS_SDK="+tsSDK, "MCPGATE_TS_CLIENT="+tsClient,
+	cmd.Env = append(os.Environ(), "MCPGATE_TS_SDK="+ts.sdk, "MCPGATE_TS_CLIENT="+ts.client,
 		"MCPGATE_TOKEN="+token, "NODE_EXTRA_CA_CERTS="+ca)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -162,10 +173,6 @@ func tsCalls(t *testing.T, g *tlsGateway, kind, token string, calls []map[string
 	return res
 }
 
-// tsSDK and tsClient are the TypeScript install prefixes tsCalls uses,
-// set by the test that calls it.
-var tsSDK, tsClient string
-
 // TestThreeServersTypeScriptClients: a gateway with a built-in, a stdio
 // and a remote server, each reached at its own path by both generations
 // of the TypeScript SDK (1.x negotiating 2025-11-25 with a session, 2.x
@@ -174,7 +181,7 @@ var tsSDK, tsClient string
 // combined endpoint holding one server's scope alone sees that server
 // alone.
 func TestThreeServersTypeScriptClients(t *testing.T) {
-	tsSDK, tsClient = tsSDKPrefix(t), tsClientPrefix(t)
+	ts := tsPrefixes{sdk: tsSDKPrefix(t), client: tsClientPrefix(t)}
 	top := threeServersGateway(t)
 	at := func(name string) *tlsGateway {
 		g := *top
@@ -198,7 +205,7 @@ func TestThreeServersTypeScriptClients(t *testing.T) {
 			g := at(s.name)
 			tok := g.token(t, "alice", s.scope)
 			for _, gen := range generations {
-				res := tsCalls(t, g, gen.kind, tok, []map[string]any{{"name": s.tool, "arguments": s.args}})
+				res := ts.calls(t, g, gen.kind, tok, []map[string]any{{"name": s.tool, "arguments": s.args}})
 				assert.Equal(t, gen.version, res.Version, "%s", gen.kind)
 				assert.Equal(t, gen.version == "2025-11-25", res.SessionID != "", "a session on 2025-11-25 alone")
 				assert.Contains(t, res.Tools, s.tool, "%s", gen.kind)
@@ -222,7 +229,7 @@ func TestThreeServersTypeScriptClients(t *testing.T) {
 			calls = append(calls, map[string]any{"name": s.name + "__" + s.tool, "arguments": s.args})
 		}
 		for _, gen := range generations {
-			res := tsCalls(t, top, gen.kind, tok, calls)
+			res := ts.calls(t, top, gen.kind, tok, calls)
 			assert.Equal(t, gen.version, res.Version, "%s", gen.kind)
 			for i, s := range servers {
 				assert.Contains(t, res.Tools, s.name+"__"+s.tool, "%s", gen.kind)
@@ -241,7 +248,7 @@ func TestThreeServersTypeScriptClients(t *testing.T) {
 		// ev's scope alone: ev alone, on both generations.
 		evOnly := top.token(t, "bob", "ev:use")
 		for _, gen := range generations {
-			res := tsCalls(t, top, gen.kind, evOnly, []map[string]any{{"name": "rm__test_simple_text"}})
+			res := ts.calls(t, top, gen.kind, evOnly, []map[string]any{{"name": "rm__test_simple_text"}})
 			assert.Contains(t, res.Tools, "ev__echo", "%s", gen.kind)
 			for _, name := range res.Tools {
 				assert.True(t, strings.HasPrefix(name, "ev__"), "%s: %s listed without its scope", gen.kind, name)
