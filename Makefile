@@ -41,10 +41,15 @@ test-cluster: build
 
 ## conformance: the official MCP conformance suite through the gateway, twice:
 ## 0.1.16 (revisions up to 2025-11-25) and 0.2.0-alpha.12 with the 2026-07-28 requirements;
-## then its DPoP client scenarios against mcpgate login and bridge (conformance-client).
+## both again with the worker as one server of a servers list, through /mcp/ev and the
+## combined /mcp (SERVERS=1; scripts/conformance/combined-expected.txt lists what the
+## combined endpoint cannot pass); then its DPoP client scenarios against mcpgate login
+## and bridge (conformance-client).
 conformance: build
 	scripts/conformance.sh
 	CONFORMANCE_VERSION=0.2.0-alpha.12 scripts/conformance.sh --requirements 2026-07-28
+	SERVERS=1 scripts/conformance.sh
+	SERVERS=1 CONFORMANCE_VERSION=0.2.0-alpha.12 scripts/conformance.sh --requirements 2026-07-28
 	scripts/conformance/client.sh
 
 ## conformance-client: the suite's auth/dpop and auth/dpop-nonce client scenarios (SEP-1932

@@ -17,6 +17,9 @@ const (
 // one (a command, or a remote server's upstream worker), which speaks
 // plain stdio MCP unless its operator says it reads the session frames.
 func (c *Config) SharedSessions() bool {
+	if c.RemoteURL() != "" {
+		return false
+	}
 	switch c.Worker.Sessions {
 	case SessionsShared:
 		return true

@@ -343,10 +343,16 @@ var (
 
 // unknownName refuses a name that names no server the caller reaches
 // (none, another's, or one without the server prefix), the same for each,
-// so that the answer does not tell which servers exist.
+// so that the answer does not tell which servers exist. A resource's
+// carries its URI as sent in error.data.uri, as a server's "resource not
+// found" does (MCP 2026-07-28, SEP-2164).
 func unknownName(what, name string) failure {
+	var data any
+	if what == "resource" {
+		data = map[string]string{"uri": name}
+	}
 	return failure{http.StatusBadRequest, jsonrpc.CodeInvalidParams, "gateway: unknown " + what + " " + quote(clip(name)) +
-		" on the combined endpoint; names are <server>" + NameSeparator + "<name> (resources: <server>+<uri>) of a server this token reaches", nil}
+		" on the combined endpoint; names are <server>" + NameSeparator + "<name> (resources: <server>+<uri>) of a server this token reaches", data}
 }
 
 // idleGrace is how long a combined session without requests lives past

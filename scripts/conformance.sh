@@ -6,7 +6,9 @@
 # command, and runs the suite (scripts/conformance/suite.sh) against its /mcp.
 # The goal is the result the same fixture gets when served directly (31 pass,
 # 1 pass-with-warnings): the gateway must pass sampling, elicitation, progress,
-# logging, subscriptions and concurrent streams through intact.
+# logging, subscriptions and concurrent streams through intact. With SERVERS=1
+# the same worker is one server of a servers list, at /mcp/ev and through the
+# combined /mcp.
 #
 # Usage: scripts/conformance.sh [extra args for suite.sh, e.g. --scenario tools-call-sampling]
 #        scripts/conformance.sh --install   install the worker and every pinned
@@ -18,6 +20,16 @@
 #        LEGACY_WORKER=1    wrap the worker in worker/internal/legacyworker, so it speaks
 #                           only 2025-11-25 and the gateway translates for 2026-07-28 clients
 #        CONFORMANCE_VERSION  the suite's version (suite.sh; default 0.1.16)
+#        SERVERS=1          serve a servers list instead (ev: the worker above; rm: the
+#                           same everything-server over HTTP as a remote server (url),
+#                           stateless for --requirements 2026-07-28, with sessions
+#                           otherwise; db: the built-in worker on a scratch SQLite file)
+#                           and run the suite three times: through /mcp/ev and /mcp/rm,
+#                           where it must pass as through /mcp, then through the
+#                           combined /mcp, where the scenarios listed in
+#                           scripts/conformance/combined-expected.txt are expected to fail
+#                           (docs/gateway.md, The combined endpoint, says why) and any
+#                           other failure fails the run
 # Exit:  the suite's status (0 = no failing scenario); 2 when it could not run.
 set -euo pipefail
 
@@ -58,6 +70,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgate-conformance.XXXXXX")"
 LOG="$WORK/gateway.log"
 GW_PID=""
 
+REMOTE_PID=""
 stop_gateway() {
   if [ -n "$GW_PID" ] && kill -0 "$GW_PID" 2>/dev/null; then
     kill -TERM "$GW_PID" 2>/dev/null || true
@@ -71,6 +84,7 @@ stop_gateway() {
 cleanup() {
   local rc=$?
   stop_gateway
+  if [ -n "$REMOTE_PID" ]; then kill "$REMOTE_PID" 2>/dev/null || true; wait "$REMOTE_PID" 2>/dev/null || true; fi
   if [ "$rc" -ne 0 ] || [ -n "${KEEP_LOG:-}" ]; then
     echo "conformance: gateway log kept in $LOG"
   else
@@ -91,7 +105,12 @@ free_port() {
 start_gateway() {
   local port=$1
   # Metrics off: two runs (and other gateways) would share the default port.
-  MCPGATE_METRICS_LISTEN=off "$GATEWAY" serve --listen "127.0.0.1:$port" --worker-command "$WORKER_CMD" >>"$LOG" 2>&1 &
+  if [ -n "${SERVERS:-}" ]; then
+    MCPGATE_METRICS_LISTEN=off MCPGATE_CONFIG="$WORK/servers.yaml" MCPGATE_DATABASE_PATH="$WORK/db/mcpgate.db" \
+      "$GATEWAY" serve --listen "127.0.0.1:$port" >>"$LOG" 2>&1 &
+  else
+    MCPGATE_METRICS_LISTEN=off "$GATEWAY" serve --listen "127.0.0.1:$port" --worker-command "$WORKER_CMD" >>"$LOG" 2>&1 &
+  fi
   GW_PID=$!
   for _ in $(seq 1 300); do
     if ! kill -0 "$GW_PID" 2>/dev/null; then
@@ -109,6 +128,33 @@ start_gateway() {
   die "the gateway did not answer on 127.0.0.1:$port within 30s (log: $LOG)"
 }
 
+if [ -n "${SERVERS:-}" ]; then
+  # The conformance worker over stdio, and over HTTP as a remote server, the
+  # way docs/upstream.md runs it: with sessions for the 2025 scenarios,
+  # stateless for 2026-07-28.
+  STATELESS=false
+  case " $* " in *" --requirements 2026-07-28 "*) STATELESS=true ;; esac
+  RPORT="$(free_port)"
+  "$EVERYTHING" -http "127.0.0.1:$RPORT" -stateless="$STATELESS" >>"$WORK/remote.log" 2>&1 &
+  REMOTE_PID=$!
+  for _ in $(seq 1 300); do
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$RPORT/mcp" || true)"
+    [ -n "$code" ] && [ "$code" != "000" ] && break
+    kill -0 "$REMOTE_PID" 2>/dev/null || die "the remote everything-server exited at start (log: $WORK/remote.log)"
+    sleep 0.1
+  done
+  # The built-in worker beside them makes /mcp a combined endpoint over
+  # servers of all three kinds.
+  cat >"$WORK/servers.yaml" <<YAML
+servers:
+  - name: ev
+    command: "$WORKER_CMD"
+  - name: rm
+    url: http://127.0.0.1:$RPORT/mcp
+  - name: db
+YAML
+fi
+
 PORT=""
 for attempt in 1 2 3; do
   p="$(free_port)"
@@ -121,10 +167,24 @@ if [ -z "$PORT" ]; then
 fi
 
 URL="http://127.0.0.1:$PORT/mcp"
-echo "conformance: gateway $URL, worker $WORKER_CMD"
 set +e
-"$SUITE" "$URL" "$@"
-RC=$?
+if [ -n "${SERVERS:-}" ]; then
+  echo "conformance: gateway $URL/ev (one server of a servers list), worker $WORKER_CMD"
+  "$SUITE" "$URL/ev" "$@"
+  RC=$?
+  echo "conformance: gateway $URL/rm (a remote server, stateless=$STATELESS), the everything-server over HTTP"
+  "$SUITE" "$URL/rm" "$@"
+  RC2=$?
+  [ "$RC" -ne 0 ] || RC=$RC2
+  echo "conformance: gateway $URL (combined over ev, rm and db)"
+  EXPECTED_FAIL="$ROOT/scripts/conformance/combined-expected.txt" "$SUITE" "$URL" "$@"
+  RC2=$?
+  [ "$RC" -ne 0 ] || RC=$RC2
+else
+  echo "conformance: gateway $URL, worker $WORKER_CMD"
+  "$SUITE" "$URL" "$@"
+  RC=$?
+fi
 set -e
 if ! kill -0 "$GW_PID" 2>/dev/null; then
   echo "conformance: the gateway died during the suite" >&2

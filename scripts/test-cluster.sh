@@ -9,6 +9,9 @@
 # protocol generations through HAProxy: legacy sessions pinned to their
 # replica, 2026-07-28 calls spread over all three, transaction handles
 # reaching their replica through the mirrored Mcp-Param-Transaction header,
+# all of it at /mcp/db, one server of two in a servers list; then the second
+# server at /mcp/notes and both through the combined /mcp (sessions pinned,
+# calls spread, handles minted through the combined endpoint);
 # mcpgate-1 stopped mid-run (its sessions' clients get 404 and open new
 # sessions, no other client sees an error), and every acknowledged write
 # in PostgreSQL. Then mcpgate-1 starts again and must take new sessions and
@@ -115,6 +118,12 @@ database:
   dsn: "$MCPGATE_TEST_POSTGRES_DSN"
 limits:
   worker_start_timeout: 60s
+# Two servers, both the built-in worker on the shared database: db at
+# /mcp/db, notes at /mcp/notes, and the combined /mcp over both. HAProxy
+# routes every path alike (the replica is in the session id and handle).
+servers:
+  - name: db
+  - name: notes
 YAML
   # Each replica's /metrics on a port of its own (metrics.listen), through
   # the environment: a gateway without the metrics listener ignores it.
@@ -149,7 +158,8 @@ for ((i = 0; i < 1200; i++)); do
   sleep 0.1
 done
 
-"$WORK/clusterdrive" --url "$PUBLIC/mcp" --ca "$CERT" --issuer "$ISSUER" --dsn "$MCPGATE_TEST_POSTGRES_DSN" \
+SERVERS=(--url "$PUBLIC/mcp/db" --second-url "$PUBLIC/mcp/notes" --combined-url "$PUBLIC/mcp" --servers db,notes)
+"$WORK/clusterdrive" "${SERVERS[@]}" --ca "$CERT" --issuer "$ISSUER" --dsn "$MCPGATE_TEST_POSTGRES_DSN" \
   --replicas mcpgate-0,mcpgate-1,mcpgate-2 --stop mcpgate-1 --stop-pid "${REPLICA_PID[1]}" \
   --stats "http://127.0.0.1:$SPORT/stats;csv" "${METRICS_FLAG[@]}"
 status=$?
@@ -161,7 +171,7 @@ if [ $status -eq 0 ]; then
   env -u MCPGATE_TEST_POSTGRES_DSN -u MCPGATE_REQUIRE_POSTGRES MCPGATE_METRICS_LISTEN="${METRICS[1]#*=}" \
     "$BIN/mcpgate" serve --config "$WORK/mcpgate-1.yaml" >>"$WORK/mcpgate-1.log" 2>&1 &
   PIDS+=($!)
-  "$WORK/clusterdrive" --rejoined --url "$PUBLIC/mcp" --ca "$CERT" --issuer "$ISSUER" --dsn "$MCPGATE_TEST_POSTGRES_DSN" \
+  "$WORK/clusterdrive" --rejoined "${SERVERS[@]}" --ca "$CERT" --issuer "$ISSUER" --dsn "$MCPGATE_TEST_POSTGRES_DSN" \
     --replicas mcpgate-0,mcpgate-1,mcpgate-2 --stats "http://127.0.0.1:$SPORT/stats;csv"
   status=$?
 fi

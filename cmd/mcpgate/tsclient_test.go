@@ -24,22 +24,7 @@ const tsClientVersion = "2.4.0"
 // MCPGATE_REQUIRE_NODE=1, as .ci/run sets it).
 func tsClientPrefix(t *testing.T) string {
 	t.Helper()
-	prefix := os.Getenv("MCPGATE_TS_CLIENT")
-	if prefix == "" {
-		var err error
-		prefix, err = filepath.Abs(filepath.Join("..", "..", ".bin", "npm-client"))
-		require.NoError(t, err)
-	}
-	manifest, _ := os.ReadFile(filepath.Join(prefix, "node_modules", "@modelcontextprotocol", "client", "package.json"))
-	_, noNode := exec.LookPath("node")
-	if noNode != nil || !strings.Contains(string(manifest), `"version": "`+tsClientVersion+`"`) {
-		why := "node or @modelcontextprotocol/client@" + tsClientVersion + " under " + prefix + " is missing (.ci/run installs them)"
-		if os.Getenv("MCPGATE_REQUIRE_NODE") == "1" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
-	return prefix
+	return npmPrefix(t, "MCPGATE_TS_CLIENT", "npm-client", "@modelcontextprotocol/client", tsClientVersion)
 }
 
 // TestTypeScriptClientWithDPoP: the TypeScript SDK's client with its

@@ -21,6 +21,9 @@ type client struct {
 	cs                  *mcp.ClientSession
 	replica             string // a legacy session's replica
 	seq                 int
+	// prefix goes before every tool name: the server's "<name>__"
+	// through the combined /mcp.
+	prefix string
 }
 
 // tokens mints user's tokens at the test issuer, refreshed as they expire.
@@ -56,7 +59,8 @@ func (d *driver) connect(name, user, version string) (*client, error) {
 	if d.rejoined {
 		name = "rejoined-" + name // its rows apart from the first run's
 	}
-	cl := &client{name: name, user: user, version: version, cs: cs}
+	name = d.rows + name
+	cl := &client{name: name, user: user, version: version, cs: cs, prefix: d.toolPrefix}
 	if version != "" {
 		cl.replica = workerproto.ReplicaOf(cs.ID())
 	}
@@ -67,7 +71,7 @@ func (d *driver) connect(name, user, version string) (*client, error) {
 func (c *client) call(ctx context.Context, tool string, args map[string]any) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.prefix + tool, Arguments: args})
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +90,9 @@ func (c *client) status(ctx context.Context) (string, error) {
 		return "", err
 	}
 	id, _ := sc["sessionId"].(string)
-	if c.version != "" && id != c.cs.ID() {
+	// Through the combined /mcp the worker's session is the server's own,
+	// opened for the combined session (on its replica), not the client's.
+	if c.version != "" && id != c.cs.ID() && c.prefix == "" {
 		return "", fmt.Errorf("status: session %q answered for session %q", id, c.cs.ID())
 	}
 	return workerproto.ReplicaOf(id), nil

@@ -30,6 +30,14 @@ type driver struct {
 	stats            string
 	metrics          map[string]string // replica -> host:port of its /metrics
 	rejoined         bool              // only check that every replica serves again
+	// second and combined are a second server's /mcp/<name> URL and the
+	// combined /mcp URL over both, with the names of both servers (servers):
+	// their phase runs when set.
+	second, combined string
+	servers          []string
+	rows             string // a prefix for the client names (the rows' client column)
+	toolPrefix       string // before every tool name (the combined /mcp)
+	label            string // names the path in each check's line
 	tlsConfig        *tls.Config
 	ctx              context.Context
 
@@ -51,8 +59,15 @@ func main() {
 	flag.StringVar(&d.stats, "stats", "", "HAProxy's CSV stats URL, to await every server UP")
 	flag.BoolVar(&d.rejoined, "rejoined", false, "after a replica was started again: check only that every replica serves new sessions and calls")
 	flag.StringVar(&metrics, "metrics", "", "replica=host:port of each replica's metrics listener, comma-separated (optional)")
+	flag.StringVar(&d.second, "second-url", "", "a second server's /mcp/<name> URL through the load balancer (optional)")
+	flag.StringVar(&d.combined, "combined-url", "", "the combined /mcp URL through the load balancer (with --second-url)")
+	var servers string
+	flag.StringVar(&servers, "servers", "", "the names of the --url and --second-url servers, comma-separated (with --combined-url)")
 	flag.Parse()
 	d.replicas = strings.Split(replicas, ",")
+	if servers != "" {
+		d.servers = strings.Split(servers, ",")
+	}
 	for _, kv := range strings.Split(metrics, ",") {
 		if r, a, ok := strings.Cut(kv, "="); ok {
 			d.metrics[r] = a
@@ -83,6 +98,9 @@ func fatal(format string, args ...any) {
 }
 
 func (d *driver) check(name string, ok bool, detail string) {
+	if d.label != "" {
+		name = "[" + d.label + "] " + name
+	}
 	if ok {
 		fmt.Printf("PASS  %s\n", name)
 		return
@@ -102,11 +120,13 @@ func (d *driver) run() {
 		for _, c := range append(legacy, modern...) {
 			c.cs.Close()
 		}
+		d.secondServer()
 		return
 	}
 	d.unknownSessions()
 	modern := d.modernClients()
 	d.handles(modern)
+	d.secondServer()
 	d.stopMidRun(legacy, modern)
 	d.checkWrites()
 	d.reportMetrics()

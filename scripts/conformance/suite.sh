@@ -17,6 +17,8 @@
 #                             with --requirements, which picks its own set)
 #        OUT                  the results folder (default a dated one under
 #                             the install)
+#        EXPECTED_FAIL        a file of scenarios expected to fail, counted
+#                             apart (summary.mjs; the combined endpoint's list)
 # Scenarios the suite tags [extension] (tasks-*) print as EXT lines and are
 # counted apart: they never fail the run.
 # Exit:  0 when no other scenario has a failed check (warnings pass); 1 when
