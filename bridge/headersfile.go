@@ -48,6 +48,13 @@ var reservedHeaders = map[string]bool{
 	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
 
+// ReservedHeader reports whether the relay sets the header name itself,
+// so that no headers file or credential may.
+func ReservedHeader(name string) bool {
+	name = http.CanonicalHeaderKey(name)
+	return reservedHeaders[name] || strings.HasPrefix(name, "Mcp-")
+}
+
 // Header returns the file's headers, reading the file again when it
 // changed since the last call.
 func (f *HeadersFile) Header() (http.Header, error) {
@@ -140,7 +147,7 @@ func ParseHeaders(data []byte) (http.Header, error) {
 			return nil, fmt.Errorf("line %d: the text before ':' is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", n)
 		}
 		name = http.CanonicalHeaderKey(name)
-		if reservedHeaders[name] || strings.HasPrefix(name, "Mcp-") {
+		if ReservedHeader(name) {
 			return nil, fmt.Errorf("line %d: %s is set by the gateway itself and cannot be given here", n, name)
 		}
 		value = strings.TrimSpace(value)

@@ -13,7 +13,8 @@ const (
 // SharedSessions reports whether 2025-11-25 sessions share their key's
 // worker (worker.sessions, and its default). A worker given credentials
 // keeps a process per session: the credential is replaced with the
-// process, which would end every session it hosts.
+// process, which would end every session it hosts. A remote server's
+// worker (mcpgate upstream) does not host sessions.
 func (c *Config) SharedSessions() bool {
 	switch c.Worker.Sessions {
 	case SessionsShared:
@@ -21,7 +22,7 @@ func (c *Config) SharedSessions() bool {
 	case SessionsPerSession:
 		return false
 	}
-	return len(c.Worker.Command) == 0 && len(c.Worker.Credentials) == 0
+	return !c.external() && len(c.Worker.Credentials) == 0
 }
 
 // Worker says which process serves a session.
