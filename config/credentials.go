@@ -49,6 +49,20 @@ func credentialOptions(list []WorkerCredential, remote bool) credential.Options 
 	return o
 }
 
+// exchangesTokens reports whether any server's credentials come from
+// token exchange, through the gateway's client (auth.introspection_client_id).
+func (c *Config) exchangesTokens() bool {
+	if c.CredentialOptions().Exchanges() {
+		return true
+	}
+	for _, e := range c.Servers {
+		if credentialOptions(e.Credentials, e.URL != "").Exchanges() {
+			return true
+		}
+	}
+	return false
+}
+
 // validateCredentials reports what worker.credentials cannot do.
 func (c *Config) validateCredentials(v *validator) {
 	c.validateCredentialList(v, "worker.credentials", c.Worker.Credentials, c.RemoteURL() != "")

@@ -258,6 +258,14 @@ func TestServersValidate(t *testing.T) {
 			"worker.data_dir":                  "run_as user",
 			"worker.group":                     "run_as",
 		}},
+		{name: "a server's token exchange uses the gateway's client", servers: []ServerEntry{
+			{Name: "gh", URL: "https://api.example.com/mcp", Credentials: []WorkerCredential{
+				{Header: "Authorization", Prefix: "Bearer ", From: "token_exchange", Audience: "github-mcp"}}},
+			{Name: "db"}, // without credentials: the client is still the gateway's
+		}, mod: func(c *Config) {
+			c.Auth.IntrospectionClientID, c.Auth.IntrospectionClientSecretFile = "mcpgate-gateway", good
+			c.Worker.Sandbox.Enabled, c.Worker.Sandbox.Require = true, true
+		}},
 		{name: "credentials need isolation, each server's", servers: []ServerEntry{
 			{Name: "ev", Command: []string{f.exe}, Credentials: []WorkerCredential{{Env: "T", From: "static", Path: "/etc/t"}}},
 			{Name: "db"},
