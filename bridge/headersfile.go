@@ -126,12 +126,13 @@ func readHeadersFile(path string) (http.Header, os.FileInfo, error) {
 	return h, fi, nil
 }
 
-// ParseHeaders reads the lines of a headers file (HeadersFile). Its
+// ParseHeaders reads the lines of a headers file (HeadersFile) or of a
+// credential set (CredentialFeed), which its caller has bounded. Its
 // errors name the line and the header, never a value.
 func ParseHeaders(data []byte) (http.Header, error) {
 	h := http.Header{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, MaxHeadersFileBytes+1)
+	sc.Buffer(nil, len(data)+1) // the callers bound data: a file, a credential set
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
