@@ -48,6 +48,13 @@ var reservedHeaders = map[string]bool{
 	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
 
+// ReservedHeader reports whether the relay sets the header name itself,
+// so that no headers file or credential may.
+func ReservedHeader(name string) bool {
+	name = http.CanonicalHeaderKey(name)
+	return reservedHeaders[name] || strings.HasPrefix(name, "Mcp-")
+}
+
 // Header returns the file's headers, reading the file again when it
 // changed since the last call.
 func (f *HeadersFile) Header() (http.Header, error) {
@@ -119,12 +126,13 @@ func readHeadersFile(path string) (http.Header, os.FileInfo, error) {
 	return h, fi, nil
 }
 
-// ParseHeaders reads the lines of a headers file (HeadersFile). Its
+// ParseHeaders reads the lines of a headers file (HeadersFile) or of a
+// credential set (CredentialFeed), which its caller has bounded. Its
 // errors name the line and the header, never a value.
 func ParseHeaders(data []byte) (http.Header, error) {
 	h := http.Header{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, MaxHeadersFileBytes+1)
+	sc.Buffer(nil, len(data)+1) // the callers bound data: a file, a credential set
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
@@ -140,7 +148,7 @@ func ParseHeaders(data []byte) (http.Header, error) {
 			return nil, fmt.Errorf("line %d: the text before ':' is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", n)
 		}
 		name = http.CanonicalHeaderKey(name)
-		if reservedHeaders[name] || strings.HasPrefix(name, "Mcp-") {
+		if ReservedHeader(name) {
 			return nil, fmt.Errorf("line %d: %s is set by the gateway itself and cannot be given here", n, name)
 		}
 		value = strings.TrimSpace(value)

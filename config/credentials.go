@@ -1,10 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/mcpgate/mcpgate/bridge"
 	"github.com/mcpgate/mcpgate/credential"
 	"github.com/mcpgate/mcpgate/worker"
 )
@@ -30,9 +32,10 @@ var credentialKeys = []binding{
 }
 
 // CredentialOptions maps worker.credentials to the credentials of the
-// server at /mcp.
+// server c serves (a servers entry's credentials, in the configurations
+// ServerConfigs makes).
 func (c *Config) CredentialOptions() credential.Options {
-	return credentialOptions(c.Worker.Credentials, false)
+	return credentialOptions(c.Worker.Credentials, c.RemoteURL() != "")
 }
 
 // credentialOptions maps one server's list of credentials; remote says
@@ -46,9 +49,23 @@ func credentialOptions(list []WorkerCredential, remote bool) credential.Options 
 	return o
 }
 
+// exchangesTokens reports whether any server's credentials come from
+// token exchange, through the gateway's client (auth.introspection_client_id).
+func (c *Config) exchangesTokens() bool {
+	if c.CredentialOptions().Exchanges() {
+		return true
+	}
+	for _, e := range c.Servers {
+		if credentialOptions(e.Credentials, e.URL != "").Exchanges() {
+			return true
+		}
+	}
+	return false
+}
+
 // validateCredentials reports what worker.credentials cannot do.
 func (c *Config) validateCredentials(v *validator) {
-	c.validateCredentialList(v, "worker.credentials", c.Worker.Credentials, false)
+	c.validateCredentialList(v, "worker.credentials", c.Worker.Credentials, c.RemoteURL() != "")
 }
 
 // validateCredentialList reports what one server's credentials (set by
@@ -61,6 +78,11 @@ func (c *Config) validateCredentialList(v *validator, key string, list []WorkerC
 	}
 	o := credentialOptions(list, remote)
 	report(v, []binding{{key, "Credentials", nil}}, o.Validate())
+	for i, cr := range list {
+		if cr.Header != "" && bridge.ReservedHeader(cr.Header) {
+			v.add(fmt.Sprintf("%s[%d].header", key, i), "%q is a header the gateway's relay sets itself; name the header the remote server reads the credential from", cr.Header)
+		}
+	}
 	if o.Exchanges() {
 		if !c.Authenticated() || c.Auth.IntrospectionClientID == "" || c.Auth.IntrospectionClientSecretFile == "" {
 			v.add(key, "from: token_exchange needs auth.issuer, auth.introspection_client_id and auth.introspection_client_secret_file: the gateway's confidential client at the issuer, which exchanges the user's token")

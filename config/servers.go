@@ -31,7 +31,9 @@ import (
 // top-level list); worker.sessions unset takes each server's own default
 // (SharedSessions). worker.credentials is refused beside a servers list.
 // What the server is (Command, Toolsets, SafeTools, SafeMethods,
-// IdentityOnStdin, Policies) is the entry's alone. A built-in entry
+// IdentityOnStdin, Sessions, Policies) and the credentials its workers
+// get (Credentials: each names one downstream service) are the entry's
+// alone. A built-in entry
 // without Database uses the top-level database section; with one, that
 // section replaces it whole (its unset keys take their defaults).
 // RequiredScopes, WriteScope, ExtraScopes and InitialScopes left unset
@@ -56,6 +58,14 @@ type ServerEntry struct {
 	Limits          WorkerLimits `mapstructure:"limits"`
 	// PoolSize overrides worker.pool_size; unset (nil) inherits it.
 	PoolSize *int `mapstructure:"pool_size"`
+	// Sessions is worker.sessions for this server: whether its worker
+	// can host sessions is a property of the server, so it is the entry's
+	// alone (unset: the default for its kind).
+	Sessions string `mapstructure:"sessions"`
+	// Credentials are this server's worker.credentials: each names one
+	// downstream service, so they are the entry's alone. A remote server
+	// (URL) takes header credentials, a stdio one env and env_file.
+	Credentials []WorkerCredential `mapstructure:"credentials"`
 	// Database is the built-in worker's database (the database.* keys);
 	// nil uses the top-level database section.
 	Database *Database `mapstructure:"database"`
@@ -186,6 +196,8 @@ func (c *Config) forServer(e *ServerEntry) *Config {
 	w.Command = slices.Clone(e.Command)
 	w.Toolsets, w.SafeTools, w.SafeMethods = slices.Clone(e.Toolsets), slices.Clone(e.SafeTools), slices.Clone(e.SafeMethods)
 	w.IdentityOnStdin = e.IdentityOnStdin
+	w.Sessions = e.Sessions
+	w.Credentials = slices.Clone(e.Credentials)
 	w.Env = slices.Concat(c.Worker.Env, e.Env)
 	if e.Dir != "" {
 		w.Dir = e.Dir
@@ -346,6 +358,8 @@ var topLevelServerKeys = []struct {
 	{"worker.safe_tools", "safe_tools", func(c *Config) bool { return len(c.Worker.SafeTools) > 0 }},
 	{"worker.safe_methods", "safe_methods", func(c *Config) bool { return len(c.Worker.SafeMethods) > 0 }},
 	{"worker.identity_on_stdin", "identity_on_stdin", func(c *Config) bool { return c.Worker.IdentityOnStdin }},
+	{"worker.sessions", "sessions", func(c *Config) bool { return c.Worker.Sessions != "" }},
+	{"worker.credentials", "credentials", func(c *Config) bool { return len(c.Worker.Credentials) > 0 }},
 	{"auth.policies", "policies", func(c *Config) bool { return len(c.Auth.Policies) > 0 }},
 }
 
@@ -361,11 +375,6 @@ func (c *Config) validateServers(v *validator, top []error) {
 		if k.set(c) {
 			v.add(k.key, "describes the one server at /mcp, and servers is set; give each server its own (servers[].%s) and remove %s", k.entry, k.key)
 		}
-	}
-	if len(c.Worker.Credentials) > 0 {
-		// Each server's downstream service is its own: one list for
-		// every server would hand one service's credential to the others.
-		v.add("worker.credentials", "is for the one server at /mcp, and servers is set: no server gets it; remove it")
 	}
 	seen := map[string]int{}
 	inherited := map[string]bool{}
@@ -420,6 +429,9 @@ func (c *Config) validateEntryForm(v *validator, at string, e *ServerEntry) {
 		if msg := checkServerURL(e.URL); msg != "" {
 			v.add(at+".url", "%s", msg)
 		}
+		if e.Sessions == SessionsShared {
+			v.add(at+".sessions", "%s: a remote server's worker relays one upstream session and hosts no others; remove it (a process per session)", SessionsShared)
+		}
 		if e.IdentityOnStdin {
 			v.add(at+".identity_on_stdin", "applies to a command; the gateway starts a remote server's worker itself, so remove it")
 		}
@@ -469,6 +481,7 @@ var entryKeyOf = map[string]string{
 	"worker.command": "command", "worker.env": "env", "worker.dir": "dir", "worker.toolsets": "toolsets",
 	"worker.safe_tools": "safe_tools", "worker.safe_methods": "safe_methods",
 	"worker.identity_on_stdin": "identity_on_stdin", "worker.pool_size": "pool_size",
+	"worker.sessions": "sessions", "worker.credentials": "credentials",
 	"auth.required_scopes": "required_scopes", "auth.write_scope": "write_scope", "auth.extra_scopes": "extra_scopes",
 	"auth.initial_scopes": "initial_scopes", "auth.policies": "policies",
 	"server.read_only": "read_only", "server.title": "title",
@@ -495,7 +508,7 @@ func entryKey(e *ServerEntry, key string) (string, bool) {
 
 // entryWords renames the top-level keys a message names to an entry's.
 func entryWords(msg string) string {
-	for _, k := range []string{"worker.command", "worker.toolsets", "worker.safe_tools", "worker.safe_methods", "auth.policies", "auth.write_scope"} {
+	for _, k := range []string{"worker.command", "worker.toolsets", "worker.safe_tools", "worker.safe_methods", "worker.sessions", "worker.credentials", "auth.policies", "auth.write_scope"} {
 		msg = strings.ReplaceAll(msg, k, entryKeyOf[k])
 	}
 	return msg

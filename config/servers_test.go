@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/credential"
 )
 
 // writeYAML writes a configuration file and returns its path.
@@ -235,6 +237,50 @@ func TestServersValidate(t *testing.T) {
 				"worker.safe_tools": "servers is set",
 				"auth.policies":     "servers is set",
 			}},
+		{name: "credentials per server", servers: []ServerEntry{
+			{Name: "gh", URL: "https://api.example.com/mcp", HeadersFile: good, Credentials: []WorkerCredential{
+				{Header: "Authorization", Prefix: "Bearer ", From: "token_exchange", Audience: "github-mcp"},
+				{Env: "TOKEN", From: "static", Path: "/etc/t"},
+				{Header: "Mcp-Session-Id", From: "static", Path: "/etc/t"},
+			}},
+			{Name: "ev", Command: []string{f.exe}, Sessions: SessionsShared, Credentials: []WorkerCredential{
+				{Header: "Authorization", From: "static", Path: "/etc/t"},
+				{Env: "GOOD", From: "static", Path: "/etc/t"},
+			}},
+			{Name: "rm", URL: "https://api.example.com/mcp", Sessions: SessionsShared},
+		}, mod: func(c *Config) { c.Worker.RunAs = "user" }, want: map[string]string{
+			"servers[0].credentials":           "introspection_client_id",
+			"servers[0].credentials[1].env":    "a remote server gets its credentials in a header",
+			"servers[0].credentials[2].header": "the gateway's relay sets itself",
+			"servers[1].credentials[0].header": "a header credential is for a remote server",
+			"servers[1].sessions":              "cannot be used with credentials",
+			"servers[2].sessions":              "hosts no others",
+			"worker.data_dir":                  "run_as user",
+			"worker.group":                     "run_as",
+		}},
+		{name: "a server's token exchange uses the gateway's client", servers: []ServerEntry{
+			{Name: "gh", URL: "https://api.example.com/mcp", Credentials: []WorkerCredential{
+				{Header: "Authorization", Prefix: "Bearer ", From: "token_exchange", Audience: "github-mcp"}}},
+			{Name: "db"}, // without credentials: the client is still the gateway's
+		}, mod: func(c *Config) {
+			c.Auth.IntrospectionClientID, c.Auth.IntrospectionClientSecretFile = "mcpgate-gateway", good
+			c.Worker.Sandbox.Enabled, c.Worker.Sandbox.Require = true, true
+		}},
+		{name: "credentials need isolation, each server's", servers: []ServerEntry{
+			{Name: "ev", Command: []string{f.exe}, Credentials: []WorkerCredential{{Env: "T", From: "static", Path: "/etc/t"}}},
+			{Name: "db"},
+		}, want: map[string]string{"servers[0].credentials": "readable by every other worker"}},
+		{name: "top-level credentials and sessions beside servers", servers: []ServerEntry{{Name: "a"}},
+			mod: func(c *Config) {
+				c.Worker.Sessions = SessionsPerSession
+				c.Worker.Credentials = []WorkerCredential{{Env: "T", From: "static", Path: "/etc/t"}}
+				c.Worker.RunAs = "user"
+			}, want: map[string]string{
+				"worker.sessions":    "servers is set",
+				"worker.credentials": "servers is set",
+				"worker.data_dir":    "run_as user",
+				"worker.group":       "run_as",
+			}},
 		{name: "inherited problems once, at the top", servers: []ServerEntry{{Name: "a"}, {Name: "b"}},
 			mod:  func(c *Config) { c.Worker.Env = []string{"BAD NAME=1"} },
 			want: map[string]string{"worker.env[0]": "is not NAME=value"}},
@@ -271,7 +317,7 @@ func TestServersValidate(t *testing.T) {
 // TestServerKeys: the keys of an entry, counted like the top-level ones.
 func TestServerKeys(t *testing.T) {
 	keys := ServerKeys()
-	assert.Len(t, keys, 39)
+	assert.Len(t, keys, 41)
 	for _, k := range []string{"name", "url", "headers_file", "limits.memory", "database.dsn", "pool_size", "policies", "read_only"} {
 		assert.Contains(t, keys, k)
 	}
@@ -349,46 +395,30 @@ func TestServerNameOf(t *testing.T) {
 	}
 }
 
-// TestServersRemoteSessions: a remote server's upstream worker speaks
-// plain stdio MCP, so its sessions get a process each by default, and
-// worker.sessions: shared, which the built-in servers beside it may use,
-// is refused for it.
-func TestServersRemoteSessions(t *testing.T) {
-	c, err := Loader{Getenv: env(nil)}.Load(writeYAML(t, serversYAML), nil)
-	require.NoError(t, err)
-	ss := c.ServerConfigs()
-	assert.True(t, ss[0].SharedSessions(), "the built-in server")
-	assert.False(t, ss[1].SharedSessions(), "a command")
-	assert.False(t, ss[2].SharedSessions(), "a remote server")
-	assert.False(t, ss[2].GatewayOptions().SharedSessions)
-
-	c.Worker.Sessions = SessionsShared
-	var got []string
-	for _, p := range Problems(c.Validate()) {
-		if strings.Contains(p.Message, "worker.sessions") {
-			got = append(got, p.Key+": "+p.Message)
-		}
-	}
-	require.Len(t, got, 1, "%q", got)
-	assert.Contains(t, got[0], "servers[2]: worker.sessions: shared cannot be used for a remote server (url)")
-}
-
-// TestServersRefuseTopLevelCredentials: worker.credentials beside a
-// servers list would reach no server; it is refused rather than dropped.
-func TestServersRefuseTopLevelCredentials(t *testing.T) {
+// TestServerCredentialsAndSessions: an entry's credentials and sessions
+// are its own, never the top level's; a remote server's worker hosts no
+// sessions, and a server with credentials keeps a process per session.
+func TestServerCredentialsAndSessions(t *testing.T) {
 	c := Default()
-	c.Servers = []ServerEntry{{Name: "a"}}
-	c.Worker.Credentials = []WorkerCredential{{Env: "TOKEN", From: "static", Path: "/etc/hostname"}}
-	var got []string
-	for _, p := range Problems(c.Validate()) {
-		if p.Key == "worker.credentials" {
-			got = append(got, p.Message)
-		}
+	c.Worker.Credentials = []WorkerCredential{{Env: "TOP", From: "static", Path: "/etc/top"}}
+	c.Worker.Sessions = SessionsShared
+	gh := []WorkerCredential{{Header: "Authorization", Prefix: "Bearer ", From: "token_exchange", Audience: "github-mcp"}}
+	c.Servers = []ServerEntry{
+		{Name: "db"},
+		{Name: "gh", URL: "https://api.example.com/mcp", Credentials: gh},
+		{Name: "ev", Command: []string{"/bin/true"}, Credentials: []WorkerCredential{{Env: "EV", From: "static", Path: "/etc/ev"}}},
+		{Name: "rm", URL: "https://api.example.com/mcp"},
 	}
-	assert.Contains(t, strings.Join(got, " | "), "servers is set: no server gets it")
-
-	c.Servers = nil
-	for _, p := range Problems(c.Validate()) {
-		assert.NotContains(t, p.Message, "servers is set", "without servers the key is the one server's")
-	}
+	ss := c.ServerConfigs()
+	assert.Empty(t, ss[0].Worker.Credentials, "a server without credentials gets none of the top level's")
+	assert.True(t, ss[0].SharedSessions(), "the built-in worker hosts its sessions")
+	assert.Equal(t, gh, ss[1].Worker.Credentials)
+	assert.Equal(t, credential.Options{Credentials: []credential.Credential{credential.Credential(gh[0])}, Remote: true}, ss[1].CredentialOptions())
+	assert.False(t, ss[1].SharedSessions())
+	assert.Equal(t, "EV", ss[2].CredentialOptions().Credentials[0].Env)
+	assert.False(t, ss[2].CredentialOptions().Remote)
+	assert.False(t, ss[2].SharedSessions())
+	assert.False(t, ss[3].SharedSessions(), "an upstream worker relays one session: a process per session")
+	c.Servers[0].Sessions = SessionsPerSession
+	assert.False(t, c.ServerConfigs()[0].SharedSessions())
 }

@@ -164,8 +164,12 @@ func (c *Config) validateIntrospection(v *validator) {
 	a := c.Auth
 	switch a.Introspection {
 	case "", IntrospectionOff:
-		if c.CredentialOptions().Exchanges() {
-			// The same client exchanges tokens (worker.credentials).
+		if c.entry != nil {
+			break // the gateway's one client, checked at the top level against every server's credentials
+		}
+		if c.exchangesTokens() {
+			// The same client exchanges tokens (worker.credentials, or a
+			// server's credentials).
 			if f := a.IntrospectionClientSecretFile; f != "" {
 				if _, err := readClientSecret(f); err != nil {
 					v.add("auth.introspection_client_secret_file", "%v", err)
@@ -181,7 +185,7 @@ func (c *Config) validateIntrospection(v *validator) {
 			{"auth.introspection_client_secret_file", a.IntrospectionClientSecretFile != ""},
 		} {
 			if k.set {
-				v.add(k.key, "is set but auth.introspection is off; set auth.introspection to opaque or all, or a worker.credentials entry from token_exchange, or remove %s", k.key)
+				v.add(k.key, "is set but auth.introspection is off; set auth.introspection to opaque or all, or a worker.credentials (or servers[].credentials) entry from token_exchange, or remove %s", k.key)
 			}
 		}
 	case IntrospectionOpaque, IntrospectionAll:

@@ -59,9 +59,6 @@ func (c *Config) validateWorker(v *validator) {
 	default:
 		v.add("worker.sessions", "%q: want %s (a user's sessions share the user's worker) or %s (a process per session)", w.Sessions, SessionsShared, SessionsPerSession)
 	}
-	if w.Sessions == SessionsShared && c.RemoteURL() != "" {
-		v.add("worker.sessions", "%s cannot be used for a remote server (url): its mcpgate upstream worker speaks plain stdio MCP, not the gateway's session frames; leave worker.sessions unset or set %s", SessionsShared, SessionsPerSession)
-	}
 	if w.Sessions == SessionsShared && len(w.Credentials) > 0 {
 		v.add("worker.sessions", "%s cannot be used with worker.credentials: a worker holding a credential is replaced before it expires, which would end every session it hosts; leave worker.sessions unset (a process per session)", SessionsShared)
 	}

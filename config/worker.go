@@ -13,9 +13,8 @@ const (
 // SharedSessions reports whether 2025-11-25 sessions share their key's
 // worker (worker.sessions, and its default). A worker given credentials
 // keeps a process per session: the credential is replaced with the
-// process, which would end every session it hosts. So does an external
-// one (a command, or a remote server's upstream worker), which speaks
-// plain stdio MCP unless its operator says it reads the session frames.
+// process, which would end every session it hosts. A remote server's
+// worker (mcpgate upstream) does not host sessions.
 func (c *Config) SharedSessions() bool {
 	if c.RemoteURL() != "" {
 		return false

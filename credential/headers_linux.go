@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,22 +24,9 @@ func WriteHeaders(path string, h http.Header, uid, gid int) error {
 	if err := CheckMemoryBacked(dir); err != nil {
 		return err
 	}
-	var b strings.Builder
-	names := make([]string, 0, len(h))
-	for n := range h {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if !headerName.MatchString(n) {
-			return fmt.Errorf("credential: %q is not an HTTP header name", n)
-		}
-		for _, v := range h[n] {
-			if strings.ContainsAny(v, "\r\n\x00") {
-				return fmt.Errorf("credential: the value of header %s holds a line break or NUL", n)
-			}
-			b.WriteString(n + ": " + v + "\n")
-		}
+	lines, err := headerLines(h)
+	if err != nil {
+		return err
 	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
@@ -60,7 +45,7 @@ func WriteHeaders(path string, h http.Header, uid, gid int) error {
 			return fail(err)
 		}
 	}
-	if _, err := f.WriteString(b.String()); err != nil {
+	if _, err := f.WriteString(lines); err != nil {
 		return fail(err)
 	}
 	if err := f.Close(); err != nil {

@@ -8,30 +8,52 @@ import (
 	"github.com/mcpgate/mcpgate/credential"
 )
 
-// checkCredentials checks what worker.credentials need without a user's
-// token: each per-user secret directory and static file (owner, mode),
-// and for a token exchange the issuer's token endpoint (discovered, the
-// grant advertised) and the gateway's client authenticating there.
+// credentialList is one server's credentials as the doctor reports them:
+// the check's prefix and the key that sets them.
+type credentialList struct {
+	prefix, key string
+	o           credential.Options
+}
+
+// credentialLists are worker.credentials and each servers entry's own.
+func credentialLists(cfg *config.Config) []credentialList {
+	out := []credentialList{{"", "worker.credentials", cfg.CredentialOptions()}}
+	for i, sc := range cfg.ServerConfigs() {
+		if sc.Entry() != nil {
+			out = append(out, credentialList{"server " + sc.ServerName() + " ", fmt.Sprintf("servers[%d].credentials", i), sc.CredentialOptions()})
+		}
+	}
+	return out
+}
+
+// checkCredentials checks what worker.credentials and each server's
+// credentials need without a user's token: each per-user secret
+// directory and static file (owner, mode), and for a token exchange the
+// issuer's token endpoint (discovered, the grant advertised) and the
+// gateway's client authenticating there, once for every server.
 func checkCredentials(ctx context.Context, r *Report, cfg *config.Config) {
-	o := cfg.CredentialOptions()
-	for i, c := range o.Credentials {
-		check := fmt.Sprintf("credential %s", c.Name())
-		switch c.From {
-		case credential.FromFile:
-			if err := credential.CheckDir(c.Dir); err != nil {
-				r.fail(check, err.Error(), fmt.Sprintf("worker.credentials[%d].dir must be a directory owned by the gateway's account, mode 0700, holding <user id>/%s files of mode 0600", i, c.Name()))
-			} else {
-				r.ok(check, "per-user secrets under "+c.Dir)
-			}
-		case credential.FromStatic:
-			if err := credential.CheckStatic(c.Path); err != nil {
-				r.fail(check, err.Error(), fmt.Sprintf("worker.credentials[%d].path must be a regular file owned by the gateway's account, mode 0600", i))
-			} else {
-				r.ok(check, "static secret "+c.Path+" (the same for every user)")
+	exchanges := false
+	for _, l := range credentialLists(cfg) {
+		exchanges = exchanges || l.o.Exchanges()
+		for i, c := range l.o.Credentials {
+			check := l.prefix + "credential " + c.Name()
+			switch c.From {
+			case credential.FromFile:
+				if err := credential.CheckDir(c.Dir); err != nil {
+					r.fail(check, err.Error(), fmt.Sprintf("%s[%d].dir must be a directory owned by the gateway's account, mode 0700, holding <user id>/%s files of mode 0600", l.key, i, c.Name()))
+				} else {
+					r.ok(check, "per-user secrets under "+c.Dir)
+				}
+			case credential.FromStatic:
+				if err := credential.CheckStatic(c.Path); err != nil {
+					r.fail(check, err.Error(), fmt.Sprintf("%s[%d].path must be a regular file owned by the gateway's account, mode 0600", l.key, i))
+				} else {
+					r.ok(check, "static secret "+c.Path+" (the same for every user)")
+				}
 			}
 		}
 	}
-	if !o.Exchanges() || !cfg.Authenticated() {
+	if !exchanges || !cfg.Authenticated() {
 		return
 	}
 	hc, err := issuerHTTPClient(cfg)

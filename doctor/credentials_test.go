@@ -50,3 +50,22 @@ func TestDoctorCredentials(t *testing.T) {
 	assert.Equal(t, Fail, got.Status)
 	assert.Contains(t, got.Detail, "mode 0755")
 }
+
+// TestDoctorServerCredentials: each server's own credentials are checked
+// under its name and key, and a token exchange of any server checks the
+// gateway's client once.
+func TestDoctorServerCredentials(t *testing.T) {
+	f := credentialFixture(t, "right")
+	creds := f.cfg.Worker.Credentials
+	f.cfg.Worker.Command, f.cfg.Worker.Credentials = nil, nil
+	f.cfg.Servers = []config.ServerEntry{{Name: "db"}, {Name: "gh", Command: []string{"/bin/cat"}, Credentials: creds}}
+	require.NoError(t, os.Chmod(creds[1].Dir, 0o755))
+	r := CheckServer(t.Context(), f.cfg, ServerOptions{Roots: f.opts.Roots})
+	got, ok := r.Find("server gh credential JIRA_TOKEN")
+	require.True(t, ok)
+	assert.Equal(t, Fail, got.Status)
+	assert.Contains(t, got.Fix, "servers[1].credentials[1].dir")
+	got, ok = r.Find("exchange client")
+	require.True(t, ok)
+	assert.Equal(t, OK, got.Status, got.Detail)
+}

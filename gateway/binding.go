@@ -161,6 +161,7 @@ type binding struct {
 	// (credentials.go): a per-user worker whose credentials are due is
 	// retired (out of the table, stopped once idle); a session's ends.
 	creds      credential.Set
+	feed       atomic.Pointer[credential.HeaderFeed] // a remote server's header credentials (headercreds.go)
 	retired    atomic.Bool
 	retireStop atomic.Bool
 	credsTimer atomic.Pointer[time.Timer]
@@ -308,7 +309,7 @@ func (g *Gateway) acquireWorker(ctx context.Context, key bindKey, creds credenti
 		return nil, errShuttingDown, false
 	}
 	uw := g.bound[key.slot()]
-	if uw != nil && uw.started() && uw.credsDue(g.opts.Now()) {
+	if uw != nil && uw.started() && uw.credsDue(g.opts.Now()) && !uw.refreshFeed(creds, g.opts.Now()) {
 		g.retireLocked(uw)
 		uw = nil
 	}

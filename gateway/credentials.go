@@ -83,6 +83,9 @@ func withCredentials(b *binding, s worker.Session) (worker.Session, error) {
 	if b.creds.Empty() {
 		return s, nil
 	}
+	if len(b.creds.Header) > 0 {
+		return withHeaderFeed(b, s)
+	}
 	files, env, err := b.creds.OpenFiles()
 	if err != nil {
 		return s, err
@@ -95,7 +98,8 @@ func withCredentials(b *binding, s worker.Session) (worker.Session, error) {
 // credsDue reports whether b's worker holds a credential that is due for
 // renewal at now: the worker must not serve another call.
 func (b *binding) credsDue(now time.Time) bool {
-	return !b.creds.Renew.IsZero() && !now.Before(b.creds.Renew)
+	renew := b.renew()
+	return !renew.IsZero() && !now.Before(renew)
 }
 
 // retireLocked takes the per-user worker b, whose credentials are due, out
@@ -142,8 +146,8 @@ func (g *Gateway) expireSession(s *binding) {
 
 // watchCredentials ends the session s at its credentials' renewal time.
 func (g *Gateway) watchCredentials(s *binding) {
-	if s.creds.Renew.IsZero() {
-		return
+	if s.creds.Renew.IsZero() || s.feed.Load() != nil {
+		return // a feed is renewed by the session's next request (headercreds.go)
 	}
 	t := time.AfterFunc(s.creds.Renew.Sub(g.opts.Now()), func() { g.expireSession(s) })
 	s.credsTimer.Store(t)

@@ -54,7 +54,8 @@ func credGateway(t *testing.T, creds []credential.Credential, xopts credential.E
 	xopts.Issuer, xopts.ClientID, xopts.ClientSecret, xopts.HTTPClient, xopts.Now = iss.URL, credClient, []byte(credSecret), iss.Client(), clk.Now
 	ex, err := credential.NewExchanger(xopts)
 	require.NoError(t, err)
-	b, err := credential.New("github", credential.Options{Credentials: creds}, ex)
+	remote := len(creds) > 0 && creds[0].Header != "" // a remote server's header credentials
+	b, err := credential.New("github", credential.Options{Credentials: creds, Remote: remote}, ex)
 	require.NoError(t, err)
 	var opts Options
 	if len(base) > 0 {

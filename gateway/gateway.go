@@ -228,7 +228,7 @@ func (g *Gateway) sessionOf(w http.ResponseWriter, c *call, id json.RawMessage) 
 	switch {
 	case s == nil:
 		errUnknownSession.write(w, id)
-	case s.credsDue(g.opts.Now()):
+	case s.credsDue(g.opts.Now()) && !g.refreshSession(c, s, g.opts.Now()):
 		g.expireSession(s)
 		errCredentialExpired.write(w, id)
 		return nil

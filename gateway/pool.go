@@ -47,6 +47,7 @@ func (g *Gateway) startWorker(uw *binding) {
 		worker.ConnConfig{
 			Logger: uw.log,
 			OnExit: func() {
+				uw.closeFeed()
 				g.remove(uw)
 				uw.subs.closeAll()
 				uw.parked.clear()

@@ -164,6 +164,7 @@ func (g *Gateway) startSessionWorker(s *binding, readOnly bool, tools toolSet) (
 			c := self.Load()
 			reason := ExitReplaced // a worker the session has moved on from
 			if c == nil || s.worker() == c {
+				s.closeFeed()
 				g.remove(s)
 				reason = s.stop.getFor(c)
 				if t := s.credsTimer.Load(); t != nil {

@@ -8,9 +8,10 @@ import (
 	"github.com/mcpgate/mcpgate/metrics"
 )
 
-// workerCredentials maps worker.credentials to the broker that obtains
-// each user's own credentials for the server at /mcp, nil when none is
-// configured. A token exchange goes through the gateway's confidential
+// workerCredentials maps the credentials of the server cfg serves
+// (worker.credentials for the one at /mcp, servers[].credentials for an
+// entry's) to the broker that obtains each user's own credentials for
+// it, nil when none is configured. A token exchange goes through the gateway's confidential
 // client (auth.introspection_client_id and its secret file), over the
 // client that reaches auth.issuer, counted in m.
 func workerCredentials(cfg *config.Config, m *metrics.Metrics) (*credential.Broker, error) {
@@ -33,7 +34,11 @@ func workerCredentials(cfg *config.Config, m *metrics.Metrics) (*credential.Brok
 			return nil, fmt.Errorf("mcpgate: worker.credentials: %w", err)
 		}
 	}
-	b, err := credential.New(cfg.Server.Name, o, ex)
+	name := cfg.ServerName() // the name errors give the server
+	if name == "" {
+		name = cfg.Server.Name
+	}
+	b, err := credential.New(name, o, ex)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgate: worker.credentials: %w", err)
 	}

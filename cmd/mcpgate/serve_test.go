@@ -59,6 +59,7 @@ func startTLSGateway(t *testing.T, extraEnv map[string]string) *tlsGateway {
 // tlsLaunch says how launchTLSGateway starts the gateway: with its issuer
 // down (until the test starts it), its log copied to watch as well.
 type tlsLaunch struct {
+	issuer     *authtest.Issuer // nil: a new one
 	issuerDown bool
 	watch      io.Writer
 }
@@ -68,7 +69,10 @@ type tlsLaunch struct {
 func launchTLSGateway(t *testing.T, extraEnv map[string]string, how tlsLaunch) *tlsGateway {
 	t.Helper()
 	dir := t.TempDir()
-	iss := authtest.New(t)
+	iss := how.issuer
+	if iss == nil {
+		iss = authtest.New(t)
+	}
 	if how.issuerDown {
 		iss.Stop()
 	}

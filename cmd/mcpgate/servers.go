@@ -82,6 +82,11 @@ func newServers(ctx context.Context, cfg *config.Config, w wiring) ([]servedServ
 		}
 		gopts.Server, gopts.Accounting = sc.ServerName(), acct
 		w.obs.gatewayOptions(&gopts)
+		// Each server's own credentials (servers[].credentials), obtained by
+		// a broker of its own.
+		if gopts.Credentials, err = workerCredentials(sc, w.obs.metrics); err != nil {
+			return fail(fmt.Errorf("mcpgate: server %q: %w", sc.ServerName(), err))
+		}
 		if len(out) == 0 { // the gateway that answers /readyz
 			gopts.Ready = allReady(readyRest(&out), gopts.Ready)
 		}

@@ -43,14 +43,15 @@ func runUpstream(ctx context.Context, m *Main, args []string) error {
 	fs := pflag.NewFlagSet("upstream", pflag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() {
-		fmt.Fprint(m.Stderr, `Usage: mcpgate upstream --name NAME --url URL [--headers-file FILE] [--ca-file FILE]
+		fmt.Fprint(m.Stderr, `Usage: mcpgate upstream --name NAME --url URL [--headers-file FILE] [--credential-fd N] [--ca-file FILE]
 
 The worker of a remote MCP server: the gateway starts it per user and server,
 and it relays the gateway's messages on stdin/stdout to the server's
 Streamable HTTP endpoint at URL, on whichever protocol revision the gateway
 chose. Each request carries the headers of FILE (lines "Name: value", mode
-0600, read again when it changes), never the client's own token. Errors name
-the server NAME. It ends when stdin ends, ending the server's session.
+0600, read again when it changes) and the user's own header credentials the
+gateway hands it on the socket N (replacing a line of FILE of the same name,
+renewed in place), never the client's own token. Errors name the server NAME. It ends when stdin ends, ending the server's session.
 Logs go to stderr only.
 
 `)
@@ -59,10 +60,12 @@ Logs go to stderr only.
 	var (
 		name, rawURL, headersFile, caFile string
 		o                                 = upstreamLimits{}
+		credFD                            int
 	)
 	fs.StringVar(&name, "name", "", "the server's name in the gateway's configuration, shown in errors (required)")
 	fs.StringVar(&rawURL, "url", "", "the remote server's MCP endpoint, https:// (http:// on loopback only) (required)")
 	fs.StringVar(&headersFile, "headers-file", "", "a file of headers sent with every request (Name: value a line, mode 0600)")
+	fs.IntVar(&credFD, "credential-fd", -1, "an inherited socket the gateway sends the user's header credentials on (its own use)")
 	fs.StringVar(&caFile, "ca-file", "", "PEM file of CA certificates to trust besides the system's")
 	fs.DurationVar(&o.connect, "connect-timeout", upstreamConnectTimeout, "connecting to the server, TLS handshake included")
 	fs.DurationVar(&o.response, "response-timeout", upstreamResponseTimeout, "from a request sent to the head of its answer (not a listen stream)")
@@ -106,6 +109,16 @@ Logs go to stderr only.
 			return fmt.Errorf("mcpgate upstream %q: %w", name, err)
 		}
 		bo.Header = hf.Header
+	}
+	if credFD >= 0 {
+		feed, err := bridge.NewCredentialFeed(credFD)
+		if err == nil {
+			_, err = feed.Header() // the gateway sent the first set before the start
+		}
+		if err != nil {
+			return fmt.Errorf("mcpgate upstream %q: %w", name, err)
+		}
+		bo.Header = withCredentialHeaders(bo.Header, feed.Header)
 	}
 	in := bufio.NewReaderSize(m.Stdin, 64<<10)
 	if m.Getenv(workerproto.EnvPrestarted) == "true" {
@@ -152,4 +165,24 @@ func upstreamClient(caFile string, o upstreamLimits) (*http.Client, error) {
 	hc.Timeout = 0 // an SSE answer lasts as long as its tool runs; IdleTimeout bounds its silences
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return hc, nil
+}
+
+// withCredentialHeaders is the static headers (nil: none) with the user's
+// credential headers in place of any line of the same name.
+func withCredentialHeaders(static, creds func() (http.Header, error)) func() (http.Header, error) {
+	return func() (http.Header, error) {
+		c, err := creds()
+		if err != nil || static == nil {
+			return c, err
+		}
+		s, err := static()
+		if err != nil {
+			return nil, err
+		}
+		h := s.Clone()
+		for n, v := range c {
+			h[n] = v
+		}
+		return h, nil
+	}
 }

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 
 	"github.com/mcpgate/mcpgate/config"
+	"github.com/mcpgate/mcpgate/credential"
 )
 
 // workerBinary is the worker-only build's file name (cmd/mcpgate-worker).
@@ -92,6 +94,12 @@ func upstreamArgv(exe string, e *config.ServerEntry) []string {
 	}
 	if e.CAFile != "" {
 		argv = append(argv, "--ca-file", e.CAFile)
+	}
+	for _, c := range e.Credentials {
+		if c.Header != "" { // the gateway hands the user's on this fd (credential.HeaderFeed)
+			argv = append(argv, "--credential-fd", strconv.Itoa(credential.HeaderFeedFD))
+			break
+		}
 	}
 	return argv
 }

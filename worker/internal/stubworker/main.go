@@ -8,7 +8,9 @@
 // "gated" tool); ask2 (unlisted: two sampling requests at once, in one
 // write); clientcaps (unlisted: the capabilities initialize declared); credhash (unlisted: the
 // SHA-256 of the variable its text names, or of the file the variable
-// names when it is /proc/self/fd/N, prefixed "file:"); blob (unlisted: a pre-built result of a given size, for
+// names when it is /proc/self/fd/N, prefixed "file:"); feedhash (unlisted: the SHA-256 of the
+// last header set the gateway sent on the credential socket, fd 3, as mcpgate upstream reads
+// it); blob (unlisted: a pre-built result of a given size, for
 // the relay benchmarks). `stubworker exec-limited ...` is the rlimit helper
 // (worker.ExecLimited). Environment: STUB_IGNORE_TERM=1 ignores
 // SIGTERM; STUB_NAIVE=1 reads the tool name by exact key and runs an id-less
@@ -32,6 +34,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mcpgate/mcpgate/jsonrpc"
 	"github.com/mcpgate/mcpgate/sandbox"
@@ -338,6 +342,8 @@ func (s *stub) call(m message, cancel chan struct{}) {
 		}
 		sum := sha256.Sum256([]byte(v))
 		s.reply(m.ID, text(hex.EncodeToString(sum[:])))
+	case "feedhash": // unlisted: the SHA-256 of the last header set on the credential socket at fd 3
+		s.reply(m.ID, text(feedHash()))
 	case "clientcaps": // unlisted: the client capabilities initialize declared
 		s.mu.Lock()
 		caps := s.clientCaps
@@ -494,4 +500,25 @@ func record(name string) {
 	}
 	defer f.Close()
 	fmt.Fprintln(f, name)
+}
+
+// feedLast is the last message read from the credential socket (fd 3).
+var feedLast []byte
+
+// feedHash takes every message waiting on fd 3, as mcpgate upstream does
+// before each request, and hashes the last; "none" before any.
+func feedHash() string {
+	buf := make([]byte, 256<<10)
+	for {
+		n, _, _, _, err := unix.Recvmsg(3, buf, nil, unix.MSG_DONTWAIT)
+		if err != nil || n == 0 {
+			break
+		}
+		feedLast = append([]byte(nil), buf[:n]...)
+	}
+	if feedLast == nil {
+		return "none"
+	}
+	sum := sha256.Sum256(feedLast)
+	return hex.EncodeToString(sum[:])
 }
