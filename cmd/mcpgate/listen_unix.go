@@ -55,7 +55,8 @@ type localSocket struct {
 	daemon *daemonMode
 
 	srv      *http.Server
-	conns    atomic.Int64 // connections open on the socket
+	conns    atomic.Int64 // connections open on the socket, of both kinds
+	stdio    stdioConns   // the stdio connections being served
 	idleOnce sync.Once
 	idleCh   chan struct{} // closed when the daemon has been idle for server.idle_exit
 	leaving  atomic.Bool   // the idle exit has closed the listener
@@ -105,17 +106,11 @@ func (s *localSocket) serve(ctx context.Context, base *http.Server, lopts gatewa
 		MaxHeaderBytes:    base.MaxHeaderBytes,
 		ErrorLog:          base.ErrorLog,
 		ConnContext:       s.access.ConnContext(gateway.ConnContext),
-		ConnState: func(_ net.Conn, st http.ConnState) {
-			switch st {
-			case http.StateNew:
-				s.conns.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				s.conns.Add(-1)
-			}
-		},
 	}
+	ln := local.SplitListener(gateway.LimitListener(countConns(s.ln, &s.conns), lopts), base.ReadHeaderTimeout,
+		s.stdio.serve(s.access, local.StdioOptions{Handler: base.Handler, ConnContext: gateway.ConnContext, Admit: gateway.AdmitConn, Log: s.log}))
 	go func() {
-		err := s.srv.Serve(gateway.LimitListener(s.ln, lopts))
+		err := s.srv.Serve(ln)
 		if !s.leaving.Load() { // an idle exit closed the listener on purpose
 			served <- err
 		}
@@ -184,6 +179,7 @@ func (s *localSocket) shutdown(ctx context.Context) {
 	if err := s.srv.Shutdown(ctx); err != nil {
 		s.srv.Close()
 	}
+	s.stdio.shutdown(ctx)
 }
 
 // close ends the watch, removes the socket and releases its lock.
