@@ -1,0 +1,131 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpgate/mcpgate/gateway"
+	"github.com/mcpgate/mcpgate/local"
+)
+
+// runShimWith runs `mcpgate bridge --socket=sock --no-start` in-process
+// with stdin as the client's messages, and returns what it wrote to the
+// client and to stderr.
+func runShimWith(t *testing.T, sock, stdin string) (string, string, error) {
+	t.Helper()
+	var out, errb lockedBuffer
+	m := &Main{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	err := m.Run(context.Background(), []string{"bridge", "--socket=" + sock, "--no-start"})
+	require.NoError(t, m.Close())
+	return out.String(), errb.String(), err
+}
+
+// TestShimIsAPipe: the shim passes the client's bytes to the socket and
+// the daemon's to the client unread, on a stdio connection: a line that
+// is not even JSON arrives as it was sent, and no HTTP request is made.
+func TestShimIsAPipe(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "run", local.SocketName)
+	ln, err := local.Listen(sock, local.Options{})
+	require.NoError(t, err)
+	var httpRequests atomic.Int32
+	split := local.SplitListener(ln, 5*time.Second, func(c *local.StdioConn) {
+		defer c.Close()
+		assert.Equal(t, "/mcp", c.Target)
+		require.NoError(t, c.Accept())
+		sc := bufio.NewScanner(c.In)
+		for sc.Scan() {
+			_, _ = io.WriteString(c, "got: "+sc.Text()+"\n")
+		}
+	})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpRequests.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	})}
+	go srv.Serve(split)
+	defer srv.Close()
+
+	out, stderr, err := runShimWith(t, sock, "not json at all\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "got: not json at all\ngot: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n", out)
+	assert.Zero(t, httpRequests.Load())
+}
+
+// TestShimOlderDaemon: a daemon of an older mcpgate, which serves HTTP
+// only, answers the stdio hello as HTTP; the shim then relays over HTTP
+// as it used to, so that an upgrade does not break the clients of a
+// daemon still running.
+func TestShimOlderDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "run", local.SocketName)
+	ln, err := local.Listen(sock, local.Options{})
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"path":"` + r.URL.Path + `"}}`))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	out, stderr, err := runShimWith(t, sock, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
+	require.NoError(t, err, stderr)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":7,"result":{"path":"/mcp"}}`, out)
+	assert.Contains(t, stderr, "older mcpgate")
+}
+
+// TestStdioConnectionsCount: a stdio connection counts as an open
+// connection of the socket (the idle exit waits for it) from its accept
+// until it closes.
+func TestStdioConnectionsCount(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "run", local.SocketName)
+	ln, err := local.Listen(sock, local.Options{})
+	require.NoError(t, err)
+	access, err := local.NewAccess(local.AccessOptions{OwnerUser: "owner"})
+	require.NoError(t, err)
+	var conns atomic.Int64
+	var stdio stdioConns
+	split := local.SplitListener(gateway.LimitListener(countConns(ln, &conns), gateway.ListenerOptions{}), 5*time.Second,
+		stdio.serve(access, local.StdioOptions{Handler: http.NotFoundHandler(), ConnContext: gateway.ConnContext, Admit: gateway.AdmitConn}))
+	defer split.Close()
+	go func() {
+		for {
+			if _, err := split.Accept(); err != nil {
+				return
+			}
+		}
+	}()
+
+	c, err := local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), conns.Load(), "an open stdio connection is a client")
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool { return conns.Load() == 0 }, time.Minute, time.Millisecond, "closed, it is not")
+
+	// Shutdown ends a connection still open, and waits for it.
+	c, err = local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stdio.shutdown(ctx)
+	require.NoError(t, ctx.Err(), "shutdown waited for the connection to end")
+	b, _ := io.ReadAll(c)
+	assert.Empty(t, bytes.TrimSpace(b))
+	assert.Equal(t, int64(0), conns.Load())
+}
