@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/mcpgate/mcpgate/bridge"
+	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/local"
 )
 
@@ -24,9 +30,19 @@ func (s *stdioConns) init() {
 	s.once.Do(func() { s.ctx, s.cancel = context.WithCancel(context.Background()) })
 }
 
+// stdioOptions is what a stdio connection is served with: the gateway's
+// handler behind the socket's Guard, and the socket's connection
+// context, as for its HTTP connections.
+type stdioOptions struct {
+	access  *local.Access
+	handler http.Handler // base.Handler: Guard is added
+	log     *slog.Logger
+}
+
 // serve returns the function that serves one stdio connection.
-func (s *stdioConns) serve(a *local.Access, o local.StdioOptions) func(*local.StdioConn) {
+func (s *stdioConns) serve(o stdioOptions) func(*local.StdioConn) {
 	s.init()
+	guarded := o.access.Guard(o.handler)
 	return func(c *local.StdioConn) {
 		s.mu.Lock()
 		if s.closed {
@@ -37,7 +53,40 @@ func (s *stdioConns) serve(a *local.Access, o local.StdioOptions) func(*local.St
 		s.wg.Add(1)
 		s.mu.Unlock()
 		defer s.wg.Done()
-		a.ServeStdio(s.ctx, c, o)
+		serveStdio(s.ctx, c, guarded, o)
+	}
+}
+
+// serveStdio serves a stdio connection until its client's input ends or
+// ctx is cancelled, then closes it. Its peer is decided once, as for an
+// HTTP connection, and counted against its principal's share of
+// connections; a peer refused is told why, on the connection. The
+// client's messages are relayed as mcpgate bridge relays them over HTTP,
+// but in this process: each is a request to the guarded handler, called
+// directly, carrying the connection's values.
+func serveStdio(ctx context.Context, c *local.StdioConn, guarded http.Handler, o stdioOptions) {
+	defer c.Close()
+	cctx, p, err := o.access.StdioPeer(ctx, c.Conn, gateway.ConnContext)
+	if err != nil {
+		o.log.Warn("local: refused a peer on the socket", "err", err)
+		c.Refuse(err.Error())
+		return
+	}
+	if !gateway.AdmitConn(cctx, p) {
+		o.log.Warn("gateway: refused a connection over its principal's share", "remote", c.RemoteAddr().String())
+		c.Refuse("local: this account holds every connection its share allows (limits.max_connections_per_principal); close another client")
+		return
+	}
+	if err := c.Accept(); err != nil {
+		return
+	}
+	// Run reads until the input ends; the daemon's shutdown ends it too.
+	stop := context.AfterFunc(ctx, func() { _ = c.SetReadDeadline(time.Now()) })
+	defer stop()
+	tr := &bridge.HandlerTransport{Handler: guarded, Conn: cctx, RemoteAddr: c.RemoteAddr().String(), Log: o.log}
+	err = bridge.Run(cctx, c.In, c.Conn, bridge.Options{URL: "http://localhost" + c.Target, HTTPClient: &http.Client{Transport: tr}, Log: o.log})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+		o.log.Info("local: a stdio connection ended", "err", err)
 	}
 }
 

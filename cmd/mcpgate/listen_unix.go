@@ -108,7 +108,7 @@ func (s *localSocket) serve(ctx context.Context, base *http.Server, lopts gatewa
 		ConnContext:       s.access.ConnContext(gateway.ConnContext),
 	}
 	ln := local.SplitListener(gateway.LimitListener(countConns(s.ln, &s.conns), lopts), base.ReadHeaderTimeout,
-		s.stdio.serve(s.access, local.StdioOptions{Handler: base.Handler, ConnContext: gateway.ConnContext, Admit: gateway.AdmitConn, Log: s.log}))
+		s.stdio.serve(stdioOptions{access: s.access, handler: base.Handler, log: s.log}))
 	go func() {
 		err := s.srv.Serve(ln)
 		if !s.leaving.Load() { // an idle exit closed the listener on purpose

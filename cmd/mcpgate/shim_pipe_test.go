@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -89,28 +90,38 @@ func TestShimOlderDaemon(t *testing.T) {
 	assert.Contains(t, stderr, "older mcpgate")
 }
 
-// TestStdioConnectionsCount: a stdio connection counts as an open
-// connection of the socket (the idle exit waits for it) from its accept
-// until it closes.
-func TestStdioConnectionsCount(t *testing.T) {
+// stdioSocket serves a socket's stdio connections as the daemon does
+// (LimitListener with lo, the count, the split), with handler; HTTP
+// connections are accepted and dropped.
+func stdioSocket(t *testing.T, lo gateway.ListenerOptions, handler http.Handler) (string, *atomic.Int64, *stdioConns) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "run", local.SocketName)
 	ln, err := local.Listen(sock, local.Options{})
 	require.NoError(t, err)
 	access, err := local.NewAccess(local.AccessOptions{OwnerUser: "owner"})
 	require.NoError(t, err)
-	var conns atomic.Int64
-	var stdio stdioConns
-	split := local.SplitListener(gateway.LimitListener(countConns(ln, &conns), gateway.ListenerOptions{}), 5*time.Second,
-		stdio.serve(access, local.StdioOptions{Handler: http.NotFoundHandler(), ConnContext: gateway.ConnContext, Admit: gateway.AdmitConn}))
-	defer split.Close()
+	conns := &atomic.Int64{}
+	stdio := &stdioConns{}
+	split := local.SplitListener(gateway.LimitListener(countConns(ln, conns), lo), 5*time.Second,
+		stdio.serve(stdioOptions{access: access, handler: handler, log: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(func() { split.Close() })
 	go func() {
 		for {
-			if _, err := split.Accept(); err != nil {
+			c, err := split.Accept()
+			if err != nil {
 				return
 			}
+			c.Close()
 		}
 	}()
+	return sock, conns, stdio
+}
 
+// TestStdioConnectionsCount: a stdio connection counts as an open
+// connection of the socket (the idle exit waits for it) from its accept
+// until it closes; shutdown ends those still open.
+func TestStdioConnectionsCount(t *testing.T) {
+	sock, conns, stdio := stdioSocket(t, gateway.ListenerOptions{}, http.NotFoundHandler())
 	c, err := local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), conns.Load(), "an open stdio connection is a client")
@@ -128,4 +139,18 @@ func TestStdioConnectionsCount(t *testing.T) {
 	b, _ := io.ReadAll(c)
 	assert.Empty(t, bytes.TrimSpace(b))
 	assert.Equal(t, int64(0), conns.Load())
+}
+
+// TestStdioConnectionOverShare: a stdio connection counts against its
+// principal's share of connections from its hello, as an HTTP connection
+// does from its first request: one beyond it is refused with the reason,
+// before any request.
+func TestStdioConnectionOverShare(t *testing.T) {
+	sock, _, _ := stdioSocket(t, gateway.ListenerOptions{MaxConnectionsPerPrincipal: 1}, http.NotFoundHandler())
+	first, err := local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
+	require.NoError(t, err)
+	defer first.Close()
+	_, err = local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "limits.max_connections_per_principal")
 }
