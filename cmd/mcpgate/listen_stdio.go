@@ -37,7 +37,14 @@ type stdioOptions struct {
 	access  *local.Access
 	handler http.Handler // base.Handler: Guard is added
 	log     *slog.Logger
+	// maxBody bounds a message from the client, as limits.max_body_bytes
+	// bounds a request's body; 0: the bridge's default.
+	maxBody int
 }
+
+// stdioInFlight bounds the requests one stdio connection has in flight
+// in the daemon: with maxBody, what one connection can make it hold.
+const stdioInFlight = 16
 
 // serve returns the function that serves one stdio connection.
 func (s *stdioConns) serve(o stdioOptions) func(*local.StdioConn) {
@@ -84,7 +91,8 @@ func serveStdio(ctx context.Context, c *local.StdioConn, guarded http.Handler, o
 	stop := context.AfterFunc(ctx, func() { _ = c.SetReadDeadline(time.Now()) })
 	defer stop()
 	tr := &bridge.HandlerTransport{Handler: guarded, Conn: cctx, RemoteAddr: c.RemoteAddr().String(), Log: o.log}
-	err = bridge.Run(cctx, c.In, c.Conn, bridge.Options{URL: "http://localhost" + c.Target, HTTPClient: &http.Client{Transport: tr}, Log: o.log})
+	err = bridge.Run(cctx, c.In, c.Conn, bridge.Options{URL: "http://localhost" + c.Target,
+		HTTPClient: &http.Client{Transport: tr}, Log: o.log, MaxInputBytes: o.maxBody, MaxInFlight: stdioInFlight})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 		o.log.Info("local: a stdio connection ended", "err", err)
 	}

@@ -53,6 +53,9 @@ type localSocket struct {
 	access *local.Access
 	log    *slog.Logger
 	daemon *daemonMode
+	// maxBody is limits.max_body_bytes: the bound on a stdio
+	// connection's message as on an HTTP body.
+	maxBody int
 
 	srv      *http.Server
 	conns    atomic.Int64 // connections open on the socket, of both kinds
@@ -87,7 +90,7 @@ func openSocket(ctx context.Context, cfg *config.Config, getenv func(string) str
 	if err != nil {
 		return nil, err
 	}
-	return &localSocket{ln: ln, access: access, log: log, daemon: daemonFrom(ctx),
+	return &localSocket{ln: ln, access: access, log: log, daemon: daemonFrom(ctx), maxBody: int(cfg.Limits.MaxBodyBytes),
 		idleCh: make(chan struct{}), stop: make(chan struct{})}, nil
 }
 
@@ -108,7 +111,7 @@ func (s *localSocket) serve(ctx context.Context, base *http.Server, lopts gatewa
 		ConnContext:       s.access.ConnContext(gateway.ConnContext),
 	}
 	ln := local.SplitListener(gateway.LimitListener(countConns(s.ln, &s.conns), lopts), base.ReadHeaderTimeout,
-		s.stdio.serve(stdioOptions{access: s.access, handler: base.Handler, log: s.log}))
+		s.stdio.serve(stdioOptions{access: s.access, handler: base.Handler, log: s.log, maxBody: s.maxBody}))
 	go func() {
 		err := s.srv.Serve(ln)
 		if !s.leaving.Load() { // an idle exit closed the listener on purpose

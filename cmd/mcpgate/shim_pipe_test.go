@@ -93,7 +93,7 @@ func TestShimOlderDaemon(t *testing.T) {
 // stdioSocket serves a socket's stdio connections as the daemon does
 // (LimitListener with lo, the count, the split), with handler; HTTP
 // connections are accepted and dropped.
-func stdioSocket(t *testing.T, lo gateway.ListenerOptions, handler http.Handler) (string, *atomic.Int64, *stdioConns) {
+func stdioSocket(t *testing.T, lo gateway.ListenerOptions, handler http.Handler, maxBody int) (string, *atomic.Int64, *stdioConns) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "run", local.SocketName)
 	ln, err := local.Listen(sock, local.Options{})
@@ -103,7 +103,7 @@ func stdioSocket(t *testing.T, lo gateway.ListenerOptions, handler http.Handler)
 	conns := &atomic.Int64{}
 	stdio := &stdioConns{}
 	split := local.SplitListener(gateway.LimitListener(countConns(ln, conns), lo), 5*time.Second,
-		stdio.serve(stdioOptions{access: access, handler: handler, log: slog.New(slog.DiscardHandler)}))
+		stdio.serve(stdioOptions{access: access, handler: handler, log: slog.New(slog.DiscardHandler), maxBody: maxBody}))
 	t.Cleanup(func() { split.Close() })
 	go func() {
 		for {
@@ -121,7 +121,7 @@ func stdioSocket(t *testing.T, lo gateway.ListenerOptions, handler http.Handler)
 // connection of the socket (the idle exit waits for it) from its accept
 // until it closes; shutdown ends those still open.
 func TestStdioConnectionsCount(t *testing.T) {
-	sock, conns, stdio := stdioSocket(t, gateway.ListenerOptions{}, http.NotFoundHandler())
+	sock, conns, stdio := stdioSocket(t, gateway.ListenerOptions{}, http.NotFoundHandler(), 0)
 	c, err := local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), conns.Load(), "an open stdio connection is a client")
@@ -146,11 +146,32 @@ func TestStdioConnectionsCount(t *testing.T) {
 // does from its first request: one beyond it is refused with the reason,
 // before any request.
 func TestStdioConnectionOverShare(t *testing.T) {
-	sock, _, _ := stdioSocket(t, gateway.ListenerOptions{MaxConnectionsPerPrincipal: 1}, http.NotFoundHandler())
+	sock, _, _ := stdioSocket(t, gateway.ListenerOptions{MaxConnectionsPerPrincipal: 1}, http.NotFoundHandler(), 0)
 	first, err := local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
 	require.NoError(t, err)
 	defer first.Close()
 	_, err = local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "limits.max_connections_per_principal")
+}
+
+// TestStdioMessageOverBodyLimit: the daemon holds no more of a stdio
+// connection's message than limits.max_body_bytes, as of an HTTP body: a
+// larger one is answered with the limit, and never reaches the gateway.
+func TestStdioMessageOverBodyLimit(t *testing.T) {
+	var reached atomic.Int32
+	sock, _, _ := stdioSocket(t, gateway.ListenerOptions{}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	}), 1024)
+	c, err := local.DialStdio(context.Background(), sock, local.Options{}, "/mcp")
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"pad":"`+strings.Repeat("x", 2048)+`"}}`+"\n")
+	require.NoError(t, err)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, line, `"id":9`)
+	assert.Contains(t, line, "over the limit of 1024 bytes")
+	assert.Zero(t, reached.Load())
 }
