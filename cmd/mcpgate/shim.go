@@ -119,7 +119,7 @@ who you are. Logs go to stderr only.
 	// the runtime spins less between messages (a third less CPU a call).
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)
-	return pipe(ctx, m.Stdin, m.Stdout, c)
+	return pipe(ctx, m.Stdin, m.Stdout, m.Stderr, c)
 }
 
 // dialStdio opens the stdio connection to target, starting the daemon
@@ -141,22 +141,28 @@ func (s *shim) dialStdio(ctx context.Context, target string) (net.Conn, error) {
 // is passed on (the daemon then ends the session and closes); the
 // gateway closing first (its daemon stopped or died) ends the shim, so
 // that the client sees its server go rather than waiting on it.
-func pipe(ctx context.Context, stdin io.Reader, stdout io.Writer, c net.Conn) error {
+func pipe(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, c net.Conn) error {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
+	var inputEnded atomic.Bool
 	go func() {
 		_, _ = io.Copy(c, stdin)
+		inputEnded.Store(true)
 		if cw, ok := c.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		}
 	}()
 	_, err := io.Copy(stdout, c)
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("mcpgate bridge: the connection to the gateway broke: %w", err)
+	case !inputEnded.Load():
+		// Said, not failed: the client sees its server end either way,
+		// and the shim did what it could.
+		fmt.Fprintln(stderr, "mcpgate bridge: the gateway ended the connection (it stopped); start the client's server again to start a new one")
 	}
 	return nil
 }
