@@ -12,6 +12,7 @@ package bridge
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,6 +76,10 @@ type Options struct {
 	MaxInFlight int
 	// MaxMessageBytes bounds one message from stdin; default 16 MiB.
 	MaxMessageBytes int
+	// MaxInputBytes, when set, bounds a message from stdin instead (a
+	// bridge beside the gateway: the gateway's own bound on a body), so
+	// that MaxMessageBytes bounds only the server's answers.
+	MaxInputBytes int
 }
 
 // Run bridges in (the client's messages, one per line) and out (the
@@ -106,13 +111,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	defer cancel()
 
 	r := bufio.NewReaderSize(in, 64<<10)
+	maxIn := cmp.Or(o.MaxInputBytes, o.MaxMessageBytes)
 	var err error
 	for {
 		var line []byte
-		line, err = readLine(r, o.MaxMessageBytes)
+		line, err = readLine(r, maxIn)
 		if errors.Is(err, errTooLong) {
 			// One message too large fails that request, not the bridge.
-			b.refuseTooLong(line, o.MaxMessageBytes)
+			b.refuseTooLong(line, maxIn)
 			continue
 		}
 		if len(bytes.TrimSpace(line)) > 0 {

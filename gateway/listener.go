@@ -301,14 +301,5 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // false when the request's principal holds every connection its share
 // allows (ListenerOptions.MaxConnectionsPerPrincipal): refuse the request.
 func markAuthenticated(r *http.Request, p *auth.Principal) bool {
-	c, ok := r.Context().Value(connKey{}).(*limitConn)
-	if !ok {
-		return true
-	}
-	var who *auth.PrincipalKey
-	if p != nil {
-		k := p.Key()
-		who = &k
-	}
-	return c.authenticate(who)
+	return AdmitConn(r.Context(), p)
 }

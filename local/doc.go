@@ -3,7 +3,9 @@
 // reach through a stdio shim. It owns the socket's path and its safety
 // (who owns the directory and the socket, a stale socket, a daemon already
 // running), and the identity of a peer, which the kernel gives
-// (SO_PEERCRED) in place of a bearer token.
+// (SO_PEERCRED) in place of a bearer token, and the two kinds of
+// connection one socket takes: HTTP, and the shim's stdio connection,
+// told apart by its first byte (SplitListener, DialStdio).
 //
 // Peer credentials are read on Linux only; elsewhere Listen works but every
 // connection is refused with a message that says so.

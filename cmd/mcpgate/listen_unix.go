@@ -53,9 +53,13 @@ type localSocket struct {
 	access *local.Access
 	log    *slog.Logger
 	daemon *daemonMode
+	// maxBody is limits.max_body_bytes: the bound on a stdio
+	// connection's message as on an HTTP body.
+	maxBody int
 
 	srv      *http.Server
-	conns    atomic.Int64 // connections open on the socket
+	conns    atomic.Int64 // connections open on the socket, of both kinds
+	stdio    stdioConns   // the stdio connections being served
 	idleOnce sync.Once
 	idleCh   chan struct{} // closed when the daemon has been idle for server.idle_exit
 	leaving  atomic.Bool   // the idle exit has closed the listener
@@ -86,7 +90,7 @@ func openSocket(ctx context.Context, cfg *config.Config, getenv func(string) str
 	if err != nil {
 		return nil, err
 	}
-	return &localSocket{ln: ln, access: access, log: log, daemon: daemonFrom(ctx),
+	return &localSocket{ln: ln, access: access, log: log, daemon: daemonFrom(ctx), maxBody: int(cfg.Limits.MaxBodyBytes),
 		idleCh: make(chan struct{}), stop: make(chan struct{})}, nil
 }
 
@@ -105,17 +109,11 @@ func (s *localSocket) serve(ctx context.Context, base *http.Server, lopts gatewa
 		MaxHeaderBytes:    base.MaxHeaderBytes,
 		ErrorLog:          base.ErrorLog,
 		ConnContext:       s.access.ConnContext(gateway.ConnContext),
-		ConnState: func(_ net.Conn, st http.ConnState) {
-			switch st {
-			case http.StateNew:
-				s.conns.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				s.conns.Add(-1)
-			}
-		},
 	}
+	ln := local.SplitListener(gateway.LimitListener(countConns(s.ln, &s.conns), lopts), base.ReadHeaderTimeout,
+		s.stdio.serve(stdioOptions{access: s.access, handler: base.Handler, log: s.log, maxBody: s.maxBody}))
 	go func() {
-		err := s.srv.Serve(gateway.LimitListener(s.ln, lopts))
+		err := s.srv.Serve(ln)
 		if !s.leaving.Load() { // an idle exit closed the listener on purpose
 			served <- err
 		}
@@ -184,6 +182,7 @@ func (s *localSocket) shutdown(ctx context.Context) {
 	if err := s.srv.Shutdown(ctx); err != nil {
 		s.srv.Close()
 	}
+	s.stdio.shutdown(ctx)
 }
 
 // close ends the watch, removes the socket and releases its lock.

@@ -76,37 +76,61 @@ func BenchmarkLocalCall(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	for range 20 { // the workers started, connections open
-		call(tcp)
-		call(shim)
+	// MCPGATE_BENCH_OTHER_SHIM names another build's mcpgate (an older
+	// one, whose shim is an HTTP client of the socket) to measure in the
+	// same run, against the same daemon.
+	clients := []*mcp.ClientSession{tcp, shim}
+	pids := []int{0, shimCmd.Process.Pid}
+	if other := os.Getenv("MCPGATE_BENCH_OTHER_SHIM"); other != "" {
+		cmd := exec.Command(other, "bridge", "--socket="+sock, "--no-start")
+		cs := connect(&mcp.CommandTransport{Command: cmd})
+		defer cs.Close()
+		clients, pids = append(clients, cs), append(pids, cmd.Process.Pid)
 	}
-	// The two take turns, so that a change in the machine's load falls
-	// on both alike.
-	var overTCP, overShim []time.Duration
-	cpu0 := cpuTime(shimCmd.Process.Pid)
+	for range 20 { // the workers started, connections open
+		for _, cs := range clients {
+			call(cs)
+		}
+	}
+	// The second client's first call starts no process: it reaches the
+	// per-user worker the first started.
+	started := len(workerStarted.FindAllString(log.String(), -1))
+	second := connect(&mcp.CommandTransport{Command: exec.Command(os.Args[0], "bridge", "--socket="+sock, "--no-start")})
+	call(second)
+	second.Close()
+	if n := len(workerStarted.FindAllString(log.String(), -1)); n != started {
+		b.Fatalf("the second client's first call started %d worker(s)", n-started)
+	}
+	// They take turns, each starting a round in its turn, so that a
+	// change in the machine's load falls on all alike.
+	took := make([][]time.Duration, len(clients))
+	cpu0 := make([]time.Duration, len(clients))
+	for k, pid := range pids {
+		cpu0[k] = cpuTime(pid)
+	}
 	i := 0
 	for b.Loop() {
-		if i%2 == 0 {
-			overTCP = append(overTCP, call(tcp))
-			overShim = append(overShim, call(shim))
-		} else {
-			overShim = append(overShim, call(shim))
-			overTCP = append(overTCP, call(tcp))
+		for k := range clients {
+			j := (i + k) % len(clients)
+			took[j] = append(took[j], call(clients[j]))
 		}
 		i++
 	}
 	b.StopTimer()
-	// The shim's own work, which a loaded machine's scheduling does not
-	// blur: what it adds to a call on an idle one.
-	b.ReportMetric(float64((cpuTime(shimCmd.Process.Pid)-cpu0).Microseconds())/float64(len(overShim)), "shim-cpu-µs/call")
 	p50 := func(d []time.Duration) float64 {
 		slices.Sort(d)
 		return float64(d[len(d)/2].Microseconds())
 	}
-	t, sh := p50(overTCP), p50(overShim)
+	t := p50(took[0])
 	b.ReportMetric(t, "tcp-p50-µs")
-	b.ReportMetric(sh, "shim-p50-µs")
-	b.ReportMetric(sh/t, "shim/tcp")
+	for k, name := range []string{"shim", "other"}[:len(clients)-1] {
+		// The shim's own work, which a loaded machine's scheduling does
+		// not blur: what it adds to a call on an idle one.
+		b.ReportMetric(float64((cpuTime(pids[k+1])-cpu0[k+1]).Microseconds())/float64(len(took[k+1])), name+"-cpu-µs/call")
+		sh := p50(took[k+1])
+		b.ReportMetric(sh, name+"-p50-µs")
+		b.ReportMetric(sh/t, name+"/tcp")
+	}
 }
 
 // cpuTime is the user and system CPU time process pid has used

@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -95,7 +95,7 @@ who you are. Logs go to stderr only.
 		fmt.Fprintln(m.Stderr, err)
 		return errUsage
 	}
-	if fs.NArg() > 0 || strings.ContainsAny(server, "/?#%") {
+	if fs.NArg() > 0 || strings.ContainsAny(server, "/?#%\\ \x00\r\n") {
 		fmt.Fprintln(m.Stderr, "mcpgate bridge: --socket takes no arguments, and --server a name (see --help)")
 		return errUsage
 	}
@@ -103,24 +103,81 @@ who you are. Logs go to stderr only.
 		return err
 	}
 	s.log = slog.New(slog.NewTextHandler(m.Stderr, nil))
-	// Connect once before reading the client: a refused path is said now,
-	// and the daemon is started while the client starts.
-	c, err := s.dial(ctx)
+	target := "/mcp"
+	if server != "" {
+		target += "/" + server
+	}
+	c, err := s.dialStdio(ctx, target)
+	if errors.Is(err, local.ErrOldGateway) {
+		s.log.Info("mcpgate bridge: the gateway on the socket speaks HTTP only (an older mcpgate); relaying over HTTP", "socket", s.path)
+		return s.bridgeHTTP(ctx, target)
+	}
 	if err != nil {
 		return err
 	}
-	c.Close()
-	target := "http://localhost/mcp"
-	if server != "" {
-		target += "/" + url.PathEscape(server)
+	// Two copies that wait on the kernel need no second thread: with one,
+	// the runtime spins less between messages (a third less CPU a call).
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	return pipe(ctx, m.Stdin, m.Stdout, m.Stderr, c)
+}
+
+// dialStdio opens the stdio connection to target, starting the daemon
+// first when nothing serves the socket (and this is no system socket).
+func (s *shim) dialStdio(ctx context.Context, target string) (net.Conn, error) {
+	o := local.Options{System: s.system}
+	c, err := local.DialStdio(ctx, s.path, o, target)
+	if !errors.Is(err, local.ErrNotRunning) || s.system || s.noStart {
+		return c, err
 	}
+	if err := s.startDaemon(ctx); err != nil {
+		return nil, err
+	}
+	return local.DialStdio(ctx, s.path, o, target)
+}
+
+// pipe copies the client's messages to the gateway and the gateway's to
+// the client, unread: the daemon relays them. The client's input ending
+// is passed on (the daemon then ends the session and closes); the
+// gateway closing first (its daemon stopped or died) ends the shim, so
+// that the client sees its server go rather than waiting on it.
+func pipe(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, c net.Conn) error {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	var inputEnded atomic.Bool
+	go func() {
+		_, _ = io.Copy(c, stdin)
+		inputEnded.Store(true)
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+	}()
+	_, err := io.Copy(stdout, c)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("mcpgate bridge: the connection to the gateway broke: %w", err)
+	case !inputEnded.Load():
+		// Said, not failed: the client sees its server end either way,
+		// and the shim did what it could.
+		fmt.Fprintln(stderr, "mcpgate bridge: the gateway ended the connection (it stopped); start the client's server again to start a new one")
+	}
+	return nil
+}
+
+// bridgeHTTP relays the client's messages as HTTP requests over the
+// socket: for a daemon of an older mcpgate, which takes HTTP only.
+func (s *shim) bridgeHTTP(ctx context.Context, target string) error {
 	tr := &http.Transport{
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return s.dial(ctx) },
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	defer tr.CloseIdleConnections()
-	return bridge.Run(ctx, watchEOF{m.Stdin, &s.clientGone}, m.Stdout, bridge.Options{URL: target, HTTPClient: &http.Client{Transport: tr}, Log: s.log})
+	u := "http://localhost" + target
+	return bridge.Run(ctx, watchEOF{s.m.Stdin, &s.clientGone}, s.m.Stdout, bridge.Options{URL: u, HTTPClient: &http.Client{Transport: tr}, Log: s.log})
 }
 
 // resolvePath settles the socket's path: --socket PATH, else the
