@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,16 +29,16 @@ const userIdle = 1500 * time.Millisecond
 // 2026-07-28 with the built-in worker as `mcpgate serve` starts it
 // (mcpgate-worker built as make build does, on SQLite, with the
 // environment the gateway gives it and the pool at its default size):
-// 16 users each make a few calls (status, query, list_tables) with their
+// 16 and 64 users each make a few calls (status, query, list_tables) with their
 // own worker, then 1,000 status calls one at a time, spread over the
-// users, whose median is p50-ms. PSS-MiB/user is the workers' PSS
+// users, whose median is p50-ms and whose workers' CPU time per call
+// is worker-cpu-µs/call. PSS-MiB/user is the workers' PSS
 // (/proc/<pid>/smaps_rollup) summed and divided by the users right after
 // those calls, idle-PSS-MiB/user the same after a pause of userIdle.
 // MCPGATE_BENCH_WORKER=path runs another build of the worker instead (to
 // compare two in one run); MCPGATE_BENCH_SMAPS=path writes one worker's
 // /proc/<pid>/smaps there (after the pause).
 func BenchmarkPerUserWorkerMemory(b *testing.B) {
-	const users = 16
 	if _, err := os.Stat("/proc/self/smaps_rollup"); err != nil {
 		b.Skip("no /proc/<pid>/smaps_rollup here")
 	}
@@ -49,6 +50,13 @@ func BenchmarkPerUserWorkerMemory(b *testing.B) {
 	if w := os.Getenv("MCPGATE_BENCH_WORKER"); w != "" {
 		exe = w // another build, to compare in one run
 	}
+	for _, users := range []int{16, 64} {
+		b.Run(strconv.Itoa(users)+"users", func(b *testing.B) { perUserWorkerMemory(b, exe, users) })
+	}
+}
+
+func perUserWorkerMemory(b *testing.B, exe string, users int) {
+	const calls = 1000
 	for range b.N {
 		safe, err := tools.SafeToolNames(nil)
 		require.NoError(b, err)
@@ -61,7 +69,7 @@ func BenchmarkPerUserWorkerMemory(b *testing.B) {
 			MaxSessionsPerUser: 1024, WorkerStartTimeout: time.Minute})
 		l.StartPool()
 		require.True(b, l.WaitPool(b.Context(), worker.DefaultPoolSize))
-		calls := []struct {
+		warm := []struct {
 			tool string
 			args map[string]any
 		}{
@@ -73,7 +81,7 @@ func BenchmarkPerUserWorkerMemory(b *testing.B) {
 		var wg sync.WaitGroup
 		for u := range users {
 			wg.Go(func() {
-				for i, c := range calls {
+				for i, c := range warm {
 					code, m := modernCall(b, url, "u"+strconv.Itoa(u), false, strconv.Itoa(i+1), c.tool, c.args)
 					if code != 200 || m["error"] != nil {
 						b.Errorf("%s: %d %v", c.tool, code, m)
@@ -82,34 +90,61 @@ func BenchmarkPerUserWorkerMemory(b *testing.B) {
 			})
 		}
 		wg.Wait()
+		var pids []int
+		for _, uw := range g.liveBindings(userGen) {
+			pids = append(pids, uw.conn.Pid())
+		}
+		require.Len(b, pids, users)
+		cpu0 := cpuOf(b, pids)
 		var lat []time.Duration
-		for i := range 1000 {
+		for i := range calls {
 			start := time.Now()
 			code, _ := modernCall(b, url, "u"+strconv.Itoa(i%users), false, "9", "status", map[string]any{})
 			lat = append(lat, time.Since(start))
 			require.Equal(b, 200, code)
 		}
+		cpu := cpuOf(b, pids) - cpu0
 		var pss int64
-		var pids []int
-		for _, uw := range g.liveBindings(userGen) {
-			pids = append(pids, uw.conn.Pid())
-			pss += pssOf(b, uw.conn.Pid())
+		for _, pid := range pids {
+			pss += pssOf(b, pid)
 		}
-		require.Len(b, pids, users)
 		time.Sleep(userIdle) // a pause between a user's bursts
 		var idle int64
 		for _, pid := range pids {
 			idle += pssOf(b, pid)
 		}
-		b.ReportMetric(float64(idle)/users/(1<<20), "idle-PSS-MiB/user")
+		b.ReportMetric(float64(idle)/float64(users)/(1<<20), "idle-PSS-MiB/user")
 		if path := os.Getenv("MCPGATE_BENCH_SMAPS"); path != "" {
 			smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pids[0]))
 			require.NoError(b, err)
 			require.NoError(b, os.WriteFile(path, smaps, 0o600))
 		}
 		slices.Sort(lat)
-		b.ReportMetric(float64(pss)/users/(1<<20), "PSS-MiB/user")
+		b.ReportMetric(float64(pss)/float64(users)/(1<<20), "PSS-MiB/user")
 		b.ReportMetric(float64(residentKiB(pids[0]))/1024, "RSS-MiB")
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(cpu.Microseconds())/calls, "worker-cpu-µs/call")
 	}
+}
+
+// cpuOf is the time processes pids have run on a CPU, all their threads
+// (/proc/<pid>/task/<tid>/schedstat).
+func cpuOf(b *testing.B, pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		require.NoError(b, err)
+		for _, t := range tasks {
+			data, err := os.ReadFile(t)
+			if err != nil {
+				continue // a thread that ended
+			}
+			if f := strings.Fields(string(data)); len(f) > 0 {
+				ns, err := strconv.ParseInt(f[0], 10, 64)
+				require.NoError(b, err)
+				sum += time.Duration(ns)
+			}
+		}
+	}
+	return sum
 }

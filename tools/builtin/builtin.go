@@ -121,7 +121,6 @@ func Run(ctx context.Context, p Program) error {
 		defer txs.Close()
 		opts.Transactions = txs
 		raiseProcs(id.Scope, p.Getenv)
-		userGC(p.Getenv)
 	case "", workerproto.ScopeSession:
 		session, err := db.Open(ctx, engines[cfg.Driver], *cfg, id.User, id.ReadOnly)
 		if err != nil {

@@ -3,7 +3,6 @@ package builtin
 import (
 	"io"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,17 +59,14 @@ func TestEveryQuietRunsAfterEachSpell(t *testing.T) {
 }
 
 // userWorker runs a per-user worker (its identity in the environment,
-// over SQLite, with extra environment variables) in process and returns
+// over SQLite) in process and returns
 // a client connected to it; the worker ends with the test.
-func userWorker(t *testing.T, extra map[string]string) *mcp.ClientSession {
+func userWorker(t *testing.T) *mcp.ClientSession {
 	t.Helper()
 	env := map[string]string{}
 	id := workerproto.Identity{User: "ada", SessionID: "i1", Scope: workerproto.ScopeUser}
 	for _, kv := range append(id.Environ(), (db.Config{DSN: filepath.Join(t.TempDir(), "data", "w.db")}).Environ()...) {
 		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	for k, v := range extra {
 		env[k] = v
 	}
 	inR, inW := io.Pipe()
@@ -98,7 +94,7 @@ func TestUserWorkerFreesAfterEachBurst(t *testing.T) {
 	freeOSMemory = func() { freed <- struct{}{} }
 	t.Cleanup(func() { freeOSMemory = old })
 
-	cs := userWorker(t, nil)
+	cs := userWorker(t)
 	for burst := range 2 {
 		for range 3 {
 			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "status"})
@@ -111,20 +107,4 @@ func TestUserWorkerFreesAfterEachBurst(t *testing.T) {
 			t.Fatalf("the per-user worker never freed after burst %d", burst+1)
 		}
 	}
-}
-
-// TestUserWorkerGCPercent: a per-user worker lowers its GC percent, unless
-// the operator set GOGC for the workers.
-func TestUserWorkerGCPercent(t *testing.T) {
-	old := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
-	cs := userWorker(t, nil)
-	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "status"})
-	require.NoError(t, err)
-	assert.Equal(t, userGCPercent, debug.SetGCPercent(100), "a per-user worker's GC percent")
-
-	cs = userWorker(t, map[string]string{"GOGC": "100"})
-	_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "status"})
-	require.NoError(t, err)
-	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set by the operator stays")
 }
