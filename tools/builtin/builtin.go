@@ -149,7 +149,12 @@ func Run(ctx context.Context, p Program) error {
 	// and first call beside it by about 3 ms (quiet). A pre-started worker
 	// did this before its identity came.
 	stdout := p.Stdout
-	if !prestarted {
+	switch {
+	case id.Scope == workerproto.ScopeUser:
+		q := everyQuiet(userQuiet, freeOSMemory) // see userQuiet
+		defer q.stop()
+		stdin, stdout = q.reader(stdin), q.writer(stdout)
+	case !prestarted:
 		q := afterQuiet(freeQuiet, freeOSMemory)
 		defer q.stop()
 		stdin, stdout = q.reader(stdin), q.writer(stdout)

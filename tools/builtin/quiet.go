@@ -25,6 +25,7 @@ type quiet struct {
 	f     func()
 	timer *time.Timer
 	done  atomic.Bool
+	again bool // everyQuiet: run f after each quiet spell, not once
 }
 
 // afterQuiet returns a quiet that runs f once after d without a read or a
@@ -35,13 +36,29 @@ func afterQuiet(d time.Duration, f func()) *quiet {
 	return q
 }
 
+// everyQuiet returns a quiet that runs f each time its reader and writer
+// have been silent for d since the last read or write (or since now),
+// until stopped: once per quiet spell, however long the spell.
+func everyQuiet(d time.Duration, f func()) *quiet {
+	q := &quiet{d: d, f: f, again: true}
+	q.timer = time.AfterFunc(d, q.fire)
+	return q
+}
+
 func (q *quiet) fire() {
+	if q.again {
+		if !q.done.Load() {
+			q.f()
+		}
+		return
+	}
 	if q.done.CompareAndSwap(false, true) {
 		q.f()
 	}
 }
 
-// touch restarts the clock, until f has run.
+// touch restarts the clock, until f has run (or, for everyQuiet, until
+// stopped).
 func (q *quiet) touch() {
 	if !q.done.Load() {
 		q.timer.Reset(q.d)
