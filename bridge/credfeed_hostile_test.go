@@ -58,3 +58,26 @@ func TestCredentialFeedHostileSets(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.Header{"X-Key": {fill}}, got)
 }
+
+// TestCredentialFeedEmptySet: a set with no header, which the gateway
+// sends as an empty message, replaces the one the worker held, as any
+// set does: the worker does not go on sending the old credential.
+func TestCredentialFeedEmptySet(t *testing.T) {
+	feed, file, err := credential.NewHeaderFeed(credential.Set{Header: http.Header{"Authorization": {"Bearer old"}}})
+	require.NoError(t, err)
+	defer feed.Close()
+	defer file.Close()
+	cf, err := bridge.NewCredentialFeed(int(file.Fd()))
+	require.NoError(t, err)
+	_, err = cf.Header()
+	require.NoError(t, err)
+	for _, empty := range []http.Header{{}, {"X-Key": {}}} {
+		if err := feed.Send(credential.Set{Header: empty}); err != nil {
+			continue // refused by the gateway: the caller replaces the worker
+		}
+		h, err := cf.Header()
+		if err == nil {
+			assert.Empty(t, h.Get("Authorization"), "the old credential outlived the set that replaced it")
+		}
+	}
+}
