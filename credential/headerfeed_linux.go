@@ -53,10 +53,17 @@ func NewHeaderFeed(s Set) (*HeaderFeed, *os.File, error) {
 // Send hands the worker s's headers, which replace the ones it holds from
 // its next request on. It never waits: a worker that has not taken the
 // earlier messages (the socket's buffer is full) fails it.
+//
+// A set with no header is refused: its message would be empty, which the
+// worker cannot tell from the gateway's end closing, so it would go on
+// sending the set it held.
 func (f *HeaderFeed) Send(s Set) error {
 	msg, err := headerLines(s.Header)
 	if err != nil {
 		return err
+	}
+	if msg == "" {
+		return errors.New("credential: header feed: the set has no header")
 	}
 	if len(msg) > MaxHeaderFeedBytes {
 		return fmt.Errorf("credential: header feed: the headers are over %d bytes", MaxHeaderFeedBytes)

@@ -93,8 +93,11 @@ func (o Options) Exchanges() bool {
 // envName is a portable environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// headerName is an RFC 9110 field name (token).
-var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+// headerName is an RFC 9110 field name (token) that does not start with
+// '#': the upstream worker reads its headers as lines where one that
+// starts with '#' is a comment (bridge.ParseHeaders), so such a header
+// would be dropped unsaid.
+var headerName = regexp.MustCompile("^[!$%&'*+.^_`|~0-9A-Za-z-][!#$%&'*+.^_`|~0-9A-Za-z-]*$")
 
 // Validate reports every credential that cannot work, each as an
 // *options.Error naming its field (Credentials[i].Env and so on).

@@ -26,6 +26,7 @@ func TestValidate(t *testing.T) {
 		{"header on a stdio worker", credential.Options{Credentials: []credential.Credential{{Header: "Authorization", From: credential.FromStatic, Path: "/x"}}}, []string{"Credentials[0].Header"}},
 		{"env on a remote server", credential.Options{Remote: true, Credentials: []credential.Credential{ok}}, []string{"Credentials[0].Env"}},
 		{"header fine on a remote server", credential.Options{Remote: true, Credentials: []credential.Credential{{Header: "Authorization", Prefix: "Bearer ", From: credential.FromTokenExchange, Audience: "a"}}}, nil},
+		{"header the worker would read as a comment", credential.Options{Remote: true, Credentials: []credential.Credential{{Header: "#X-Key", From: credential.FromStatic, Path: "/x"}}}, []string{"Credentials[0].Header"}},
 		{"prefix without header", credential.Options{Credentials: []credential.Credential{{Env: "A", Prefix: "Bearer ", From: credential.FromStatic, Path: "/x"}}}, []string{"Credentials[0].Prefix"}},
 		{"duplicate", credential.Options{Credentials: []credential.Credential{ok, ok}}, []string{"Credentials[1].Env"}},
 		{"exchange without audience", credential.Options{Credentials: []credential.Credential{{Env: "A", From: credential.FromTokenExchange}}}, []string{"Credentials[0].Audience"}},

@@ -89,7 +89,8 @@ func DialStdio(ctx context.Context, path string, o Options, target string) (net.
 	return nil, fmt.Errorf("local: %s: the gateway answered what no mcpgate says", path)
 }
 
-// validTarget: /mcp or /mcp/NAME, NAME plain (no path, query or escape).
+// validTarget: /mcp or /mcp/NAME, NAME plain (no path, query or escape,
+// nor . or .., which a mux cleans to another path).
 func validTarget(t string) bool {
 	name, ok := strings.CutPrefix(t, "/mcp")
 	if !ok {
@@ -99,7 +100,7 @@ func validTarget(t string) bool {
 		return true
 	}
 	name, ok = strings.CutPrefix(name, "/")
-	return ok && name != "" && !strings.ContainsAny(name, "/?#%\\ \x00\r\n")
+	return ok && name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/?#%\\ \x00\r\n")
 }
 
 // StdioConn is a stdio connection accepted by SplitListener: the hello
