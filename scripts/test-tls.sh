@@ -36,7 +36,10 @@ check() { # check NAME CONDITION-COMMAND...
 free_port() { # a random high port nobody listens on (bash's /dev/tcp probe)
   local p
   while :; do
-    p=$((20000 + RANDOM % 30000))
+    # Below the kernel's ephemeral range (net.ipv4.ip_local_port_range,
+    # 32768 and up by default): no outgoing connection can take the port
+    # between this probe and the listener's bind.
+    p=$((20000 + RANDOM % 12000))
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }
